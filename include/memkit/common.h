@@ -1,0 +1,49 @@
+/*
+ * memkit/common.h - definitions shared by every libmemkit header.
+ *
+ * libmemkit is the "fix" half of memkit: special-purpose allocators that replace
+ * malloc where a trace shows a pattern malloc handles badly. Every public name is
+ * prefixed mk_ (functions, types) or MK_ (macros). Names with a double underscore
+ * (mk__, MK__) are internal even when they appear in a header.
+ */
+#ifndef MEMKIT_COMMON_H
+#define MEMKIT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MK_VERSION_MAJOR 0
+#define MK_VERSION_MINOR 1
+#define MK_VERSION_PATCH 0
+#define MK_VERSION_STRING "0.1.0"
+
+#ifdef __cplusplus
+#define MK__EXTERN_C_BEGIN extern "C" {
+#define MK__EXTERN_C_END }
+#else
+#define MK__EXTERN_C_BEGIN
+#define MK__EXTERN_C_END
+#endif
+
+/* Symbols exported from the shared library (built with -fvisibility=hidden). */
+#define MK_API __attribute__((visibility("default")))
+
+#define MK_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define MK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define MK__CAT2(a, b) a##b
+#define MK__CAT(a, b)  MK__CAT2(a, b)
+/* A name unique within one source line, for variables declared by scope macros. */
+#define MK__UNIQ(prefix) MK__CAT(prefix, __LINE__)
+
+/* The alignment malloc guarantees; the default for untyped allocations. */
+#define MK_MALLOC_ALIGN 16
+
+MK__EXTERN_C_BEGIN
+
+/* Version of the library actually linked, e.g. "0.1.0". */
+MK_API const char *mk_version(void);
+
+MK__EXTERN_C_END
+
+#endif /* MEMKIT_COMMON_H */

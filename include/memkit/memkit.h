@@ -1,0 +1,14 @@
+/*
+ * memkit/memkit.h - all of libmemkit's C API in one include.
+ *
+ *   mk_stack  stack/frame allocator: bump allocation, whole frames released at once
+ *   mk_pool   fixed-size pool: O(1) allocation and free of same-size objects
+ */
+#ifndef MEMKIT_MEMKIT_H
+#define MEMKIT_MEMKIT_H
+
+#include <memkit/common.h>
+#include <memkit/stack.h>
+#include <memkit/pool.h>
+
+#endif /* MEMKIT_MEMKIT_H */

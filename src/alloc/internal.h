@@ -1,0 +1,77 @@
+/*
+ * internal.h - helpers shared by libmemkit's allocators: page mapping, fatal errors,
+ * and the hooks that describe our memory to AddressSanitizer and Valgrind.
+ * Not installed; nothing here is public API.
+ */
+#ifndef MEMKIT_ALLOC_INTERNAL_H
+#define MEMKIT_ALLOC_INTERNAL_H
+
+#include <memkit/common.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* ---- sanitizer detection: gcc defines __SANITIZE_ADDRESS__, clang has __has_feature */
+#if defined(__SANITIZE_ADDRESS__)
+#define MK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MK_ASAN 1
+#endif
+#endif
+
+#ifdef MK_ASAN
+#include <sanitizer/asan_interface.h>
+#define MK_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define MK_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define MK_POISON(p, n)   ((void)(p), (void)(n))
+#define MK_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#ifdef MEMKIT_HAVE_VALGRIND_H
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#define MK_ON_VALGRIND() (RUNNING_ON_VALGRIND != 0)
+#else
+#define MK_ON_VALGRIND() 0
+#define VALGRIND_CREATE_MEMPOOL(pool, rz, zeroed) ((void)0)
+#define VALGRIND_DESTROY_MEMPOOL(pool)            ((void)0)
+#define VALGRIND_MEMPOOL_ALLOC(pool, p, n)        ((void)0)
+#define VALGRIND_MEMPOOL_FREE(pool, p)            ((void)0)
+#define VALGRIND_MEMPOOL_CHANGE(pool, a, b, n)    ((void)0)
+#define VALGRIND_MAKE_MEM_NOACCESS(p, n)          ((void)0)
+#define VALGRIND_MAKE_MEM_DEFINED(p, n)           ((void)0)
+#define VALGRIND_MAKE_MEM_UNDEFINED(p, n)         ((void)0)
+#endif
+
+/* Prints "memkit: <message>" on stderr and aborts. For broken API contracts only. */
+__attribute__((noreturn, format(printf, 1, 2), cold)) void mk__die(const char *fmt, ...);
+
+/* Size of a huge page, and the size from which chunks are huge-page aligned. */
+#define MK_HUGE_PAGE ((size_t)2 << 20)
+
+/*
+ * Maps `size` bytes (a multiple of the page size) of zeroed, private memory. Mappings
+ * of at least MK_HUGE_PAGE are aligned to it and advised MADV_HUGEPAGE, so a large
+ * chunk faults in 2 MiB at a time instead of 4 KiB. `align` (a power of two, at most
+ * 1 GiB) is the alignment required of the start; 0 means page alignment.
+ * Returns NULL on failure, with errno set.
+ */
+void *mk__pages_map(size_t size, size_t align);
+void mk__pages_unmap(void *p, size_t size);
+size_t mk__page_size(void);
+
+static inline size_t mk__align_up(size_t n, size_t align)
+{
+    return (n + align - 1) & ~(align - 1);
+}
+
+static inline bool mk__is_pow2(size_t n)
+{
+    return n && !(n & (n - 1));
+}
+
+/* True when MEMKIT_BYPASS is set to a value other than "0" (read once). */
+bool mk__bypass_enabled(void);
+
+#endif /* MEMKIT_ALLOC_INTERNAL_H */

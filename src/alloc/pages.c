@@ -1,0 +1,97 @@
+/*
+ * pages.c - mapping memory from the OS for the allocators' chunks and slabs, and the
+ * small process-wide facts (page size, bypass switch) they share.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+const char *mk_version(void)
+{
+    return MK_VERSION_STRING;
+}
+
+void mk__die(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n > sizeof msg - 2)
+        n = sizeof msg - 2;
+    msg[n] = '\n';
+    /* write(2), not stdio: we may be dying inside an allocator or a signal path. */
+    if (write(STDERR_FILENO, "memkit: ", 8) < 0 || write(STDERR_FILENO, msg, n + 1) < 0) {
+        /* nothing left to report with */
+    }
+    abort();
+}
+
+size_t mk__page_size(void)
+{
+    static size_t page;
+
+    if (!page)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+bool mk__bypass_enabled(void)
+{
+    static int state = -1; /* -1 unread; racing first reads compute the same value */
+
+    if (state < 0) {
+        const char *v = getenv("MEMKIT_BYPASS");
+        state = v && *v && strcmp(v, "0") != 0;
+    }
+    return state;
+}
+
+void *mk__pages_map(size_t size, size_t align)
+{
+    size_t page = mk__page_size();
+    size_t extra;
+    char *raw, *p;
+
+    if (size >= MK_HUGE_PAGE && align < MK_HUGE_PAGE)
+        align = MK_HUGE_PAGE;
+    if (align <= page) {
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    /* Over-map by the alignment, then unmap the misaligned head and the tail. */
+    extra = align - page;
+    if (size > SIZE_MAX - extra) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    raw = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+               0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    p = (char *)mk__align_up((uintptr_t)raw, align);
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + size + extra > p + size)
+        munmap(p + size, (size_t)(raw + size + extra - (p + size)));
+    if (size >= MK_HUGE_PAGE)
+        madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
+    return p;
+}
+
+void mk__pages_unmap(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}

@@ -1,0 +1,506 @@
+/*
+ * cmd_bench.c - `memkit bench`: runs workloads under each allocator, each
+ * (workload, allocator) pair in a fresh child process, and prints a table or JSON.
+ *
+ * The child is this same executable started as `memkit bench --child W A SCALE
+ * ROUNDS`, with LD_PRELOAD naming the drop-in allocator (or unset), so one
+ * allocator's heap never skews another's numbers. It reports one line per round on a
+ * pipe; the parent takes peak RSS and minor faults from wait4's rusage and computes
+ * medians with min and max.
+ */
+#include "cli.h"
+
+#include "workload.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_ROUNDS 100
+
+/* A sanitizer runtime must be the first library loaded: drop-in allocators cannot be
+ * preloaded into a sanitizer build of memkit. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BENCH_SANITIZED 1
+#else
+#define BENCH_SANITIZED 0
+#endif
+
+typedef struct allocator {
+    const char *name;
+    mk_bench_api api;
+    const char *soname;  /* drop-in library for LD_PRELOAD, or NULL */
+    const char *package; /* Debian package that ships it */
+    const char *planned; /* non-NULL: not built yet, and why */
+} allocator_t;
+
+static const allocator_t allocators[] = {
+    {"glibc", MK_API_MALLOC, NULL, NULL, NULL},
+    {"jemalloc", MK_API_MALLOC, "libjemalloc.so.2", "libjemalloc2", NULL},
+    {"tcmalloc", MK_API_MALLOC, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL},
+    {"mimalloc", MK_API_MALLOC, "libmimalloc.so.2", "libmimalloc2.0", NULL},
+    {"mk_stack", MK_API_MK_STACK, NULL, NULL, NULL},
+    {"mk_pool", MK_API_MK_POOL, NULL, NULL, NULL},
+    {"mk_fifo", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue"},
+    {"mk_ring", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue"},
+    {"mk_tlsf", MK_API_MALLOC, NULL, NULL, "planned: the TLSF issue"},
+};
+#define N_ALLOCATORS (sizeof allocators / sizeof allocators[0])
+
+typedef struct stat3 {
+    double median, min, max;
+} stat3_t;
+
+typedef struct result {
+    const allocator_t *alloc;
+    const char *status; /* "ok", "n/a", "skipped", "failed" */
+    char reason[160];
+    stat3_t alloc_rate, free_rate, alloc_s, free_s;
+    uint64_t peak_rss_bytes, minor_faults;
+    double wall_s;
+} result_t;
+
+typedef struct options {
+    bool quick, json, list;
+    uint64_t scale; /* 0: the workload's default */
+    int rounds;
+    bool want[N_ALLOCATORS];
+} options_t;
+
+/* ------------------------------------------------------------------------ */
+/* the child side                                                            */
+
+static int bench_child(int argc, char **argv)
+{
+    const mk_workload *w;
+    const allocator_t *a = NULL;
+    mk_bench_round rounds[MAX_ROUNDS];
+    uint64_t scale;
+    int n;
+
+    if (argc != 4)
+        return mk_usage_error("bench --child: expected WORKLOAD ALLOCATOR SCALE ROUNDS");
+    w = mk_workload_find(argv[0]);
+    for (size_t i = 0; i < N_ALLOCATORS; i++)
+        if (strcmp(allocators[i].name, argv[1]) == 0)
+            a = &allocators[i];
+    n = atoi(argv[3]);
+    if (!w || !a || !mk_parse_count(argv[2], &scale) || n < 1 || n > MAX_ROUNDS)
+        return mk_usage_error("bench --child: bad arguments");
+    if (w->run(a->api, scale, n, rounds) != 0)
+        return MK_EXIT_FAIL;
+    for (int i = 0; i < n; i++)
+        printf("round %llu %llu %.9f %.9f\n", (unsigned long long)rounds[i].allocs,
+               (unsigned long long)rounds[i].frees, rounds[i].alloc_s, rounds[i].free_s);
+    return fflush(stdout) == 0 ? MK_EXIT_OK : MK_EXIT_FAIL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the parent side                                                           */
+
+/* Finds a drop-in allocator's library; NULL if it is not installed. */
+static const char *find_library(const char *soname, char *buf, size_t len)
+{
+    static const char *const dirs[] = {
+        "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+        "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu",
+    };
+
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(buf, len, "%s/%s", dirs[i], soname);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static stat3_t stat3(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return (stat3_t){
+        .median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2,
+        .min = v[0],
+        .max = v[n - 1],
+    };
+}
+
+/* Parses the child's "round ..." lines into per-round rates. */
+static bool parse_rounds(FILE *in, result_t *r, int want)
+{
+    double ar[MAX_ROUNDS], fr[MAX_ROUNDS], as[MAX_ROUNDS], fs[MAX_ROUNDS];
+    unsigned long long na, nf;
+    double ta, tf;
+    int n = 0;
+
+    while (n < want && fscanf(in, "round %llu %llu %lf %lf\n", &na, &nf, &ta, &tf) == 4) {
+        /* A phase too fast for the clock counts as one nanosecond, not infinity. */
+        as[n] = ta;
+        fs[n] = tf;
+        ar[n] = (double)na / (ta > 1e-9 ? ta : 1e-9);
+        fr[n] = (double)nf / (tf > 1e-9 ? tf : 1e-9);
+        n++;
+    }
+    if (n != want)
+        return false;
+    r->alloc_rate = stat3(ar, n);
+    r->free_rate = stat3(fr, n);
+    r->alloc_s = stat3(as, n);
+    r->free_s = stat3(fs, n);
+    return true;
+}
+
+static void run_one(const mk_workload *w, const allocator_t *a, uint64_t scale,
+                    int rounds, result_t *r)
+{
+    char lib[512], scale_s[32], rounds_s[16];
+    const char *preload = NULL;
+    struct rusage ru;
+    int fds[2], status;
+    double t0;
+    pid_t pid;
+    FILE *in;
+
+    memset(r, 0, sizeof *r);
+    r->alloc = a;
+    if (!w->supports(a->api)) {
+        r->status = "n/a";
+        snprintf(r->reason, sizeof r->reason, "the %s pattern does not fit %s", w->name,
+                 a->name);
+        return;
+    }
+    if (a->soname && BENCH_SANITIZED) {
+        r->status = "skipped";
+        snprintf(r->reason, sizeof r->reason,
+                 "cannot preload a drop-in allocator into a sanitizer build");
+        return;
+    }
+    if (a->soname && !(preload = find_library(a->soname, lib, sizeof lib))) {
+        r->status = "skipped";
+        snprintf(r->reason, sizeof r->reason, "not installed: apt-get install %s",
+                 a->package);
+        return;
+    }
+    snprintf(scale_s, sizeof scale_s, "%llu", (unsigned long long)scale);
+    snprintf(rounds_s, sizeof rounds_s, "%d", rounds);
+    fflush(NULL);
+    if (pipe(fds) != 0)
+        goto fail_errno;
+    t0 = mk_bench_now();
+    pid = fork();
+    if (pid < 0)
+        goto fail_errno;
+    if (pid == 0) {
+        char *args[] = {"memkit", "bench",         "--child", (char *)w->name,
+                        (char *)a->name, scale_s, rounds_s, NULL};
+
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        if (preload)
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    close(fds[1]);
+    in = fdopen(fds[0], "r");
+    bool parsed = in && parse_rounds(in, r, rounds);
+    if (in)
+        fclose(in);
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+        ;
+    r->wall_s = mk_bench_now() - t0;
+    r->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+    r->minor_faults = (uint64_t)ru.ru_minflt;
+    if (!parsed || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        r->status = "failed";
+        if (WIFSIGNALED(status))
+            snprintf(r->reason, sizeof r->reason, "child killed by signal %d",
+                     WTERMSIG(status));
+        else
+            snprintf(r->reason, sizeof r->reason, "child exited with status %d",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return;
+    }
+    r->status = "ok";
+    return;
+fail_errno:
+    r->status = "failed";
+    snprintf(r->reason, sizeof r->reason, "cannot start the child: %s", strerror(errno));
+}
+
+/* ------------------------------------------------------------------------ */
+/* output                                                                    */
+
+static const result_t *find_result(const result_t *res, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(res[i].alloc->name, name) == 0 && strcmp(res[i].status, "ok") == 0)
+            return &res[i];
+    return NULL;
+}
+
+static void print_table(const mk_workload *w, uint64_t scale, int rounds,
+                        const result_t *res, int n)
+{
+    const result_t *base = find_result(res, n, "glibc");
+
+    printf("memkit bench %s: %llu %s, %d round%s per process, median [min-max]\n", w->name,
+           (unsigned long long)scale, w->scale_unit, rounds, rounds == 1 ? "" : "s");
+    printf("%-10s %24s %24s %10s %10s %12s %8s %8s\n", "allocator", "alloc M/s",
+           "free M/s", "free ms", "peak RSS", "minor flt", "wall s", "vs glibc");
+    for (int i = 0; i < n; i++) {
+        const result_t *r = &res[i];
+        char a[64], f[64], ratio[32] = "-";
+
+        if (strcmp(r->status, "ok") != 0) {
+            printf("%-10s %s: %s\n", r->alloc->name, r->status, r->reason);
+            continue;
+        }
+        snprintf(a, sizeof a, "%.1f [%.1f-%.1f]", r->alloc_rate.median / 1e6,
+                 r->alloc_rate.min / 1e6, r->alloc_rate.max / 1e6);
+        snprintf(f, sizeof f, "%.1f [%.1f-%.1f]", r->free_rate.median / 1e6,
+                 r->free_rate.min / 1e6, r->free_rate.max / 1e6);
+        if (base)
+            snprintf(ratio, sizeof ratio, "%.2fx", r->alloc_rate.median /
+                                                       base->alloc_rate.median);
+        printf("%-10s %24s %24s %10.2f %7.0f MiB %12llu %8.2f %8s\n", r->alloc->name, a, f,
+               r->free_s.median * 1e3, (double)r->peak_rss_bytes / (1 << 20),
+               (unsigned long long)r->minor_faults, r->wall_s, ratio);
+    }
+    if (base)
+        printf("(vs glibc: median allocation rate relative to glibc's in this run)\n");
+}
+
+static void json_stat3(mk_json *j, const char *key, const char *kmin, const char *kmax,
+                       stat3_t s)
+{
+    mk_json_key(j, key);
+    mk_json_double(j, s.median);
+    mk_json_key(j, kmin);
+    mk_json_double(j, s.min);
+    mk_json_key(j, kmax);
+    mk_json_double(j, s.max);
+}
+
+static void print_json(mk_json *j, const mk_workload *w, uint64_t scale, int rounds,
+                       const result_t *res, int n)
+{
+    mk_json_begin_object(j);
+    mk_json_key(j, "workload");
+    mk_json_string(j, w->name);
+    mk_json_key(j, "scale");
+    mk_json_uint(j, scale);
+    mk_json_key(j, "rounds");
+    mk_json_uint(j, (uint64_t)rounds);
+    mk_json_key(j, "results");
+    mk_json_begin_array(j);
+    for (int i = 0; i < n; i++) {
+        const result_t *r = &res[i];
+
+        mk_json_begin_object(j);
+        mk_json_key(j, "allocator");
+        mk_json_string(j, r->alloc->name);
+        mk_json_key(j, "status");
+        mk_json_string(j, r->status);
+        if (strcmp(r->status, "ok") == 0) {
+            json_stat3(j, "alloc_rate", "alloc_rate_min", "alloc_rate_max", r->alloc_rate);
+            json_stat3(j, "free_rate", "free_rate_min", "free_rate_max", r->free_rate);
+            json_stat3(j, "alloc_s", "alloc_s_min", "alloc_s_max", r->alloc_s);
+            json_stat3(j, "free_s", "free_s_min", "free_s_max", r->free_s);
+            mk_json_key(j, "peak_rss_bytes");
+            mk_json_uint(j, r->peak_rss_bytes);
+            mk_json_key(j, "minor_faults");
+            mk_json_uint(j, r->minor_faults);
+            mk_json_key(j, "wall_s");
+            mk_json_double(j, r->wall_s);
+        } else {
+            mk_json_key(j, "reason");
+            mk_json_string(j, r->reason);
+        }
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+    mk_json_end_object(j);
+}
+
+/* ------------------------------------------------------------------------ */
+/* options and driver                                                        */
+
+static void print_list(void)
+{
+    printf("Workloads (memkit bench NAME):\n");
+    for (int i = 0; mk_workloads[i]; i++)
+        printf("  %-16s %s\n                   default %llu %s, --quick %llu\n",
+               mk_workloads[i]->name, mk_workloads[i]->summary,
+               (unsigned long long)mk_workloads[i]->default_scale,
+               mk_workloads[i]->scale_unit,
+               (unsigned long long)mk_workloads[i]->quick_scale);
+    printf("Allocators (--allocators a,b,...):");
+    for (size_t i = 0; i < N_ALLOCATORS; i++)
+        if (!allocators[i].planned)
+            printf(" %s", allocators[i].name);
+    printf("\n");
+}
+
+static void bench_help(void)
+{
+    printf("usage: memkit bench [WORKLOAD...] [options]\n"
+           "Runs allocator workloads, each allocator in its own process.\n\n"
+           "  --list              describe the workloads and allocators\n"
+           "  --allocators LIST   comma-separated allocators (default: all available)\n"
+           "  --quick             tiny sizes (a fraction of a second), for tests\n"
+           "  --scale N           workload size (k/M/G suffixes allowed)\n"
+           "  --rounds N          rounds per process (default 3)\n"
+           "  --json              one JSON object per workload on stdout\n");
+}
+
+static int select_allocators(options_t *o, char *list)
+{
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        size_t i;
+
+        for (i = 0; i < N_ALLOCATORS; i++)
+            if (strcmp(allocators[i].name, tok) == 0)
+                break;
+        if (i == N_ALLOCATORS)
+            return mk_usage_error("bench: unknown allocator '%s' (memkit bench --list "
+                                  "shows them)",
+                                  tok);
+        if (allocators[i].planned)
+            return mk_usage_error("bench: allocator '%s' is not built yet (%s)", tok,
+                                  allocators[i].planned);
+        o->want[i] = true;
+    }
+    return MK_EXIT_OK;
+}
+
+static int parse_options(int argc, char **argv, options_t *o)
+{
+    static const struct option longopts[] = {
+        {"list", no_argument, NULL, 'l'},       {"quick", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},       {"scale", required_argument, NULL, 's'},
+        {"rounds", required_argument, NULL, 'r'}, {"allocators", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+    };
+    bool any = false;
+    int c, rc;
+
+    o->rounds = 3;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            o->list = true;
+            break;
+        case 'q':
+            o->quick = true;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 's':
+            if (!mk_parse_count(optarg, &o->scale) || o->scale == 0)
+                return mk_usage_error("bench: --scale needs a positive number, not '%s'",
+                                      optarg);
+            break;
+        case 'r':
+            o->rounds = atoi(optarg);
+            if (o->rounds < 1 || o->rounds > MAX_ROUNDS)
+                return mk_usage_error("bench: --rounds must be 1..%d", MAX_ROUNDS);
+            break;
+        case 'a':
+            if ((rc = select_allocators(o, optarg)) != MK_EXIT_OK)
+                return rc;
+            any = true;
+            break;
+        case 'h':
+            bench_help();
+            exit(MK_EXIT_OK);
+        default:
+            return MK_EXIT_USAGE;
+        }
+    }
+    if (!any)
+        for (size_t i = 0; i < N_ALLOCATORS; i++)
+            o->want[i] = !allocators[i].planned;
+    return MK_EXIT_OK;
+}
+
+static int bench_workload(const mk_workload *w, const options_t *o)
+{
+    uint64_t scale = o->scale ? o->scale : o->quick ? w->quick_scale : w->default_scale;
+    bool tty = isatty(STDERR_FILENO);
+    result_t res[N_ALLOCATORS];
+    int n = 0, total = 0, failed = 0;
+
+    for (size_t i = 0; i < N_ALLOCATORS; i++)
+        total += o->want[i];
+    for (size_t i = 0; i < N_ALLOCATORS; i++) {
+        if (!o->want[i])
+            continue;
+        if (tty)
+            fprintf(stderr, "\rmemkit bench %s: %s (%d/%d)...        ", w->name,
+                    allocators[i].name, n + 1, total);
+        run_one(w, &allocators[i], scale, o->rounds, &res[n]);
+        failed += strcmp(res[n].status, "failed") == 0;
+        n++;
+    }
+    if (tty)
+        fprintf(stderr, "\r%60s\r", "");
+    if (o->json) {
+        mk_json j = {.out = stdout};
+
+        print_json(&j, w, scale, o->rounds, res, n);
+    } else {
+        print_table(w, scale, o->rounds, res, n);
+    }
+    return failed ? MK_EXIT_FAIL : MK_EXIT_OK;
+}
+
+int mk_cmd_bench(int argc, char **argv)
+{
+    options_t o = {0};
+    const mk_workload *chosen[16];
+    int nchosen = 0, rc, worst = MK_EXIT_OK;
+
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+        return bench_child(argc - 2, argv + 2);
+    if ((rc = parse_options(argc, argv, &o)) != MK_EXIT_OK)
+        return rc;
+    if (o.list) {
+        print_list();
+        return MK_EXIT_OK;
+    }
+    for (int i = optind; i < argc; i++) {
+        const mk_workload *w = mk_workload_find(argv[i]);
+
+        if (!w)
+            return mk_usage_error("bench: unknown workload '%s' (memkit bench --list "
+                                  "shows them)",
+                                  argv[i]);
+        if (nchosen < 16)
+            chosen[nchosen++] = w;
+    }
+    if (nchosen == 0)
+        for (int i = 0; mk_workloads[i] && nchosen < 16; i++)
+            chosen[nchosen++] = mk_workloads[i];
+    for (int i = 0; i < nchosen; i++) {
+        rc = bench_workload(chosen[i], &o);
+        if (rc > worst)
+            worst = rc;
+    }
+    return worst;
+}

@@ -1,0 +1,98 @@
+/*
+ * main.c - the `memkit` command: subcommand dispatch and shared helpers.
+ * Each subcommand lives in its own cmd_*.c file.
+ */
+#include "cli.h"
+
+#include <memkit/common.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* NULL: planned, not built yet */
+    const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"trace", NULL, "run a program and record every allocation (planned)"},
+    {"report", NULL, "turn a trace into sites, findings and advice (planned)"},
+    {"diff", NULL, "compare two traces (planned)"},
+    {"check", NULL, "fail CI when allocation counts regress (planned)"},
+    {"bench", mk_cmd_bench, "benchmark allocators on classic workloads"},
+    {"tune", NULL, "find the allocator and glibc settings that suit a program (planned)"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+int mk_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("memkit: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return MK_EXIT_USAGE;
+}
+
+bool mk_parse_count(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    uint64_t mul = 1;
+
+    if (!s || !*s || *s == '-')
+        return false;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return false;
+    switch (*end) {
+    case 'k': case 'K': mul = 1000ull; end++; break;
+    case 'M': case 'm': mul = 1000000ull; end++; break;
+    case 'G': case 'g': mul = 1000000000ull; end++; break;
+    default: break;
+    }
+    if (*end || (v && mul > UINT64_MAX / v))
+        return false;
+    *out = v * mul;
+    return true;
+}
+
+static void print_help(void)
+{
+    printf("memkit %s - how much does malloc cost your program, where, and what to do "
+           "about it\n\nusage: memkit COMMAND [ARGS...]\n\ncommands:\n",
+           mk_version());
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        printf("  %-8s %s\n", commands[i].name, commands[i].summary);
+    printf("  %-8s %s\n", "help", "this text; `memkit COMMAND --help` for one command");
+    printf("\nmemkit --version prints the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+
+    if (!cmd || strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
+        strcmp(cmd, "-h") == 0) {
+        print_help();
+        return cmd ? MK_EXIT_OK : MK_EXIT_USAGE;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("memkit %s\n", mk_version());
+        return MK_EXIT_OK;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(commands[i].name, cmd) != 0)
+            continue;
+        if (!commands[i].run)
+            return mk_usage_error("'%s' is not built yet (see README: planned parts)", cmd);
+        return commands[i].run(argc - 1, argv + 1);
+    }
+    return mk_usage_error("unknown command '%s' (memkit help lists them)", cmd);
+}

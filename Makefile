@@ -9,6 +9,7 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE     ?= cmake
 CTEST     ?= ctest
 PREFIX    ?= /usr/local
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all build demo test test-sanitize test-asan test-tsan bench install format clean
 

@@ -10,7 +10,9 @@
  * libmemkit's allocators are configured to do the same (mk_stack_set_retain(SIZE_MAX),
  * max_empty_slabs = SIZE_MAX); with their defaults they would unmap all but one
  * chunk/slab and pay the page faults again each round. Round 1 (the min of the rates)
- * shows the cost with fresh memory for every allocator.
+ * shows the cost with fresh memory for every allocator. `memkit bench
+ * --default-policy` (MEMKIT_BENCH_DEFAULT_POLICY=1 in the child) measures the
+ * defaults instead.
  */
 #include "workload.h"
 
@@ -112,16 +114,18 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
 {
     mk_stack_t *st = NULL;
     mk_pool_t *pool = NULL;
+    bool retain = !getenv("MEMKIT_BENCH_DEFAULT_POLICY");
     int rc = 0;
 
     if (api == MK_API_MK_STACK) {
         if (!(st = mk_stack_create()))
             return -1;
-        mk_stack_set_retain(st, SIZE_MAX);
+        if (retain)
+            mk_stack_set_retain(st, SIZE_MAX);
     }
     if (api == MK_API_MK_POOL &&
-        !(pool = mk_pool_create(&(mk_pool_config_t){.item_size = sizeof(node_t),
-                                                     .max_empty_slabs = SIZE_MAX})))
+        !(pool = mk_pool_create(&(mk_pool_config_t){
+              .item_size = sizeof(node_t), .max_empty_slabs = retain ? SIZE_MAX : 0})))
         return -1;
     for (int i = 0; i < rounds && rc == 0; i++) {
         switch (api) {

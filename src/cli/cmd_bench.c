@@ -65,7 +65,7 @@ typedef struct result {
 } result_t;
 
 typedef struct options {
-    bool quick, json, list;
+    bool quick, json, list, default_policy;
     uint64_t scale; /* 0: the workload's default */
     int rounds;
     bool want[N_ALLOCATORS];
@@ -364,7 +364,10 @@ static void bench_help(void)
            "  --quick             tiny sizes (a fraction of a second), for tests\n"
            "  --scale N           workload size (k/M/G suffixes allowed)\n"
            "  --rounds N          rounds per process (default 3)\n"
-           "  --json              one JSON object per workload on stdout\n");
+           "  --json              one JSON object per workload on stdout\n"
+           "  --default-policy    libmemkit allocators keep their default memory policy\n"
+           "                      (by default the workloads let them keep freed memory\n"
+           "                      between rounds, as malloc does)\n");
 }
 
 static int select_allocators(options_t *o, char *list)
@@ -393,6 +396,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         {"list", no_argument, NULL, 'l'},       {"quick", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},       {"scale", required_argument, NULL, 's'},
         {"rounds", required_argument, NULL, 'r'}, {"allocators", required_argument, NULL, 'a'},
+        {"default-policy", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     bool any = false;
@@ -410,6 +414,9 @@ static int parse_options(int argc, char **argv, options_t *o)
             break;
         case 'j':
             o->json = true;
+            break;
+        case 'd':
+            o->default_policy = true;
             break;
         case 's':
             if (!mk_parse_count(optarg, &o->scale) || o->scale == 0)
@@ -480,6 +487,11 @@ int mk_cmd_bench(int argc, char **argv)
         return bench_child(argc - 2, argv + 2);
     if ((rc = parse_options(argc, argv, &o)) != MK_EXIT_OK)
         return rc;
+    /* Read by the workloads in the child processes. */
+    if (o.default_policy)
+        setenv("MEMKIT_BENCH_DEFAULT_POLICY", "1", 1);
+    else
+        unsetenv("MEMKIT_BENCH_DEFAULT_POLICY");
     if (o.list) {
         print_list();
         return MK_EXIT_OK;

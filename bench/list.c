@@ -37,7 +37,8 @@ static int list_malloc(uint64_t n, mk_bench_round *r)
     for (uint64_t i = 0; i < n; i++) {
         node = malloc(sizeof *node);
         if (!node) {
-            fprintf(stderr, "list: malloc failed after %llu nodes\n", (unsigned long long)i);
+            fprintf(stderr, "list: malloc failed after %llu nodes\n",
+                    (unsigned long long)i);
             return -1;
         }
         node->next = head;

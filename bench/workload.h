@@ -14,22 +14,22 @@
 #include <stdint.h>
 
 typedef struct mk_bench_round {
-    uint64_t allocs, frees;  /* calls made in this round */
-    double alloc_s, free_s;  /* seconds spent in the allocation and the free phase */
+    uint64_t allocs, frees; /* calls made in this round */
+    double alloc_s, free_s; /* seconds spent in the allocation and the free phase */
 } mk_bench_round;
 
 typedef enum mk_bench_api {
-    MK_API_MALLOC,   /* malloc/free of whatever allocator the process has */
+    MK_API_MALLOC, /* malloc/free of whatever allocator the process has */
     MK_API_MK_STACK,
     MK_API_MK_POOL,
 } mk_bench_api;
 
 typedef struct mk_workload {
     const char *name;
-    const char *summary;     /* one line for --list */
-    uint64_t default_scale;  /* the published size */
-    uint64_t quick_scale;    /* for --quick: a fraction of a second */
-    const char *scale_unit;  /* what scale counts, e.g. "nodes" */
+    const char *summary;    /* one line for --list */
+    uint64_t default_scale; /* the published size */
+    uint64_t quick_scale;   /* for --quick: a fraction of a second */
+    const char *scale_unit; /* what scale counts, e.g. "nodes" */
     /* Which libmemkit allocators fit the pattern (others show as n/a). */
     bool (*supports)(mk_bench_api api);
     /* Runs the workload; returns 0, or -1 with a message on stderr. */

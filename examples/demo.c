@@ -35,16 +35,21 @@ int main(void)
         if (t2 - t1 < best_after)
             best_after = t2 - t1;
     }
-    printf("memkit demo: a transfer of %d chunks with %d headers each (best of %d runs)\n\n",
-           CHUNKS, HEADERS, RUNS);
-    printf("  %-8s %18s %12s %20s\n", "version", "allocation calls", "time ms", "checksum");
-    printf("  %-8s %18llu %12.1f %20llu\n", "before", (unsigned long long)before.allocation_calls,
-           best_before * 1e3, (unsigned long long)before.checksum);
-    printf("  %-8s %18llu %12.1f %20llu\n", "after", (unsigned long long)after.allocation_calls,
-           best_after * 1e3, (unsigned long long)after.checksum);
-    printf("\n  same result: %s; %.2fx faster with the header name inline, nodes from an\n"
-           "  mk_pool and the scratch buffer in an MK_SCOPE() frame.\n",
-           before.checksum == after.checksum ? "yes" : "NO", best_before / best_after);
+    printf(
+        "memkit demo: a transfer of %d chunks with %d headers each (best of %d runs)\n\n",
+        CHUNKS, HEADERS, RUNS);
+    printf("  %-8s %18s %12s %20s\n", "version", "allocation calls", "time ms",
+           "checksum");
+    printf("  %-8s %18llu %12.1f %20llu\n", "before",
+           (unsigned long long)before.allocation_calls, best_before * 1e3,
+           (unsigned long long)before.checksum);
+    printf("  %-8s %18llu %12.1f %20llu\n", "after",
+           (unsigned long long)after.allocation_calls, best_after * 1e3,
+           (unsigned long long)after.checksum);
+    printf(
+        "\n  same result: %s; %.2fx faster with the header name inline, nodes from an\n"
+        "  mk_pool and the scratch buffer in an MK_SCOPE() frame.\n",
+        before.checksum == after.checksum ? "yes" : "NO", best_before / best_after);
     printf("\nNext: `memkit bench list` compares allocators on Intersec's list test.\n");
     return before.checksum == after.checksum ? 0 : 1;
 }

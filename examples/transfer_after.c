@@ -20,7 +20,8 @@ struct header {
 
 transfer_result_t transfer_after(int chunks, int headers_per_chunk)
 {
-    mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = sizeof(struct header)});
+    mk_pool_t *pool =
+        mk_pool_create(&(mk_pool_config_t){.item_size = sizeof(struct header)});
     uint64_t sum = 0;
 
     for (int c = 0; c < chunks; c++) {

@@ -12,14 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MK_VERSION_MAJOR 0
-#define MK_VERSION_MINOR 1
-#define MK_VERSION_PATCH 0
+#define MK_VERSION_MAJOR  0
+#define MK_VERSION_MINOR  1
+#define MK_VERSION_PATCH  0
 #define MK_VERSION_STRING "0.1.0"
 
 #ifdef __cplusplus
 #define MK__EXTERN_C_BEGIN extern "C" {
-#define MK__EXTERN_C_END }
+#define MK__EXTERN_C_END   }
 #else
 #define MK__EXTERN_C_BEGIN
 #define MK__EXTERN_C_END

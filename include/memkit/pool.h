@@ -68,7 +68,7 @@ struct mk__pool_slab {
     mk_pool_t *pool;                   /* owner */
     struct mk__pool_slab *prev, *next; /* partial list (slabs with room, not current) */
     struct mk__pool_slab *all_prev, *all_next; /* every slab of the pool */
-    uint8_t *bits;                     /* debug mode: allocated-item bitmap */
+    uint8_t *bits;                             /* debug mode: allocated-item bitmap */
     uint32_t magic;
     bool listed; /* current slab, or on the partial list */
     bool empty;  /* counted in empty_slabs */

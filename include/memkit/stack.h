@@ -74,7 +74,7 @@ typedef struct mk_stack mk_stack_t;
  * field as private.
  */
 struct mk_stack {
-    uintptr_t pos;   /* next free byte of the current chunk; a multiple of MK_STACK_GRAIN */
+    uintptr_t pos; /* next free byte of the current chunk; a multiple of MK_STACK_GRAIN */
     uintptr_t limit; /* end of the current chunk, or 0 to send every allocation to
                         the slow path (no frame open, sealed frame, bypass, ASan,
                         Valgrind) */
@@ -138,10 +138,10 @@ MK_API void mk_stack_pop_at(mk_stack_t *st, const char *file, int line);
 MK_API void mk_stack_pop_frame(mk_stack_frame_t *frame);
 
 /* Pushes a frame on `st` and pops it when the enclosing block is left. */
-#define MK_STACK_SCOPE(st)                                                          \
-    mk_stack_frame_t *MK__UNIQ(mk__scope_) __attribute__((cleanup(mk__scope_end), \
-                                                          unused)) =              \
-        mk_stack_push_at((st), __FILE__, __LINE__)
+#define MK_STACK_SCOPE(st)                                                               \
+    mk_stack_frame_t *MK__UNIQ(mk__scope_)                                               \
+        __attribute__((cleanup(mk__scope_end), unused)) =                                \
+            mk_stack_push_at((st), __FILE__, __LINE__)
 /* MK_STACK_SCOPE on the calling thread's default stack. */
 #define MK_SCOPE() MK_STACK_SCOPE(mk_tstack())
 
@@ -170,8 +170,8 @@ MK_API void *mk__stack_alloc_slow(mk_stack_t *st, size_t size, size_t align);
 static inline void *mk_stack_alloc_aligned(mk_stack_t *st, size_t size, size_t align)
 {
     uintptr_t p = align <= MK_STACK_GRAIN
-                          ? st->pos
-                          : (st->pos + align - 1) & ~(uintptr_t)(align - 1);
+                      ? st->pos
+                      : (st->pos + align - 1) & ~(uintptr_t)(align - 1);
     /* Round up to the grain; 0 takes one grain so every block has its own address. */
     size_t n = (size + MK_STACK_GRAIN - 1 + (size == 0)) & ~(size_t)(MK_STACK_GRAIN - 1);
 
@@ -210,11 +210,11 @@ static inline void *mk__zero(void *p, size_t n)
 }
 
 /* Typed allocation of n objects, aligned to the type's own alignment. */
-#define mk_stack_new(st, type, n) \
+#define mk_stack_new(st, type, n)                                                        \
     ((type *)mk_stack_alloc_array((st), (n), sizeof(type), _Alignof(type)))
 /* Same, zero-filled. */
-#define mk_stack_new0(st, type, n)                                                \
-    ((type *)mk__zero(mk_stack_alloc_array((st), (n), sizeof(type), _Alignof(type)), \
+#define mk_stack_new0(st, type, n)                                                       \
+    ((type *)mk__zero(mk_stack_alloc_array((st), (n), sizeof(type), _Alignof(type)),     \
                       (size_t)(n) * sizeof(type)))
 
 /*
@@ -247,9 +247,9 @@ MK_API void *mk__t_alloc(size_t n, size_t size, size_t align, int zero, const ch
                          int line);
 
 #define mk_t_alloc(size) mk__t_alloc(1, (size), MK_MALLOC_ALIGN, 0, __FILE__, __LINE__)
-#define mk_t_new(type, n) \
+#define mk_t_new(type, n)                                                                \
     ((type *)mk__t_alloc((n), sizeof(type), _Alignof(type), 0, __FILE__, __LINE__))
-#define mk_t_new0(type, n) \
+#define mk_t_new0(type, n)                                                               \
     ((type *)mk__t_alloc((n), sizeof(type), _Alignof(type), 1, __FILE__, __LINE__))
 MK_API void *mk_t_memdup(const void *src, size_t size);
 MK_API char *mk_t_strdup(const char *s);

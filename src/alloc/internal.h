@@ -33,7 +33,7 @@
 #include <valgrind/valgrind.h>
 #define MK_ON_VALGRIND() (RUNNING_ON_VALGRIND != 0)
 #else
-#define MK_ON_VALGRIND() 0
+#define MK_ON_VALGRIND()                          0
 #define VALGRIND_CREATE_MEMPOOL(pool, rz, zeroed) ((void)0)
 #define VALGRIND_DESTROY_MEMPOOL(pool)            ((void)0)
 #define VALGRIND_MEMPOOL_ALLOC(pool, p, n)        ((void)0)

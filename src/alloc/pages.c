@@ -76,8 +76,8 @@ void *mk__pages_map(size_t size, size_t align)
         errno = ENOMEM;
         return NULL;
     }
-    raw = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-               0);
+    raw = mmap(NULL, size + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+               -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
     p = (char *)mk__align_up((uintptr_t)raw, align);

@@ -29,11 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLAB_MAGIC       0x6d6b706cu /* "mkpl" */
-#define SLAB_DEFAULT     ((size_t)64 << 10)
-#define SLAB_MIN_ITEMS   8
-#define BATCH_MAX_SLABS  64
-#define POOL_SLOW_FLAGS  (MK_POOL_ZERO | MK_POOL_DEBUG | MK_POOL_THREAD_SAFE)
+#define SLAB_MAGIC      0x6d6b706cu /* "mkpl" */
+#define SLAB_DEFAULT    ((size_t)64 << 10)
+#define SLAB_MIN_ITEMS  8
+#define BATCH_MAX_SLABS 64
+#define POOL_SLOW_FLAGS (MK_POOL_ZERO | MK_POOL_DEBUG | MK_POOL_THREAD_SAFE)
 
 typedef struct mk__pool_slab slab_t;
 
@@ -81,7 +81,8 @@ static bool pool_configure(mk_pool_t *pool, const mk_pool_config_t *cfg)
         slab = SLAB_DEFAULT;
         while (slab < ((size_t)1 << 40) &&
                items_offset(slab, pool->stride, align, debug) +
-                       SLAB_MIN_ITEMS * pool->stride > slab)
+                       SLAB_MIN_ITEMS * pool->stride >
+                   slab)
             slab *= 2;
     }
     pool->slab_size = slab;

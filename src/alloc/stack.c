@@ -364,7 +364,8 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
         /* Poison what the frame used in the chunk it started in. */
         MK_POISON((void *)saved.saved_pos, st->pos - saved.saved_pos);
         if (st->mode & MK__STACK_VALGRIND)
-            VALGRIND_MAKE_MEM_NOACCESS((void *)saved.saved_pos, st->pos - saved.saved_pos);
+            VALGRIND_MAKE_MEM_NOACCESS((void *)saved.saved_pos,
+                                       st->pos - saved.saved_pos);
     }
     st->pos = saved.saved_pos;
     st->used_below = saved.saved_used_below;
@@ -470,8 +471,8 @@ static mk_stack_frame_t *frame_for_alloc(mk_stack_t *st, const char *what)
     if (!f)
         mk__die("%s: no frame is open on this stack (push one, or use MK_SCOPE)", what);
     if (f->sealed)
-        mk__die("%s: the frame pushed at %s:%d is sealed; open a scope of your own",
-                what, f->file, f->line);
+        mk__die("%s: the frame pushed at %s:%d is sealed; open a scope of your own", what,
+                f->file, f->line);
     return f;
 }
 

@@ -106,8 +106,12 @@ static int bench_child(int argc, char **argv)
 static const char *find_library(const char *soname, char *buf, size_t len)
 {
     static const char *const dirs[] = {
-        "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
-        "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/lib/x86_64-linux-gnu",
     };
 
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
@@ -201,8 +205,8 @@ static void run_one(const mk_workload *w, const allocator_t *a, uint64_t scale,
     if (pid < 0)
         goto fail_errno;
     if (pid == 0) {
-        char *args[] = {"memkit", "bench",         "--child", (char *)w->name,
-                        (char *)a->name, scale_s, rounds_s, NULL};
+        char *args[] = {"memkit",        "bench", "--child", (char *)w->name,
+                        (char *)a->name, scale_s, rounds_s,  NULL};
 
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
@@ -257,8 +261,9 @@ static void print_table(const mk_workload *w, uint64_t scale, int rounds,
 {
     const result_t *base = find_result(res, n, "glibc");
 
-    printf("memkit bench %s: %llu %s, %d round%s per process, median [min-max]\n", w->name,
-           (unsigned long long)scale, w->scale_unit, rounds, rounds == 1 ? "" : "s");
+    printf("memkit bench %s: %llu %s, %d round%s per process, median [min-max]\n",
+           w->name, (unsigned long long)scale, w->scale_unit, rounds,
+           rounds == 1 ? "" : "s");
     printf("%-10s %24s %24s %10s %10s %12s %8s %8s\n", "allocator", "alloc M/s",
            "free M/s", "free ms", "peak RSS", "minor flt", "wall s", "vs glibc");
     for (int i = 0; i < n; i++) {
@@ -274,10 +279,10 @@ static void print_table(const mk_workload *w, uint64_t scale, int rounds,
         snprintf(f, sizeof f, "%.1f [%.1f-%.1f]", r->free_rate.median / 1e6,
                  r->free_rate.min / 1e6, r->free_rate.max / 1e6);
         if (base)
-            snprintf(ratio, sizeof ratio, "%.2fx", r->alloc_rate.median /
-                                                       base->alloc_rate.median);
-        printf("%-10s %24s %24s %10.2f %7.0f MiB %12llu %8.2f %8s\n", r->alloc->name, a, f,
-               r->free_s.median * 1e3, (double)r->peak_rss_bytes / (1 << 20),
+            snprintf(ratio, sizeof ratio, "%.2fx",
+                     r->alloc_rate.median / base->alloc_rate.median);
+        printf("%-10s %24s %24s %10.2f %7.0f MiB %12llu %8.2f %8s\n", r->alloc->name, a,
+               f, r->free_s.median * 1e3, (double)r->peak_rss_bytes / (1 << 20),
                (unsigned long long)r->minor_faults, r->wall_s, ratio);
     }
     if (base)
@@ -316,7 +321,8 @@ static void print_json(mk_json *j, const mk_workload *w, uint64_t scale, int rou
         mk_json_key(j, "status");
         mk_json_string(j, r->status);
         if (strcmp(r->status, "ok") == 0) {
-            json_stat3(j, "alloc_rate", "alloc_rate_min", "alloc_rate_max", r->alloc_rate);
+            json_stat3(j, "alloc_rate", "alloc_rate_min", "alloc_rate_max",
+                       r->alloc_rate);
             json_stat3(j, "free_rate", "free_rate_min", "free_rate_max", r->free_rate);
             json_stat3(j, "alloc_s", "alloc_s_min", "alloc_s_max", r->alloc_s);
             json_stat3(j, "free_s", "free_s_min", "free_s_max", r->free_s);
@@ -393,11 +399,15 @@ static int select_allocators(options_t *o, char *list)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     static const struct option longopts[] = {
-        {"list", no_argument, NULL, 'l'},       {"quick", no_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},       {"scale", required_argument, NULL, 's'},
-        {"rounds", required_argument, NULL, 'r'}, {"allocators", required_argument, NULL, 'a'},
+        {"list", no_argument, NULL, 'l'},
+        {"quick", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
+        {"scale", required_argument, NULL, 's'},
+        {"rounds", required_argument, NULL, 'r'},
+        {"allocators", required_argument, NULL, 'a'},
         {"default-policy", no_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool any = false;
     int c, rc;

@@ -52,10 +52,23 @@ bool mk_parse_count(const char *s, uint64_t *out)
     if (errno || end == s)
         return false;
     switch (*end) {
-    case 'k': case 'K': mul = 1000ull; end++; break;
-    case 'M': case 'm': mul = 1000000ull; end++; break;
-    case 'G': case 'g': mul = 1000000000ull; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mul = 1000ull;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        mul = 1000000ull;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        mul = 1000000000ull;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end || (v && mul > UINT64_MAX / v))
         return false;
@@ -91,7 +104,8 @@ int main(int argc, char **argv)
         if (strcmp(commands[i].name, cmd) != 0)
             continue;
         if (!commands[i].run)
-            return mk_usage_error("'%s' is not built yet (see README: planned parts)", cmd);
+            return mk_usage_error("'%s' is not built yet (see README: planned parts)",
+                                  cmd);
         return commands[i].run(argc - 1, argv + 1);
     }
     return mk_usage_error("unknown command '%s' (memkit help lists them)", cmd);

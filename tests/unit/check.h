@@ -15,26 +15,26 @@
 
 static int check_failures, check_passes;
 
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            check_passes++;                                                         \
-        } else {                                                                    \
-            check_failures++;                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                           \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            check_passes++;                                                              \
+        } else {                                                                         \
+            check_failures++;                                                            \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);     \
+        }                                                                                \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                              \
-    do {                                                                            \
-        long long check_a_ = (long long)(a), check_b_ = (long long)(b);             \
-        if (check_a_ == check_b_) {                                                 \
-            check_passes++;                                                         \
-        } else {                                                                    \
-            check_failures++;                                                       \
-            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n",     \
-                    __FILE__, __LINE__, #a, check_a_, #b, check_b_);                \
-        }                                                                           \
+#define CHECK_EQ(a, b)                                                                   \
+    do {                                                                                 \
+        long long check_a_ = (long long)(a), check_b_ = (long long)(b);                  \
+        if (check_a_ == check_b_) {                                                      \
+            check_passes++;                                                              \
+        } else {                                                                         \
+            check_failures++;                                                            \
+            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n",          \
+                    __FILE__, __LINE__, #a, check_a_, #b, check_b_);                     \
+        }                                                                                \
     } while (0)
 
 /* Runs `fn` in a child with stderr captured. Returns the wait status. */
@@ -66,16 +66,16 @@ static inline int run_child(void (*fn)(void), char *err, size_t errlen)
 
 /* Asserts that fn aborts (SIGABRT, or an ASan/UBSan error exit) with `needle` in its
  * stderr. */
-#define CHECK_ABORTS(fn, needle)                                                    \
-    do {                                                                            \
-        char check_err_[8192];                                                      \
-        int check_st_ = run_child((fn), check_err_, sizeof check_err_);             \
-        CHECK(!(WIFEXITED(check_st_) && WEXITSTATUS(check_st_) == 0));              \
-        if (!strstr(check_err_, (needle))) {                                        \
-            check_failures++;                                                       \
-            fprintf(stderr, "%s:%d: expected \"%s\" in the child's stderr, got:\n%s\n", \
-                    __FILE__, __LINE__, (needle), check_err_);                      \
-        }                                                                           \
+#define CHECK_ABORTS(fn, needle)                                                         \
+    do {                                                                                 \
+        char check_err_[8192];                                                           \
+        int check_st_ = run_child((fn), check_err_, sizeof check_err_);                  \
+        CHECK(!(WIFEXITED(check_st_) && WEXITSTATUS(check_st_) == 0));                   \
+        if (!strstr(check_err_, (needle))) {                                             \
+            check_failures++;                                                            \
+            fprintf(stderr, "%s:%d: expected \"%s\" in the child's stderr, got:\n%s\n",  \
+                    __FILE__, __LINE__, (needle), check_err_);                           \
+        }                                                                                \
     } while (0)
 
 static inline int check_report(const char *name)

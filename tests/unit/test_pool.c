@@ -73,7 +73,8 @@ static void test_slab_return(void)
 {
     enum { N = 100000 };
     static void *items[N];
-    mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = 32, .max_empty_slabs = 2});
+    mk_pool_t *pool =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 32, .max_empty_slabs = 2});
     mk_pool_stats_t s;
 
     for (int i = 0; i < N; i++)
@@ -102,7 +103,8 @@ static void test_slab_return(void)
 
 static void test_zero(void)
 {
-    mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = 100, .flags = MK_POOL_ZERO});
+    mk_pool_t *pool =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 100, .flags = MK_POOL_ZERO});
     unsigned char *p = mk_pool_alloc(pool);
 
     memset(p, 0xff, 100);
@@ -141,8 +143,8 @@ static void test_thread_safe(void)
     void *bad;
     mk_pool_stats_t s;
 
-    shared_pool = mk_pool_create(&(mk_pool_config_t){.item_size = 16,
-                                                     .flags = MK_POOL_THREAD_SAFE});
+    shared_pool = mk_pool_create(
+        &(mk_pool_config_t){.item_size = 16, .flags = MK_POOL_THREAD_SAFE});
     for (int i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, thread_churn, NULL);
     for (int i = 0; i < 4; i++) {
@@ -158,7 +160,8 @@ static void test_thread_safe(void)
 
 static void child_double_free(void)
 {
-    mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
+    mk_pool_t *pool =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
     void *p = mk_pool_alloc(pool);
 
     mk_pool_alloc(pool);
@@ -168,7 +171,8 @@ static void child_double_free(void)
 
 static void child_foreign_pointer(void)
 {
-    mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
+    mk_pool_t *pool =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
     static char not_ours[64];
 
     mk_pool_alloc(pool);
@@ -177,15 +181,18 @@ static void child_foreign_pointer(void)
 
 static void child_other_pool(void)
 {
-    mk_pool_t *a = mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
-    mk_pool_t *b = mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
+    mk_pool_t *a =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
+    mk_pool_t *b =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
 
     mk_pool_free(b, mk_pool_alloc(a));
 }
 
 static void child_misaligned(void)
 {
-    mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
+    mk_pool_t *pool =
+        mk_pool_create(&(mk_pool_config_t){.item_size = 24, .flags = MK_POOL_DEBUG});
     char *p = mk_pool_alloc(pool);
 
     mk_pool_free(pool, p + 4);

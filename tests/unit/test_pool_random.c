@@ -28,7 +28,8 @@ static unsigned char pattern(unsigned id, size_t i)
 
 static int cmp_item(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)((const item_t *)a)->p, y = (uintptr_t)((const item_t *)b)->p;
+    uintptr_t x = (uintptr_t)((const item_t *)a)->p,
+              y = (uintptr_t)((const item_t *)b)->p;
 
     return (x > y) - (x < y);
 }

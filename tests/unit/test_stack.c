@@ -432,7 +432,8 @@ static void test_asan_reports(void)
     } else {
         CHECK_ABORTS(child_use_after_pop, "use-after-poison");
         /* A byte past the block in its own 8-byte granule: ASan calls it
-         * "unknown-crash" (partially addressable), any other granule "use-after-poison". */
+         * "unknown-crash" (partially addressable), any other granule "use-after-poison".
+         */
         CHECK_ABORTS(child_padding_overflow, "AddressSanitizer");
         CHECK_ABORTS(child_padding_overflow, "child_padding_overflow");
     }

@@ -39,7 +39,8 @@ static void fill(block_t *b)
 
 static int cmp_block(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)((const block_t *)a)->p, y = (uintptr_t)((const block_t *)b)->p;
+    uintptr_t x = (uintptr_t)((const block_t *)a)->p,
+              y = (uintptr_t)((const block_t *)b)->p;
 
     return (x > y) - (x < y);
 }
@@ -62,7 +63,8 @@ static void verify(void)
     qsort(sorted, (size_t)nblocks, sizeof sorted[0], cmp_block);
     for (int i = 1; i < nblocks; i++)
         if (sorted[i - 1].size && sorted[i].size)
-            CHECK((uintptr_t)sorted[i - 1].p + sorted[i - 1].size <= (uintptr_t)sorted[i].p);
+            CHECK((uintptr_t)sorted[i - 1].p + sorted[i - 1].size <=
+                  (uintptr_t)sorted[i].p);
 }
 
 static size_t random_size(unsigned long long *rng)

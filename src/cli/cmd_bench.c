@@ -202,8 +202,14 @@ static void run_one(const mk_workload *w, const allocator_t *a, uint64_t scale,
         goto fail_errno;
     t0 = mk_bench_now();
     pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
+        int err = errno;
+
+        close(fds[0]);
+        close(fds[1]);
+        errno = err;
         goto fail_errno;
+    }
     if (pid == 0) {
         char *args[] = {"memkit",        "bench", "--child", (char *)w->name,
                         (char *)a->name, scale_s, rounds_s,  NULL};

@@ -551,8 +551,9 @@ void *mk_stack_realloc(mk_stack_t *st, void *ptr, size_t old_size, size_t new_si
                 ptr, f->file, f->line);
 
     /* The newest block grows or shrinks in place while its chunk has room. */
-    if (p >= st->chunk->start && p + grain_round(old_size) == st->pos &&
-        grain_round(new_size) <= st->chunk->end - p && new_size < SIZE_MAX - 8) {
+    if (new_size < SIZE_MAX / 2 && p >= st->chunk->start &&
+        p + grain_round(old_size) == st->pos &&
+        grain_round(new_size) <= st->chunk->end - p) {
         if (new_size < old_size) {
             stack_note_peak(st);
             MK_POISON((void *)(p + new_size), old_size - new_size);

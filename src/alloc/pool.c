@@ -57,6 +57,12 @@ static size_t items_offset(size_t slab_size, size_t stride, size_t align, bool d
     return mk__align_up(sizeof(slab_t) + bitmap, align);
 }
 
+/* True if a slab of `slab` bytes has room for `n` items after its header. */
+static bool slab_holds(size_t slab, size_t stride, size_t align, bool debug, size_t n)
+{
+    return items_offset(slab, stride, align, debug) + n * stride <= slab;
+}
+
 static size_t items_per_slab(const mk_pool_t *pool)
 {
     return (pool->slab_size - pool->items_offset) / pool->stride;
@@ -80,9 +86,7 @@ static bool pool_configure(mk_pool_t *pool, const mk_pool_config_t *cfg)
         /* Default 64 KiB, doubled until at least SLAB_MIN_ITEMS items fit. */
         slab = SLAB_DEFAULT;
         while (slab < ((size_t)1 << 40) &&
-               items_offset(slab, pool->stride, align, debug) +
-                       SLAB_MIN_ITEMS * pool->stride >
-                   slab)
+               !slab_holds(slab, pool->stride, align, debug, SLAB_MIN_ITEMS))
             slab *= 2;
     }
     pool->slab_size = slab;

@@ -15,8 +15,7 @@ enum {
 
 int mk_cmd_bench(int argc, char **argv);
 
-/* Prints "memkit: <message>" on stderr; returns MK_EXIT_USAGE for `return mk_usage(...)`.
- */
+/* Prints "memkit: <message>" on stderr and returns MK_EXIT_USAGE. */
 int mk_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Parses a non-negative integer with an optional k/M/G suffix (powers of 1000). */

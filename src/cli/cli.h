@@ -14,6 +14,7 @@ enum {
 };
 
 int mk_cmd_bench(int argc, char **argv);
+int mk_cmd_trace(int argc, char **argv);
 
 /* Prints "memkit: <message>" on stderr and returns MK_EXIT_USAGE. */
 int mk_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

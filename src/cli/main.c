@@ -18,7 +18,7 @@ typedef struct command {
 } command_t;
 
 static const command_t commands[] = {
-    {"trace", NULL, "run a program and record every allocation (planned)"},
+    {"trace", mk_cmd_trace, "run a program and record every allocation, then summarize"},
     {"report", NULL, "turn a trace into sites, findings and advice (planned)"},
     {"diff", NULL, "compare two traces (planned)"},
     {"check", NULL, "fail CI when allocation counts regress (planned)"},

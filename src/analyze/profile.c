@@ -1,0 +1,296 @@
+/*
+ * profile.c - replay: events in time order -> totals, stacks, peak, leaks.
+ */
+#define _GNU_SOURCE
+#include "profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A live block in the address table (open addressing, backward-shift delete). */
+typedef struct mk_live {
+    uint64_t addr; /* 0: empty slot */
+    uint64_t size;
+    uint32_t stack;
+} live_t;
+
+static inline size_t home_of(uint64_t addr, size_t cap)
+{
+    return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 24) & (cap - 1);
+}
+
+static bool live_grow(mk_profile_t *p)
+{
+    size_t cap = p->live_cap ? 2 * p->live_cap : 4096;
+    live_t *n = calloc(cap, sizeof *n);
+    if (!n)
+        return false;
+    for (size_t i = 0; i < p->live_cap; i++) {
+        if (!p->live[i].addr)
+            continue;
+        size_t j = home_of(p->live[i].addr, cap);
+        while (n[j].addr)
+            j = (j + 1) & (cap - 1);
+        n[j] = p->live[i];
+    }
+    free(p->live);
+    p->live = n;
+    p->live_cap = cap;
+    return true;
+}
+
+static live_t *live_find(const mk_profile_t *p, uint64_t addr)
+{
+    if (!p->live_cap)
+        return NULL;
+    for (size_t i = home_of(addr, p->live_cap);; i = (i + 1) & (p->live_cap - 1)) {
+        if (p->live[i].addr == addr)
+            return &p->live[i];
+        if (!p->live[i].addr)
+            return NULL;
+    }
+}
+
+static void live_remove(mk_profile_t *p, live_t *s)
+{
+    size_t mask = p->live_cap - 1, hole = (size_t)(s - p->live);
+    for (size_t i = (hole + 1) & mask; p->live[i].addr; i = (i + 1) & mask) {
+        size_t home = home_of(p->live[i].addr, p->live_cap);
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            p->live[hole] = p->live[i];
+            hole = i;
+        }
+    }
+    p->live[hole].addr = 0;
+    p->live_used--;
+}
+
+static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
+{
+    if (stack >= p->stacks_cap) {
+        size_t cap = p->stacks_cap ? p->stacks_cap : 256;
+        while (cap <= stack)
+            cap *= 2;
+        mk_stack_agg_t *n = realloc(p->stacks, cap * sizeof *n);
+        if (!n)
+            return NULL;
+        memset(n + p->stacks_cap, 0, (cap - p->stacks_cap) * sizeof *n);
+        p->stacks = n;
+        p->stacks_cap = cap;
+    }
+    p->stacks[stack].stack = stack;
+    return &p->stacks[stack];
+}
+
+/* A block becomes live. Returns false when memory ran out. */
+static bool block_born(mk_profile_t *p, const mk_event_t *ev)
+{
+    mk_stack_agg_t *a = agg_of(p, ev->stack);
+    if (!a)
+        return false;
+    a->calls++;
+    a->bytes += ev->size;
+    if (!ev->addr) {
+        p->failed++;
+        return true;
+    }
+    live_t *l = live_find(p, ev->addr);
+    if (l) {
+        /* Live already: its free was not seen (another thread's, inside the
+         * same instant, or before tracing). Retire the old block. */
+        p->live_bytes -= l->size;
+        p->live_blocks--;
+    } else {
+        if ((p->live_used + 1) * 4 > p->live_cap * 3 && !live_grow(p))
+            return false;
+        size_t i = home_of(ev->addr, p->live_cap);
+        while (p->live[i].addr)
+            i = (i + 1) & (p->live_cap - 1);
+        l = &p->live[i];
+        l->addr = ev->addr;
+        p->live_used++;
+    }
+    l->size = ev->size;
+    l->stack = ev->stack;
+    p->live_bytes += ev->size;
+    p->live_blocks++;
+    p->total_allocated += ev->size;
+    if (p->live_bytes > p->max_allocated)
+        p->max_allocated = p->live_bytes;
+    if (p->live_blocks > p->peak_blocks)
+        p->peak_blocks = p->live_blocks;
+    return true;
+}
+
+/* A block dies; false if it was not live. */
+static bool block_dies(mk_profile_t *p, uint64_t addr)
+{
+    live_t *l = live_find(p, addr);
+    if (!l)
+        return false;
+    p->live_bytes -= l->size;
+    p->live_blocks--;
+    live_remove(p, l);
+    return true;
+}
+
+static bool replay_event(void *ctx, const mk_event_t *ev)
+{
+    mk_profile_t *p = ctx;
+    unsigned k = ev->kind;
+
+    p->events++;
+    if (ev->thread > p->threads)
+        p->threads = ev->thread;
+    p->calls[k]++;
+    p->bytes[k] += ev->size;
+    switch (mk_kind_class(k)) {
+    case MK_CLASS_ALLOC:
+        return block_born(p, ev);
+    case MK_CLASS_FREE:
+        if (!ev->addr)
+            p->free_null++;
+        else if (!block_dies(p, ev->addr))
+            p->free_unknown++;
+        else if (k == MK_K_FREE)
+            p->frees++;
+        return true;
+    case MK_CLASS_REALLOC:
+        /* NULL back with a size: failed, the old block stays. NULL back for
+         * size 0: the old block was freed. */
+        if (ev->old_addr && (ev->addr || ev->size == 0))
+            block_dies(p, ev->old_addr);
+        if (!ev->addr && ev->size == 0) {
+            mk_stack_agg_t *a = agg_of(p, ev->stack);
+            if (a)
+                a->calls++;
+            return a != NULL;
+        }
+        return block_born(p, ev);
+    default:
+        return true; /* the memory system calls are not heap blocks */
+    }
+}
+
+static void derive_totals(mk_profile_t *p)
+{
+    const uint64_t *c = p->calls;
+    p->mallocs = c[MK_K_MALLOC];
+    p->callocs = c[MK_K_CALLOC];
+    p->reallocs = c[MK_K_REALLOC] + c[MK_K_REALLOCARRAY];
+    p->strdups = c[MK_K_STRDUP] + c[MK_K_STRNDUP];
+    p->wcsdups = c[MK_K_WCSDUP];
+    p->allocations = p->mallocs + p->callocs + p->reallocs + p->strdups + p->wcsdups;
+    p->news = c[MK_K_NEW] + c[MK_K_NEW_ARRAY] + c[MK_K_NEW_ALIGNED] + c[MK_K_NEW_ARRAY_ALIGNED];
+    p->deletes = c[MK_K_DELETE] + c[MK_K_DELETE_ARRAY];
+    p->aligned = c[MK_K_POSIX_MEMALIGN] + c[MK_K_ALIGNED_ALLOC] + c[MK_K_MEMALIGN] +
+                 c[MK_K_VALLOC] + c[MK_K_PVALLOC] + c[MK_K_NEW_ALIGNED] +
+                 c[MK_K_NEW_ARRAY_ALIGNED];
+    p->allocation_calls = p->allocations + p->news + c[MK_K_POSIX_MEMALIGN] +
+                          c[MK_K_ALIGNED_ALLOC] + c[MK_K_MEMALIGN] + c[MK_K_VALLOC] +
+                          c[MK_K_PVALLOC];
+}
+
+/* A --summary-only trace carries its totals; per-site data are by caller. */
+static void from_summary(mk_profile_t *p, const mk_trace_t *tr)
+{
+    const mk_trace_summary_t *s = &tr->summary;
+    memcpy(p->calls, s->counts, sizeof p->calls);
+    memcpy(p->bytes, s->bytes, sizeof p->bytes);
+    p->max_allocated = s->peak_bytes;
+    p->peak_blocks = s->peak_blocks;
+    p->live_blocks = s->live_blocks;
+    p->live_bytes = s->live_bytes;
+    p->from_summary = true;
+    derive_totals(p);
+    p->frees = s->counts[MK_K_FREE]; /* in process: every free call */
+    for (int k = 0; k < MK_K_COUNT; k++)
+        if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
+            mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
+            p->total_allocated += s->bytes[k];
+}
+
+bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
+{
+    bool ok = mk_trace_walk(tr, replay_event, p);
+    if (tr->summary.present) {
+        from_summary(p, tr);
+        return true;
+    }
+    derive_totals(p);
+    /* What is still live is leaked at exit; charge it to its stacks. */
+    for (size_t i = 0; i < p->live_cap; i++) {
+        const live_t *l = &p->live[i];
+        if (!l->addr)
+            continue;
+        mk_stack_agg_t *a = agg_of(p, l->stack);
+        if (a) {
+            a->leaked_blocks++;
+            a->leaked_bytes += l->size;
+        }
+    }
+    return ok;
+}
+
+void mk_profile_free(mk_profile_t *p)
+{
+    free(p->stacks);
+    free(p->live);
+    memset(p, 0, sizeof *p);
+}
+
+static int by_calls(const void *a, const void *b)
+{
+    const mk_site_t *x = a, *y = b;
+    if (x->calls != y->calls)
+        return x->calls < y->calls ? 1 : -1;
+    return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+size_t mk_profile_sites(const mk_profile_t *p, const mk_trace_t *tr, mk_site_t **out)
+{
+    size_t n = 0, cap = 0;
+    mk_site_t *sites = NULL;
+
+    if (p->from_summary) {
+        const mk_trace_summary_t *s = &tr->summary;
+        sites = calloc(s->nsites ? s->nsites : 1, sizeof *sites);
+        for (size_t i = 0; sites && i < s->nsites; i++)
+            sites[n++] = (mk_site_t){.pc = s->sites[i].pc,
+                                     .calls = s->sites[i].calls,
+                                     .bytes = s->sites[i].bytes};
+    } else {
+        /* Group stacks by their innermost frame; a small table keyed by pc. */
+        for (size_t id = 0; id < p->stacks_cap; id++) {
+            const mk_stack_agg_t *a = &p->stacks[id];
+            if (!a->calls && !a->leaked_blocks)
+                continue;
+            const mk_stack_def_t *d = mk_trace_stack(tr, (uint32_t)id);
+            uint64_t pc = d && d->depth ? d->frames[0] : 0;
+            size_t j;
+            for (j = 0; j < n && sites[j].pc != pc; j++)
+                ;
+            if (j == n) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    mk_site_t *s = realloc(sites, cap * sizeof *s);
+                    if (!s)
+                        break;
+                    sites = s;
+                }
+                sites[n++] = (mk_site_t){.pc = pc};
+            }
+            mk_site_t *s = &sites[j];
+            if (a->calls > (s->example_stack ? p->stacks[s->example_stack].calls : 0))
+                s->example_stack = (uint32_t)id;
+            s->calls += a->calls;
+            s->bytes += a->bytes;
+            s->leaked_blocks += a->leaked_blocks;
+            s->leaked_bytes += a->leaked_bytes;
+        }
+    }
+    if (sites)
+        qsort(sites, n, sizeof *sites, by_calls);
+    *out = sites;
+    return sites ? n : 0;
+}

@@ -1,0 +1,32 @@
+/*
+ * symbolize.h - addresses from a trace to function, file and line, offline,
+ * with elfutils' libdw, from the trace's module map (path, load address,
+ * build id). A binary rebuilt since the trace (build id differs) is not
+ * trusted: its frames print as module+offset.
+ */
+#ifndef MEMKIT_ANALYZE_SYMBOLIZE_H
+#define MEMKIT_ANALYZE_SYMBOLIZE_H
+
+#include "../trace/reader.h"
+
+typedef struct mk_symbolizer mk_symbolizer_t;
+
+typedef struct mk_symbol {
+    const char *function; /* NULL when unknown */
+    const char *file;     /* source file, NULL when there is no line info */
+    int line;
+    const char *module;   /* base name of the object */
+    uint64_t offset;      /* address within the module */
+} mk_symbol_t;
+
+mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr);
+void mk_symbolizer_free(mk_symbolizer_t *s);
+
+/* Symbolizes a return address (the call instruction is just before it).
+ * The strings live as long as the symbolizer. */
+void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out);
+
+/* "function at file:line (module)" or the best part of it, into buf. */
+const char *mk_symbol_format(const mk_symbol_t *sym, char *buf, size_t cap);
+
+#endif /* MEMKIT_ANALYZE_SYMBOLIZE_H */

@@ -1,0 +1,385 @@
+/*
+ * cmd_trace.c - `memkit trace [OPTIONS] -- CMD [ARGS...]`: run CMD with the
+ * tracer preloaded, then print the summary of its trace.
+ *
+ * Every process of the tree writes its own trace, PREFIX.<pid>[.<n>].mkt,
+ * tagged with this run's id; afterwards the run's traces are found by that
+ * id, the main one is summarized and the others listed. The exit status is
+ * CMD's (128+N if a signal killed it).
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include "../analyze/profile.h"
+#include "../analyze/summary.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct trace_opts {
+    const char *prefix;
+    int depth;
+    bool no_stacks, summary_only, syscalls, quiet;
+    int top;
+} trace_opts_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: memkit trace [OPTIONS] -- CMD [ARGS...]\n\n"
+            "Runs CMD with every allocation call recorded (malloc family, C++ new/delete),\n"
+            "with call stacks, and prints a summary when it exits. Child processes are\n"
+            "traced too, each into its own file.\n\n"
+            "options:\n"
+            "  -o, --output PREFIX  trace files are PREFIX.<pid>.mkt (default: memkit.<cmd>)\n"
+            "  --depth N            frames kept per stack, 1-%d (default 32)\n"
+            "  --no-stacks          record only the calling instruction: faster, no unwinding\n"
+            "  --summary-only       aggregate inside the process; no per-event trace\n"
+            "  --syscalls           also record mmap, munmap, mremap, brk and sbrk\n"
+            "  --top N              call sites in the summary (default 3)\n"
+            "  -q, --quiet          no summary; just trace\n"
+            "\nenvironment: MEMKIT_PRELOAD overrides the tracer library's path.\n",
+            128);
+}
+
+/* Where libmemkit-preload.so is: beside the memkit binary (build tree) or in
+ * the install's library directory. */
+static bool find_preload(char *out, size_t cap)
+{
+    const char *env = getenv("MEMKIT_PRELOAD");
+    char exe[PATH_MAX];
+    ssize_t n;
+
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK) == 0;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = 0;
+    char *dir = dirname(exe);
+    const char *candidates[] = {"libmemkit-preload.so", MEMKIT_PRELOAD_REL};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, candidates[i]);
+        if (access(path, R_OK) == 0 && realpath(path, out))
+            return true;
+    }
+    return false;
+}
+
+/* The program file exec would run: CMD itself if it has a slash, else from PATH. */
+static bool resolve_command(const char *cmd, char *out, size_t cap)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(out, cap, "%s", cmd);
+        return access(out, X_OK) == 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        snprintf(out, cap, "%.*s/%s", (int)len, len ? path : ".", cmd);
+        struct stat st;
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return true;
+        path += len + (path[len] == ':');
+    }
+    return false;
+}
+
+/* A program we cannot trace: statically linked (no PT_INTERP), or setuid. */
+static const char *untraceable(const char *file)
+{
+    Elf64_Ehdr eh;
+    struct stat st;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    const char *why = NULL;
+
+    if (fd < 0)
+        return NULL; /* exec will say why */
+    if (fstat(fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+        why = "is setuid or setgid: the loader ignores LD_PRELOAD for it";
+    if (!why && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64) {
+        bool interp = false;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * (uint64_t)eh.e_phentsize)) !=
+                (ssize_t)sizeof ph)
+                break;
+            interp |= ph.p_type == PT_INTERP;
+        }
+        if (!interp)
+            why = "is statically linked: memkit trace needs a dynamically linked program "
+                  "(it preloads a library into it)";
+    }
+    close(fd);
+    return why;
+}
+
+static void set_env(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0) {
+        fprintf(stderr, "memkit: cannot set %s: %s\n", name, strerror(errno));
+        _exit(127);
+    }
+}
+
+static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_id,
+                   char **argv)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* The child: our library first, then whatever the user preloads. */
+    const char *old = getenv("LD_PRELOAD");
+    char *val;
+    if (asprintf(&val, "%s%s%s", preload, old && *old ? ":" : "", old ? old : "") < 0)
+        _exit(127);
+    char depth[16];
+    snprintf(depth, sizeof depth, "%d", o->no_stacks ? 1 : o->depth);
+    set_env("LD_PRELOAD", val);
+    set_env("MEMKIT_TRACE_PREFIX", o->prefix);
+    set_env("MEMKIT_TRACE_RUN", run_id);
+    set_env("MEMKIT_TRACE_DEPTH", depth);
+    set_env("MEMKIT_TRACE_SUMMARY_ONLY", o->summary_only ? "1" : "0");
+    set_env("MEMKIT_TRACE_SYSCALLS", o->syscalls ? "1" : "0");
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    execvp(argv[0], argv);
+    fprintf(stderr, "memkit: cannot run '%s': %s\n", argv[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+}
+
+typedef struct found {
+    char path[PATH_MAX];
+    uint32_t pid;
+    int seq; /* <n> of PREFIX.<pid>.<n>.mkt, 1 without it */
+} found_t;
+
+static int by_pid_seq(const void *a, const void *b)
+{
+    const found_t *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->seq - y->seq;
+}
+
+/* The traces this run wrote: PREFIX.<digits>[.<digits>].mkt with our run id. */
+static size_t find_traces(const char *prefix, const char *run_id, found_t **out)
+{
+    char dirbuf[PATH_MAX], basebuf[PATH_MAX];
+    snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
+    snprintf(basebuf, sizeof basebuf, "%s", prefix);
+    const char *dir = dirname(dirbuf), *base = basename(basebuf);
+    size_t blen = strlen(base), n = 0, cap = 0;
+    found_t *list = NULL;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    *out = NULL;
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        unsigned pid = 0;
+        int seq = 1, used = 0;
+        const char *name = e->d_name;
+        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+            continue;
+        if (sscanf(name + blen, ".%u.%d.mkt%n", &pid, &seq, &used) != 2 ||
+            name[blen + (size_t)used] != 0) {
+            seq = 1;
+            used = 0;
+            if (sscanf(name + blen, ".%u.mkt%n", &pid, &used) != 1 ||
+                name[blen + (size_t)used] != 0)
+                continue;
+        }
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        char err[512];
+        mk_trace_t *tr = mk_trace_open(path, err, sizeof err);
+        if (!tr)
+            continue;
+        bool ours = strcmp(tr->header.run_id, run_id) == 0;
+        mk_trace_close(tr);
+        if (!ours)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            found_t *l = realloc(list, cap * sizeof *l);
+            if (!l)
+                break;
+            list = l;
+        }
+        snprintf(list[n].path, sizeof list[n].path, "%s", path);
+        list[n].pid = pid;
+        list[n].seq = seq;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(list, n, sizeof *list, by_pid_seq);
+    *out = list;
+    return n;
+}
+
+/* Summarizes one trace; returns its allocation calls (or 0). */
+static uint64_t summarize(const char *path, FILE *out, bool full, int top)
+{
+    char err[512];
+    mk_trace_t *tr = mk_trace_open(path, err, sizeof err);
+    mk_profile_t p = {0};
+    uint64_t calls;
+
+    if (!tr) {
+        fprintf(stderr, "memkit: %s\n", err);
+        return 0;
+    }
+    if (!mk_profile_build(&p, tr))
+        fprintf(stderr, "memkit: out of memory analyzing %s; the summary is partial\n", path);
+    if (full) {
+        mk_summary_print(out, tr, &p, top);
+        if (tr->damage[0])
+            fprintf(out, "memkit: %s: %s; the summary covers what came before\n", path,
+                    tr->damage);
+        else if (!tr->end.present)
+            fprintf(out, "memkit: %s has no end record (the process was killed?); the summary "
+                         "covers what was flushed\n",
+                    path);
+    }
+    calls = p.allocation_calls;
+    mk_profile_free(&p);
+    mk_trace_close(tr);
+    return calls;
+}
+
+static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
+{
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        uint64_t v;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(MK_EXIT_OK);
+        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
+            o->prefix = argv[++i];
+        } else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
+            if (!mk_parse_count(argv[++i], &v) || v < 1 || v > 128)
+                return mk_usage_error("--depth wants a number from 1 to 128, not '%s'", argv[i]);
+            o->depth = (int)v;
+        } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
+            if (!mk_parse_count(argv[++i], &v) || v > 1000)
+                return mk_usage_error("--top wants a number up to 1000, not '%s'", argv[i]);
+            o->top = (int)v;
+        } else if (strcmp(a, "--no-stacks") == 0) {
+            o->no_stacks = true;
+        } else if (strcmp(a, "--summary-only") == 0) {
+            o->summary_only = true;
+        } else if (strcmp(a, "--syscalls") == 0) {
+            o->syscalls = true;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o->quiet = true;
+        } else {
+            return mk_usage_error("unknown trace option '%s' (memkit trace --help)", a);
+        }
+    }
+    if (i >= argc)
+        return mk_usage_error("trace: no command given (memkit trace -- CMD ARGS...)");
+    *first = i;
+    return -1;
+}
+
+int mk_cmd_trace(int argc, char **argv)
+{
+    trace_opts_t o = {.depth = 32, .top = 3};
+    char preload[PATH_MAX], file[PATH_MAX], prefix[PATH_MAX], run_id[64];
+    int first = 0, rc, status;
+
+    if ((rc = parse_opts(argc, argv, &o, &first)) >= 0)
+        return rc;
+    char **cmd = argv + first;
+    if (!resolve_command(cmd[0], file, sizeof file))
+        return mk_usage_error("trace: cannot find '%s' (not in PATH, or not executable)",
+                              cmd[0]);
+    const char *why = untraceable(file);
+    if (why)
+        return mk_usage_error("trace: %s %s", file, why);
+    if (!find_preload(preload, sizeof preload))
+        return mk_usage_error("trace: cannot find libmemkit-preload.so (set MEMKIT_PRELOAD)");
+    if (!o.prefix) {
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s", cmd[0]);
+        snprintf(prefix, sizeof prefix, "memkit.%s", basename(tmp));
+        o.prefix = prefix;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(run_id, sizeof run_id, "%d-%lld-%09ld", (int)getpid(), (long long)ts.tv_sec,
+             ts.tv_nsec);
+
+    /* Like system(): the terminal's ^C is for the program; we wait for it. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    fflush(NULL);
+    pid_t pid = spawn(&o, preload, run_id, cmd);
+    if (pid < 0)
+        return mk_usage_error("trace: cannot fork: %s", strerror(errno));
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "memkit: '%s' was killed by signal %d (%s)\n", cmd[0], WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+
+    found_t *traces;
+    size_t n = find_traces(o.prefix, run_id, &traces);
+    const found_t *main_trace = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (traces[i].pid == (uint32_t)pid)
+            main_trace = &traces[i]; /* the last image the process exec'd */
+    if (!main_trace) {
+        fprintf(stderr, "memkit: no trace was written for '%s'%s\n", cmd[0],
+                n ? "" : " (see any message above)");
+    } else if (!o.quiet) {
+        fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd[0], (int)pid);
+        summarize(main_trace->path, stderr, true, o.top);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (n > 1 && !o.quiet) {
+            uint64_t calls = summarize(traces[i].path, stderr, false, 0);
+            fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n", traces[i].path,
+                    traces[i].pid, calls);
+        } else {
+            fprintf(stderr, "Trace: %s\n", traces[i].path);
+        }
+    }
+    if (main_trace && !o.quiet)
+        fprintf(stderr, "Next: memkit report %s\n", main_trace->path);
+    free(traces);
+    return rc;
+}

@@ -1,0 +1,196 @@
+/*
+ * hooks.c - the interposed functions and the encoding of their events.
+ *
+ * Every allocation hook has the same shape:
+ *
+ *     t = mk_enter();                  NULL: nested or not tracing
+ *     if (!t) return real(...);        (unrecorded: the fast way out)
+ *     result = real(...);              nested calls inside it are unrecorded,
+ *     record(t, ...); mk_leave(t);     so strdup is one strdup, not a malloc
+ *
+ * Frees are recorded before the real free, allocations after the real call,
+ * so that when another thread reuses a freed address its allocation is
+ * always later in time than the free.
+ */
+#define _GNU_SOURCE
+#include "record.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <malloc.h>
+#include <wchar.h>
+
+/* With --syscalls: glibc's malloc moves the break with its own internal brk,
+ * which no hook sees; its cached value (sbrk(0), no system call) tells. */
+static void *last_brk;
+
+static inline void note_brk(mk_thread_t *t)
+{
+    if (MK_LIKELY(!mk_st.cfg.syscalls))
+        return;
+    void *now = sbrk(0);
+    void *was = __atomic_exchange_n(&last_brk, now, __ATOMIC_RELAXED);
+    if (was && now != was)
+        record_sysmap(t, MK_K_BRK, (size_t)((char *)now - (char *)was), now, NULL);
+}
+
+/* ---- the C allocation functions ---- */
+
+MK_EXPORT void *malloc(size_t n)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t)
+        return MK_LIKELY(mk_real.malloc != NULL) ? mk_real.malloc(n) : mk_boot_alloc(n);
+    void *p = mk_real.malloc(n);
+    KEEP_ERRNO(record_alloc(t, MK_K_MALLOC, n, 0, p, CALLER()); note_brk(t));
+    mk_leave(t);
+    return p;
+}
+
+MK_EXPORT void free(void *p)
+{
+    if (MK_UNLIKELY(mk_is_boot(p)))
+        return; /* the bootstrap heap is never reused */
+    mk_thread_t *t = mk_enter();
+    if (!t) {
+        if (MK_LIKELY(mk_real.free != NULL))
+            mk_real.free(p);
+        return;
+    }
+    KEEP_ERRNO(record_free(t, MK_K_FREE, p));
+    mk_real.free(p);
+    KEEP_ERRNO(note_brk(t));
+    mk_leave(t);
+}
+
+MK_EXPORT void *calloc(size_t n, size_t size)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t) {
+        if (MK_LIKELY(mk_real.calloc != NULL))
+            return mk_real.calloc(n, size);
+        size_t total;
+        if (__builtin_mul_overflow(n, size, &total))
+            return NULL;
+        return mk_boot_alloc(total); /* static memory: already zero */
+    }
+    void *p = mk_real.calloc(n, size);
+    size_t total = 0;
+    (void)__builtin_mul_overflow(n, size, &total); /* overflow: calloc failed, size 0 */
+    KEEP_ERRNO(record_alloc(t, MK_K_CALLOC, total, 0, p, CALLER()); note_brk(t));
+    mk_leave(t);
+    return p;
+}
+
+/* realloc of a bootstrap block: move it to the real heap. */
+static void *realloc_boot(void *old, size_t n)
+{
+    size_t had;
+    memcpy(&had, (uint8_t *)old - 16, sizeof had);
+    void *p = mk_real.malloc ? mk_real.malloc(n) : mk_boot_alloc(n);
+    if (p)
+        memcpy(p, old, had < n ? had : n);
+    return p;
+}
+
+MK_EXPORT void *realloc(void *old, size_t n)
+{
+    if (MK_UNLIKELY(mk_is_boot(old)))
+        return realloc_boot(old, n);
+    mk_thread_t *t = mk_enter();
+    if (!t)
+        return MK_LIKELY(mk_real.realloc != NULL) ? mk_real.realloc(old, n) : mk_boot_alloc(n);
+    void *p = mk_real.realloc(old, n);
+    KEEP_ERRNO(record_realloc(t, MK_K_REALLOC, n, old, p, CALLER()); note_brk(t));
+    mk_leave(t);
+    return p;
+}
+
+MK_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t || !mk_real.reallocarray) {
+        if (t)
+            mk_leave(t);
+        size_t total;
+        if (__builtin_mul_overflow(n, size, &total)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return mk_real.reallocarray ? mk_real.reallocarray(old, n, size) : realloc(old, total);
+    }
+    void *p = mk_real.reallocarray(old, n, size);
+    size_t total = 0;
+    (void)__builtin_mul_overflow(n, size, &total);
+    KEEP_ERRNO(record_realloc(t, MK_K_REALLOCARRAY, total, old, p, CALLER()));
+    mk_leave(t);
+    return p;
+}
+
+MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t)
+        return mk_real.posix_memalign ? mk_real.posix_memalign(out, align, n) : ENOMEM;
+    int rc = mk_real.posix_memalign(out, align, n);
+    KEEP_ERRNO(record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER()));
+    mk_leave(t);
+    return rc;
+}
+
+/* aligned_alloc, memalign, valloc, pvalloc: one shape. */
+#define ALIGNED_HOOK(name, kind, params, args, align_expr, size_expr)                         \
+    MK_EXPORT void *name params                                                               \
+    {                                                                                         \
+        mk_thread_t *t = mk_enter();                                                          \
+        if (!t)                                                                               \
+            return mk_real.name ? mk_real.name args : NULL;                                   \
+        void *p = mk_real.name args;                                                          \
+        KEEP_ERRNO(record_alloc(t, kind, size_expr, align_expr, p, CALLER()));                \
+        mk_leave(t);                                                                          \
+        return p;                                                                             \
+    }
+
+ALIGNED_HOOK(aligned_alloc, MK_K_ALIGNED_ALLOC, (size_t align, size_t n), (align, n), align, n)
+ALIGNED_HOOK(memalign, MK_K_MEMALIGN, (size_t align, size_t n), (align, n), align, n)
+ALIGNED_HOOK(valloc, MK_K_VALLOC, (size_t n), (n), 0, n)
+ALIGNED_HOOK(pvalloc, MK_K_PVALLOC, (size_t n), (n), 0, n)
+
+MK_EXPORT char *strdup(const char *s)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t)
+        return mk_real.strdup(s);
+    char *p = mk_real.strdup(s);
+    KEEP_ERRNO(record_alloc(t, MK_K_STRDUP, strlen(s) + 1, 0, p, CALLER()));
+    mk_leave(t);
+    return p;
+}
+
+MK_EXPORT char *strndup(const char *s, size_t n)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t)
+        return mk_real.strndup(s, n);
+    char *p = mk_real.strndup(s, n);
+    KEEP_ERRNO(record_alloc(t, MK_K_STRNDUP, strnlen(s, n) + 1, 0, p, CALLER()));
+    mk_leave(t);
+    return p;
+}
+
+MK_EXPORT wchar_t *wcsdup(const wchar_t *s)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t)
+        return mk_real.wcsdup(s);
+    wchar_t *p = mk_real.wcsdup(s);
+    KEEP_ERRNO(record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER()));
+    mk_leave(t);
+    return p;
+}

@@ -1,0 +1,309 @@
+/*
+ * hooks_proc.c - process events: exec (flush first; keep the children
+ * traced), _exit (flush first), dlopen/dlclose (new module map), and with
+ * --syscalls the memory system calls mmap, munmap, mremap, brk and sbrk.
+ */
+#define _GNU_SOURCE
+#include "record.h"
+
+#include <alloca.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Resolves the next definition of a symbol once; NULL if there is none. */
+static void *next_fn(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        mk_guard++; /* dlsym may allocate */
+        f = dlsym(RTLD_NEXT, name);
+        mk_guard--;
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+#define NEXT(type, name)                                                                      \
+    ({                                                                                        \
+        static void *slot_;                                                                   \
+        (type) next_fn(&slot_, name);                                                         \
+    })
+
+/* ---- exec: the environment that keeps a child traced ---- */
+
+static const char *const traced_vars[] = {
+    "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
+    "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
+};
+#define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
+static char saved_env[N_TRACED_VARS][4200];
+
+/* Called at start-up: what the children must inherit. */
+void mk_proc_init(void)
+{
+    for (size_t i = 0; i < N_TRACED_VARS; i++) {
+        const char *v = getenv(traced_vars[i]);
+        saved_env[i][0] = 0;
+        size_t nl = strlen(traced_vars[i]), vl = v ? strlen(v) : 0;
+        if (v && nl + vl + 2 <= sizeof saved_env[i]) {
+            memcpy(saved_env[i], traced_vars[i], nl);
+            saved_env[i][nl] = '=';
+            memcpy(saved_env[i] + nl + 1, v, vl + 1);
+        }
+    }
+}
+
+static bool env_has(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return true;
+    return false;
+}
+
+/* envp plus the tracer's variables it lacks, in `out` (room for count + N + 1). */
+static char *const *with_trace_env(char *const *envp, char **out)
+{
+    size_t n = 0;
+    if (!saved_env[1][0] || env_has(envp, "MEMKIT_TRACE_PREFIX"))
+        return envp; /* not started by memkit trace, or the variables are there */
+    for (; envp && envp[n]; n++)
+        out[n] = envp[n];
+    for (size_t i = 0; i < N_TRACED_VARS; i++)
+        if (saved_env[i][0] && !env_has(envp, traced_vars[i]))
+            out[n++] = saved_env[i];
+    out[n] = NULL;
+    return out;
+}
+
+static size_t env_count(char *const *envp)
+{
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    return n;
+}
+
+#define TRACE_ENV(envp) with_trace_env(envp, alloca((env_count(envp) + N_TRACED_VARS + 1) * sizeof(char *)))
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+
+MK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    execve_fn next = NEXT(execve_fn, "execve");
+    mk_before_exec();
+    return next(path, argv, TRACE_ENV(envp));
+}
+
+MK_EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+MK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    execve_fn next = NEXT(execve_fn, "execvpe");
+    mk_before_exec();
+    return next(file, argv, TRACE_ENV(envp));
+}
+
+MK_EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+MK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+    fexecve_fn next = NEXT(fexecve_fn, "fexecve");
+    mk_before_exec();
+    return next(fd, argv, TRACE_ENV(envp));
+}
+
+/* The execl family: gather the variadic arguments into an argv. */
+#define GATHER_ARGS(first, argv, envp_out)                                                    \
+    do {                                                                                      \
+        va_list ap_;                                                                          \
+        size_t n_ = 1;                                                                        \
+        va_start(ap_, first);                                                                 \
+        while (va_arg(ap_, char *))                                                           \
+            n_++;                                                                             \
+        va_end(ap_);                                                                          \
+        argv = alloca((n_ + 1) * sizeof(char *));                                             \
+        argv[0] = (char *)(first);                                                            \
+        va_start(ap_, first);                                                                 \
+        for (size_t i_ = 1; i_ <= n_; i_++)                                                   \
+            argv[i_] = va_arg(ap_, char *);                                                   \
+        envp_out = va_arg(ap_, char **);                                                      \
+        va_end(ap_);                                                                          \
+    } while (0)
+
+MK_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    char **argv, **unused;
+    GATHER_ARGS(arg, argv, unused);
+    (void)unused;
+    return execve(path, argv, environ);
+}
+
+MK_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    char **argv, **unused;
+    GATHER_ARGS(arg, argv, unused);
+    (void)unused;
+    return execvpe(file, argv, environ);
+}
+
+MK_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    char **argv, **envp;
+    GATHER_ARGS(arg, argv, envp);
+    return execve(path, argv, envp);
+}
+
+/* ---- exits that skip the destructors ---- */
+
+MK_EXPORT __attribute__((noreturn)) void _exit(int status)
+{
+    typedef void (*exit_fn)(int);
+    exit_fn next = NEXT(exit_fn, "_exit");
+    mk_finish(MK_END_EXIT_NOW);
+    if (next)
+        next(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+MK_EXPORT __attribute__((noreturn)) void _Exit(int status)
+{
+    _exit(status);
+}
+
+/* ---- dlopen/dlclose: the module map changes ---- */
+
+MK_EXPORT void *dlopen(const char *file, int mode)
+{
+    typedef void *(*dlopen_fn)(const char *, int);
+    dlopen_fn next = NEXT(dlopen_fn, "dlopen");
+    void *h = next ? next(file, mode) : NULL;
+    if (h && atomic_load(&mk_st.phase) == MK_PHASE_ON) {
+        int saved = errno;
+        mk_guard++;
+        mk_modules_write();
+        mk_guard--;
+        errno = saved;
+    }
+    return h;
+}
+
+MK_EXPORT int dlclose(void *h)
+{
+    typedef int (*dlclose_fn)(void *);
+    dlclose_fn next = NEXT(dlclose_fn, "dlclose");
+    int rc = next ? next(h) : -1;
+    if (atomic_load(&mk_st.phase) == MK_PHASE_ON) {
+        mk_guard++;
+        mk_stacks_flush_cache();
+        mk_modules_write();
+        mk_guard--;
+    }
+    return rc;
+}
+
+/* ---- --syscalls: the memory system calls that go through the PLT ---- */
+
+static inline mk_thread_t *enter_syscalls(void)
+{
+    /* Off by default: then these hooks cost one load and a branch. */
+    if (MK_LIKELY(!mk_st.cfg.syscalls))
+        return NULL;
+    return mk_enter();
+}
+
+MK_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+    mmap_fn next = NEXT(mmap_fn, "mmap");
+    mk_thread_t *t = enter_syscalls();
+    void *p = next(addr, len, prot, flags, fd, off);
+    if (t) {
+        KEEP_ERRNO(record_sysmap(t, MK_K_MMAP, len, p == MAP_FAILED ? NULL : p, NULL));
+        mk_leave(t);
+    }
+    return p;
+}
+
+MK_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+    __attribute__((alias("mmap")));
+
+MK_EXPORT int munmap(void *addr, size_t len)
+{
+    typedef int (*munmap_fn)(void *, size_t);
+    munmap_fn next = NEXT(munmap_fn, "munmap");
+    mk_thread_t *t = enter_syscalls();
+    if (t) {
+        KEEP_ERRNO(record_sysmap(t, MK_K_MUNMAP, len, addr, NULL));
+        mk_leave(t);
+    }
+    return next(addr, len);
+}
+
+MK_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
+{
+    va_list ap;
+    void *fixed = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_start(ap, flags);
+        fixed = va_arg(ap, void *);
+        va_end(ap);
+    }
+    typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+    mremap_fn next = NEXT(mremap_fn, "mremap");
+    mk_thread_t *t = enter_syscalls();
+    void *p = next(old, old_len, len, flags, fixed);
+    if (t) {
+        KEEP_ERRNO(record_sysmap(t, MK_K_MREMAP, len, p == MAP_FAILED ? NULL : p, old));
+        mk_leave(t);
+    }
+    return p;
+}
+
+MK_EXPORT void *sbrk(intptr_t inc)
+{
+    typedef void *(*sbrk_fn)(intptr_t);
+    sbrk_fn next = NEXT(sbrk_fn, "sbrk");
+    mk_thread_t *t = inc ? enter_syscalls() : NULL;
+    void *p = next(inc);
+    if (t) {
+        if (p != (void *)-1)
+            KEEP_ERRNO(record_sysmap(t, MK_K_BRK, (size_t)inc, (char *)p + inc, NULL));
+        mk_leave(t);
+    }
+    return p;
+}
+
+MK_EXPORT int brk(void *addr)
+{
+    typedef int (*brk_fn)(void *);
+    brk_fn next = NEXT(brk_fn, "brk");
+    mk_thread_t *t = enter_syscalls();
+    void *was = t ? sbrk(0) : NULL;
+    int rc = next(addr);
+    if (t) {
+        if (rc == 0)
+            KEEP_ERRNO(record_sysmap(t, MK_K_BRK, (size_t)((char *)addr - (char *)was), addr,
+                                     NULL));
+        mk_leave(t);
+    }
+    return rc;
+}

@@ -1,0 +1,225 @@
+/*
+ * output.c - the trace file: opening it safely and appending records.
+ *
+ * One file per process: <prefix>.<pid>.mkt, or <prefix>.<pid>.<n>.mkt when
+ * that exists (a program that exec'd keeps its pid). It is created with
+ * O_EXCL|O_NOFOLLOW (never through a symlink, never over another file) and
+ * mode 0644 less the umask. Records are compressed by the thread that filled
+ * them and appended with one write under a lock held only for that write.
+ */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <zstd.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static char out_path[PATH_MAX];
+
+void mk_output_lock(void)
+{
+    pthread_mutex_lock(&out_lock);
+}
+
+void mk_output_unlock(void)
+{
+    pthread_mutex_unlock(&out_lock);
+}
+
+static bool write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static void fail(const char *what, int err)
+{
+    /* Stop recording first: the message below may allocate. */
+    atomic_store(&mk_st.phase, MK_PHASE_FAILED);
+    mk_warn_once("memkit: %s '%s': %s; the program runs on untraced", what, out_path,
+                 strerror(err));
+}
+
+static void put_str(uint8_t **p, const char *s, size_t n)
+{
+    *p = mk_put_varint(*p, n);
+    memcpy(*p, s, n);
+    *p += n;
+}
+
+/* Reads a small /proc file into buf; returns its length (0 if unreadable). */
+static size_t read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, cap);
+    close(fd);
+    return n > 0 ? (size_t)n : 0;
+}
+
+static bool write_header(void)
+{
+    static uint8_t raw[3 * 4096 + 256];
+    char exe[PATH_MAX], cmd[4096];
+    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+    size_t cmd_len = read_small("/proc/self/cmdline", cmd, sizeof cmd);
+    struct timespec rt;
+    uint8_t *p = raw;
+
+    clock_gettime(CLOCK_REALTIME, &rt);
+    p = mk_put_u32(p, MK_TRACE_VERSION);
+    p = mk_put_u32(p, (mk_st.cfg.depth > 1 ? 1u : 0u) | (mk_st.cfg.summary_only ? 2u : 0u) |
+                          (mk_st.cfg.syscalls ? 4u : 0u) | (mk_st.use_tsc ? 8u : 0u));
+    p = mk_put_u32(p, (uint32_t)mk_st.cfg.depth);
+    p = mk_put_u32(p, (uint32_t)mk_st.pid);
+    p = mk_put_u32(p, (uint32_t)getppid());
+    p = mk_put_u64(p, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    p = mk_put_u64(p, mk_st.t_start);
+    p = mk_put_u64(p, mk_st.tick_start);
+    put_str(&p, mk_st.cfg.run_id, strlen(mk_st.cfg.run_id));
+    put_str(&p, exe, exe_len > 0 ? (size_t)exe_len : 0);
+    put_str(&p, cmd, cmd_len);
+    return mk_output_record(NULL, MK_REC_HEADER, raw, (size_t)(p - raw));
+}
+
+bool mk_output_open(void)
+{
+    int fd = -1;
+
+    for (int n = 1; n < 1000 && fd < 0; n++) {
+        int len = n == 1 ? snprintf(out_path, sizeof out_path, "%s.%d.mkt", mk_st.cfg.prefix,
+                                    (int)mk_st.pid)
+                         : snprintf(out_path, sizeof out_path, "%s.%d.%d.mkt",
+                                    mk_st.cfg.prefix, (int)mk_st.pid, n);
+        if (len < 0 || (size_t)len >= sizeof out_path) {
+            fail("trace path too long", ENAMETOOLONG);
+            return false;
+        }
+        fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+                  0644);
+        if (fd < 0 && errno != EEXIST) {
+            fail("cannot create trace", errno);
+            return false;
+        }
+    }
+    if (fd < 0) {
+        fail("cannot create trace", EEXIST);
+        return false;
+    }
+    mk_st.fd = fd;
+    if (!write_all(fd, (const uint8_t *)MK_TRACE_MAGIC, MK_TRACE_MAGIC_LEN)) {
+        fail("cannot write trace", errno ? errno : ENOSPC);
+        return false;
+    }
+    return write_header();
+}
+
+/* The staging buffer of records written without a thread (header, modules,
+ * end); used under out_lock. */
+static void *shared_cctx;
+static uint8_t *shared_zbuf;
+static size_t shared_zcap;
+
+static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
+{
+    if (*cap >= need)
+        return *buf;
+    if (*buf)
+        munmap(*buf, *cap);
+    need = (need + 4095) & ~(size_t)4095;
+    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        *buf = NULL;
+        *cap = 0;
+        return NULL;
+    }
+    *buf = p;
+    *cap = need;
+    return p;
+}
+
+bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len)
+{
+    void **cctx = t ? &t->cctx : &shared_cctx;
+    size_t need = MK_RECORD_HEAD_LEN + ZSTD_compressBound(len);
+    bool ok = false;
+
+    if (mk_st.fd < 0)
+        return false;
+    if (!t)
+        mk_output_lock();
+    uint8_t *z = t ? zbuf_for(need, &t->zbuf, &t->zcap)
+                   : zbuf_for(need, &shared_zbuf, &shared_zcap);
+    if (!*cctx) {
+        ZSTD_CCtx *c = ZSTD_createCCtx(); /* its mallocs are nested: unrecorded */
+        if (c) {
+            ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
+            ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+        }
+        *cctx = c;
+    }
+    if (!z || !*cctx) {
+        if (!t)
+            mk_output_unlock();
+        fail("out of memory compressing trace", ENOMEM);
+        return false;
+    }
+    size_t zn = ZSTD_compress2(*cctx, z + MK_RECORD_HEAD_LEN, need - MK_RECORD_HEAD_LEN, raw, len);
+    if (ZSTD_isError(zn)) {
+        if (!t)
+            mk_output_unlock();
+        fail("cannot compress trace", EIO);
+        return false;
+    }
+    uint8_t *h = z;
+    h = mk_put_u32(h, MK_RECORD_SYNC);
+    h = mk_put_u32(h, type);
+    h = mk_put_u32(h, (uint32_t)zn);
+    mk_put_u32(h, (uint32_t)len);
+    if (t)
+        mk_output_lock();
+    errno = 0;
+    ok = mk_st.fd >= 0 && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
+    if (ok)
+        atomic_fetch_add(&mk_st.bytes_written, MK_RECORD_HEAD_LEN + zn);
+    int err = errno ? errno : ENOSPC;
+    mk_output_unlock();
+    if (!ok)
+        fail("cannot write trace", err);
+    return ok;
+}
+
+void mk_output_close(void)
+{
+    mk_output_lock();
+    if (mk_st.fd >= 0)
+        close(mk_st.fd);
+    mk_st.fd = -1;
+    mk_output_unlock();
+}
+
+/* In a forked child: the parent's file is the parent's. */
+void mk_output_after_fork_child(void)
+{
+    pthread_mutex_init(&out_lock, NULL);
+    if (mk_st.fd >= 0)
+        close(mk_st.fd);
+    mk_st.fd = -1;
+}

@@ -1,0 +1,263 @@
+/*
+ * preload.h - internals of libmemkit-preload.so, the allocation tracer.
+ *
+ * Data flow: a hook (hooks.c) calls the real function, then records one event
+ * into the calling thread's buffer (this file's inline fast path). A full
+ * buffer is compressed and appended to the trace file as one EVENTS record
+ * (output.c). Stacks are captured in the hook's frame and interned in a
+ * lock-free table shared by all threads (stacks.c); the module map is written
+ * at start and after dlopen/dlclose (modules.c). --summary-only aggregates in
+ * process instead (summary.c).
+ *
+ * Invariants:
+ *  - Nothing here allocates through the hooks: every hook sets the thread's
+ *    guard before it does anything that might call malloc, and a call that
+ *    finds the guard set goes straight to the real function, unrecorded.
+ *  - A thread's buffer is written only by its owner thread; the final flush
+ *    first stops new events and waits for events in flight (see mk_enter),
+ *    so the event path has no lock and no atomic read-modify-write at all.
+ *    buf[0, len) always holds whole items.
+ *  - Any failure to write disables tracing with one message on stderr; the
+ *    program runs on untouched.
+ */
+#ifndef MEMKIT_PRELOAD_H
+#define MEMKIT_PRELOAD_H
+
+#include "../trace/format.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#define MK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MK_HIDDEN __attribute__((visibility("hidden")))
+
+#define MK_MAX_DEPTH 128
+#define MK_THREAD_BUF (1u << 20) /* raw bytes per EVENTS record */
+#define MK_RING MK_ADDR_RING
+/* Room one event with its stack definition may need. */
+#define MK_ITEM_ROOM (64 + MK_VARINT_MAX * (MK_MAX_DEPTH + 4))
+
+/* The real functions, found with dlsym(RTLD_NEXT). */
+typedef struct mk_real_fns {
+    void *(*malloc)(size_t);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    void (*free)(void *);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    char *(*strdup)(const char *);
+    char *(*strndup)(const char *, size_t);
+    wchar_t *(*wcsdup)(const wchar_t *);
+} mk_real_fns_t;
+
+/* Settings, read once from the environment (MEMKIT_TRACE_*). */
+typedef struct mk_config {
+    int depth;         /* frames kept per stack; 1 = caller only (--no-stacks) */
+    bool summary_only; /* aggregate in process, write one SUMMARY record */
+    bool syscalls;     /* record mmap/munmap/mremap/brk/sbrk too */
+    char prefix[4096]; /* trace path prefix: <prefix>.<pid>[.<n>].mkt */
+    char run_id[64];   /* ties the traces of one `memkit trace` run together */
+} mk_config_t;
+
+typedef struct mk_thread mk_thread_t;
+struct mk_thread {
+    uint32_t index;   /* thread number within the process, from 1 */
+    pid_t tid;
+    atomic_bool dead; /* the owner exited: the state may be reused */
+    uint8_t *buf;     /* MK_THREAD_BUF raw bytes; items start after head_len */
+    size_t len, head_len;
+    atomic_int in_hook; /* set while the owner records; see mk_enter */
+    uint64_t prev_t, prev_addr; /* decoder state of the current record */
+    uint64_t ring[MK_RING];     /* addresses of the record's latest frees, newest first */
+    unsigned ring_n;
+    uint64_t events;            /* events recorded in the current record */
+    void *cctx;                 /* this thread's zstd context */
+    uint8_t *zbuf;              /* and its output buffer */
+    size_t zcap;
+    struct mk_site_table *sites; /* --summary-only: per-thread site totals */
+    uint64_t counts[MK_K_COUNT]; /* --summary-only: calls per kind */
+    uint64_t bytes[MK_K_COUNT];
+    mk_thread_t *next; /* all thread states, never unlinked */
+};
+
+/* Process-wide state. */
+typedef struct mk_state {
+    atomic_int phase; /* MK_PHASE_* */
+    mk_config_t cfg;
+    int fd; /* the trace file, or -1 */
+    pid_t pid;
+    uint64_t t_start; /* CLOCK_MONOTONIC ns at start */
+    bool use_tsc;     /* ticks from the invariant TSC, else from the clock */
+    uint64_t tick_start;
+    atomic_ullong bytes_written; /* to the trace: the process's I/O minus ours */
+    atomic_uint next_thread;
+    atomic_uintptr_t threads; /* mk_thread_t list head */
+    atomic_ullong events_written;
+    atomic_ullong events_lost;
+    atomic_uint stack_gen; /* bumped in a forked child: stacks are re-defined */
+} mk_state_t;
+
+/* PAUSED: an exec flush is under way; events are not recorded meanwhile. */
+enum { MK_PHASE_OFF = 0, MK_PHASE_INIT, MK_PHASE_ON, MK_PHASE_DONE, MK_PHASE_FAILED,
+       MK_PHASE_PAUSED };
+
+extern mk_real_fns_t mk_real MK_HIDDEN;
+extern mk_state_t mk_st MK_HIDDEN;
+extern __thread int mk_guard MK_HIDDEN __attribute__((tls_model("initial-exec")));
+extern __thread mk_thread_t *mk_self MK_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* runtime.c */
+MK_HIDDEN void mk_init(void);
+MK_HIDDEN mk_thread_t *mk_thread_get(void);
+MK_HIDDEN void mk_thread_flush(mk_thread_t *t);
+MK_HIDDEN void mk_finish(int reason);
+MK_HIDDEN void mk_before_exec(void);
+MK_HIDDEN void mk_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+MK_HIDDEN void *mk_boot_alloc(size_t n);
+MK_HIDDEN bool mk_is_boot(const void *p);
+
+/* stacks.c: id of a captured stack (0: none or table full). Writes the
+ * definition into t's buffer the first time this file sees the stack. */
+MK_HIDDEN uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth);
+MK_HIDDEN int mk_stack_capture(uintptr_t *frames, int max);
+MK_HIDDEN void mk_stacks_init(void);
+MK_HIDDEN void mk_stacks_flush_cache(void);
+
+/* hooks_proc.c */
+MK_HIDDEN void mk_proc_init(void);
+
+/* modules.c */
+MK_HIDDEN void mk_modules_write(void);
+MK_HIDDEN void mk_modules_after_fork_child(void);
+
+/* output.c */
+MK_HIDDEN bool mk_output_open(void);
+MK_HIDDEN bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len);
+MK_HIDDEN void mk_output_lock(void);
+MK_HIDDEN void mk_output_unlock(void);
+MK_HIDDEN void mk_output_close(void);
+MK_HIDDEN void mk_output_after_fork_child(void);
+
+/* summary.c */
+MK_HIDDEN void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
+                                uintptr_t site);
+MK_HIDDEN void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr);
+MK_HIDDEN void mk_summary_write(void);
+MK_HIDDEN void mk_summary_init(void);
+MK_HIDDEN void mk_summary_after_fork_child(void);
+
+/* ---- the fast path ---- */
+
+static inline uint64_t mk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Event time in ticks of 1024 TSC cycles (or 1024 ns without an invariant
+ * TSC): rdtsc costs half a clock_gettime here, and sub-microsecond order is
+ * all the analysis needs. Records carry clock anchors to convert ticks. */
+#define MK_TICK_SHIFT 10
+static inline uint64_t mk_ticks(void)
+{
+    if (MK_LIKELY(mk_st.use_tsc))
+        return __rdtsc() >> MK_TICK_SHIFT;
+    return mk_now() >> MK_TICK_SHIFT;
+}
+
+MK_HIDDEN mk_thread_t *mk_enter_slow(void);
+
+/* Enter a hook: returns the thread state with the guard set, or NULL when the
+ * call must go to the real function unrecorded (nested call, not tracing).
+ *
+ * No atomic read-modify-write here: the thread announces itself with a plain
+ * store to in_hook, then reads the phase. A flusher stores the phase, then
+ * runs membarrier() (a barrier on every thread), then reads in_hook: either
+ * we see its phase or it sees our flag (asymmetric Dekker). */
+static inline mk_thread_t *mk_enter(void)
+{
+    if (MK_UNLIKELY(mk_guard))
+        return NULL;
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(!t))
+        return mk_enter_slow();
+    mk_guard = 1;
+    atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* compiler order; membarrier does the rest */
+    if (MK_UNLIKELY(atomic_load_explicit(&mk_st.phase, memory_order_relaxed) != MK_PHASE_ON)) {
+        atomic_store_explicit(&t->in_hook, 0, memory_order_release);
+        mk_guard = 0;
+        return NULL;
+    }
+    return t;
+}
+
+static inline void mk_leave(mk_thread_t *t)
+{
+    atomic_store_explicit(&t->in_hook, 0, memory_order_release);
+    mk_guard = 0;
+}
+
+/* Makes room for one item; flushing may fail and disable tracing. */
+static inline bool mk_room(mk_thread_t *t)
+{
+    if (MK_LIKELY(t->len + MK_ITEM_ROOM <= MK_THREAD_BUF))
+        return true;
+    mk_thread_flush(t);
+    return t->len + MK_ITEM_ROOM <= MK_THREAD_BUF;
+}
+
+static inline uint8_t *mk_put_addr(mk_thread_t *t, uint8_t *p, uintptr_t addr)
+{
+    p = mk_put_varint(p, mk_zigzag((int64_t)(addr - t->prev_addr)));
+    t->prev_addr = addr;
+    return p;
+}
+
+static inline uint8_t *mk_put_head(mk_thread_t *t, uint8_t *p, unsigned kind)
+{
+    uint64_t now = mk_ticks();
+    *p++ = (uint8_t)kind;
+    p = mk_put_varint(p, now > t->prev_t ? now - t->prev_t : 0);
+    if (now > t->prev_t)
+        t->prev_t = now;
+    return p;
+}
+
+/* A freed address joins the ring of recent frees. */
+static inline void mk_ring_push(mk_thread_t *t, uintptr_t addr)
+{
+    unsigned n = t->ring_n < MK_RING ? t->ring_n++ : MK_RING - 1;
+    memmove(t->ring + 1, t->ring, n * sizeof t->ring[0]);
+    t->ring[0] = addr;
+}
+
+/* An allocation's address: the allocator usually hands back a block freed
+ * moments ago, so say which recent free it was (one small number) when it is
+ * one, else the distance from the previous address. */
+static inline uint8_t *mk_put_new_addr(mk_thread_t *t, uint8_t *p, uintptr_t addr)
+{
+    for (unsigned i = 0; i < t->ring_n; i++) {
+        if (t->ring[i] != addr)
+            continue;
+        memmove(t->ring + i, t->ring + i + 1, (t->ring_n - i - 1) * sizeof t->ring[0]);
+        t->ring_n--;
+        t->prev_addr = addr;
+        return mk_put_varint(p, i);
+    }
+    p = mk_put_varint(p, MK_RING + mk_zigzag((int64_t)(addr - t->prev_addr)));
+    t->prev_addr = addr;
+    return p;
+}
+
+#endif /* MEMKIT_PRELOAD_H */

@@ -1,0 +1,434 @@
+/*
+ * runtime.c - the tracer's life cycle: start-up (with a bootstrap heap for
+ * the allocations dlsym makes before the real malloc is known), per-thread
+ * buffers, flushing, fork, exec and exit.
+ */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <cpuid.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+mk_real_fns_t mk_real;
+mk_state_t mk_st = {.fd = -1};
+__thread int mk_guard __attribute__((tls_model("initial-exec")));
+__thread mk_thread_t *mk_self __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t thread_key;
+
+/* ---- the bootstrap heap: dlsym may allocate before malloc is resolved ---- */
+
+static _Alignas(16) uint8_t boot_heap[64 << 10];
+static atomic_size_t boot_used;
+
+void *mk_boot_alloc(size_t n)
+{
+    size_t need = (n + 16 + 15) & ~(size_t)15;
+    size_t at = atomic_fetch_add(&boot_used, need);
+    if (n > sizeof boot_heap || at + need > sizeof boot_heap)
+        return NULL;
+    memcpy(boot_heap + at, &n, sizeof n); /* size kept for realloc */
+    return boot_heap + at + 16;
+}
+
+bool mk_is_boot(const void *p)
+{
+    return (const uint8_t *)p >= boot_heap && (const uint8_t *)p < boot_heap + sizeof boot_heap;
+}
+
+/* ---- messages ---- */
+
+void mk_warn_once(const char *fmt, ...)
+{
+    static atomic_int said;
+    char msg[512];
+    va_list ap;
+
+    if (atomic_exchange(&said, 1))
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof msg - 2)
+        n = sizeof msg - 2;
+    msg[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+    (void)w; /* nowhere left to report a failed report */
+}
+
+/* ---- configuration ---- */
+
+static void read_config(mk_config_t *c)
+{
+    const char *v;
+
+    c->depth = 32;
+    if ((v = getenv("MEMKIT_TRACE_DEPTH")) && *v) {
+        long d = strtol(v, NULL, 10);
+        c->depth = d < 1 ? 1 : d > MK_MAX_DEPTH ? MK_MAX_DEPTH : (int)d;
+    }
+    c->summary_only = (v = getenv("MEMKIT_TRACE_SUMMARY_ONLY")) && *v == '1';
+    c->syscalls = (v = getenv("MEMKIT_TRACE_SYSCALLS")) && *v == '1';
+    v = getenv("MEMKIT_TRACE_PREFIX");
+    snprintf(c->prefix, sizeof c->prefix, "%s", v && *v ? v : "memkit");
+    v = getenv("MEMKIT_TRACE_RUN");
+    snprintf(c->run_id, sizeof c->run_id, "%s", v ? v : "");
+}
+
+/* ---- thread states ---- */
+
+/* Starts a new record: its head carries a clock anchor (ns since start and
+ * the tick count at that moment) from which readers convert ticks. */
+static void reset_buffer(mk_thread_t *t)
+{
+    uint8_t *p = t->buf;
+    uint64_t tick = mk_ticks();
+
+    p = mk_put_varint(p, t->index);
+    p = mk_put_varint(p, (uint64_t)t->tid);
+    p = mk_put_u64(p, mk_now() - mk_st.t_start);
+    p = mk_put_u64(p, tick);
+    t->head_len = t->len = (size_t)(p - t->buf);
+    t->prev_t = tick;
+    t->prev_addr = 0;
+    t->ring_n = 0;
+    t->events = 0;
+}
+
+static void thread_exit(void *arg)
+{
+    mk_thread_t *t = arg;
+    int guarded = mk_guard;
+
+    mk_guard = 1;
+    atomic_store(&t->in_hook, 1); /* seq_cst: a flusher waits for us, or we see it */
+    if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
+        mk_thread_flush(t);
+    mk_self = NULL;
+    atomic_store_explicit(&t->dead, true, memory_order_release);
+    atomic_store_explicit(&t->in_hook, 0, memory_order_release);
+    mk_guard = guarded;
+}
+
+/* A dead thread's state, claimed for reuse, or NULL. */
+static mk_thread_t *claim_dead(void)
+{
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
+        bool dead = true;
+        if (atomic_load_explicit(&t->dead, memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&t->dead, &dead, false))
+            return t;
+    }
+    return NULL;
+}
+
+mk_thread_t *mk_thread_get(void)
+{
+    mk_thread_t *t = claim_dead();
+
+    if (!t) {
+        size_t size = (sizeof(mk_thread_t) + 63) & ~(size_t)63;
+        void *m = mmap(NULL, size + MK_THREAD_BUF, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            atomic_fetch_add(&mk_st.events_lost, 1);
+            return NULL;
+        }
+        t = m;
+        t->buf = (uint8_t *)m + size;
+        uintptr_t head = atomic_load(&mk_st.threads);
+        do
+            t->next = (mk_thread_t *)head;
+        while (!atomic_compare_exchange_weak(&mk_st.threads, &head, (uintptr_t)t));
+    }
+    t->index = atomic_fetch_add(&mk_st.next_thread, 1);
+    t->tid = (pid_t)syscall(SYS_gettid);
+    /* counts/bytes/sites carry over: --summary-only totals are per process. */
+    reset_buffer(t);
+    mk_self = t;
+    pthread_setspecific(thread_key, t); /* thread_exit flushes it */
+    return t;
+}
+
+/* mk_enter for a thread without a state yet, or before start-up. */
+mk_thread_t *mk_enter_slow(void)
+{
+    int phase = atomic_load(&mk_st.phase);
+    if (phase == MK_PHASE_OFF) {
+        mk_init(); /* the process's first call: constructors may not have run */
+        phase = atomic_load(&mk_st.phase);
+    }
+    if (phase != MK_PHASE_ON)
+        return NULL;
+    mk_guard = 1;
+    mk_thread_t *t = mk_thread_get();
+    if (!t) {
+        mk_guard = 0;
+        return NULL;
+    }
+    atomic_store(&t->in_hook, 1); /* seq_cst, as in mk_enter's protocol */
+    if (atomic_load(&mk_st.phase) != MK_PHASE_ON) {
+        mk_leave(t);
+        return NULL;
+    }
+    return t;
+}
+
+void mk_thread_flush(mk_thread_t *t)
+{
+    if (t->len > t->head_len) {
+        if (mk_output_record(t, MK_REC_EVENTS, t->buf, t->len))
+            atomic_fetch_add(&mk_st.events_written, t->events);
+        else
+            atomic_fetch_add(&mk_st.events_lost, t->events);
+    }
+    reset_buffer(t);
+}
+
+static bool membarrier_ok;
+
+/* After the phase left ON: a barrier on every thread, so each either saw the
+ * new phase or has its in_hook flag visible to us. */
+static void barrier_all_threads(void)
+{
+    if (membarrier_ok && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+        return;
+    usleep(20000); /* no membarrier: give stragglers time to see the phase */
+}
+
+/* Flushes every thread's buffer. The phase is no longer ON, so no thread
+ * starts an event; one inside a hook is waited for (it is never long). */
+static void flush_all(void)
+{
+    barrier_all_threads();
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
+        if (atomic_load(&t->dead))
+            continue;
+        if (t != mk_self) {
+            long spins = 0;
+            while (atomic_load_explicit(&t->in_hook, memory_order_acquire) && spins++ < 100000000)
+                __builtin_ia32_pause();
+            if (atomic_load(&t->in_hook))
+                continue; /* stuck (stopped by a debugger?): its buffer is lost */
+        }
+        /* Our own thread may be inside a hook (exit from a signal handler):
+         * buf[0, len) holds whole items all the same. */
+        mk_thread_flush(t);
+    }
+}
+
+/* ---- the END record ---- */
+
+static uint64_t io_field(const char *buf, const char *name)
+{
+    const char *p = strstr(buf, name);
+    return p ? strtoull(p + strlen(name), NULL, 10) : 0;
+}
+
+static void write_end(int reason)
+{
+    uint8_t raw[256], *p = raw;
+    struct rusage ru;
+    char io[1024] = "";
+    int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        ssize_t n = read(fd, io, sizeof io - 1);
+        io[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    getrusage(RUSAGE_SELF, &ru);
+    p = mk_put_varint(p, (uint64_t)reason);
+    p = mk_put_varint(p, atomic_load(&mk_st.events_written));
+    p = mk_put_varint(p, atomic_load(&mk_st.events_lost));
+    p = mk_put_varint(p, atomic_load(&mk_st.next_thread) - 1);
+    p = mk_put_varint(p, (uint64_t)ru.ru_maxrss);
+    p = mk_put_varint(p, (uint64_t)ru.ru_minflt);
+    p = mk_put_varint(p, (uint64_t)ru.ru_majflt);
+    p = mk_put_varint(p, (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+    p = mk_put_varint(p, (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+    p = mk_put_varint(p, io_field(io, "rchar: "));
+    p = mk_put_varint(p, io_field(io, "wchar: "));
+    p = mk_put_varint(p, io_field(io, "read_bytes: "));
+    p = mk_put_varint(p, io_field(io, "write_bytes: "));
+    p = mk_put_varint(p, mk_now() - mk_st.t_start);
+    p = mk_put_varint(p, mk_ticks());
+    p = mk_put_varint(p, mk_st.bytes_written); /* ours, to subtract from wchar */
+    mk_output_record(NULL, MK_REC_END, raw, (size_t)(p - raw));
+}
+
+/* Ends tracing: every buffer flushed, the END record written. Later calls
+ * (and events) are ignored. */
+void mk_finish(int reason)
+{
+    int on = MK_PHASE_ON;
+    int guarded = mk_guard;
+
+    mk_guard = 1;
+    if (atomic_compare_exchange_strong(&mk_st.phase, &on, MK_PHASE_DONE)) {
+        flush_all();
+        if (mk_st.cfg.summary_only)
+            mk_summary_write();
+        write_end(reason);
+    }
+    mk_guard = guarded;
+}
+
+/* Before exec: flush and write an END; the new image starts its own trace.
+ * If exec fails, tracing goes on and a later END supersedes this one. */
+void mk_before_exec(void)
+{
+    int guarded = mk_guard;
+
+    int on = MK_PHASE_ON;
+    /* A vfork child shares our memory and must not touch the parent's state. */
+    if (getpid() != mk_st.pid ||
+        !atomic_compare_exchange_strong(&mk_st.phase, &on, MK_PHASE_PAUSED))
+        return;
+    mk_guard = 1;
+    flush_all();
+    if (mk_st.cfg.summary_only)
+        mk_summary_write();
+    write_end(MK_END_EXEC);
+    atomic_store(&mk_st.phase, MK_PHASE_ON); /* exec failed if we get to run on */
+    mk_guard = guarded;
+}
+
+/* ---- fork ---- */
+
+static void fork_prepare(void)
+{
+    mk_guard++;
+    mk_output_lock();
+}
+
+static void fork_parent(void)
+{
+    mk_output_unlock();
+    mk_guard--;
+}
+
+static void fork_child(void)
+{
+    mk_output_after_fork_child();
+    mk_modules_after_fork_child();
+    if (atomic_load(&mk_st.phase) != MK_PHASE_ON) {
+        mk_guard--;
+        return;
+    }
+    mk_st.pid = getpid();
+    atomic_store(&mk_st.events_written, 0);
+    atomic_store(&mk_st.events_lost, 0);
+    atomic_store(&mk_st.next_thread, 1);
+    /* Only this thread exists here; the others' buffers are the parent's. */
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
+        atomic_store(&t->in_hook, 0);
+        if (t != mk_self)
+            atomic_store(&t->dead, true);
+    }
+    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    /* Stacks are defined again in the child's file. */
+    atomic_fetch_add(&mk_st.stack_gen, 1);
+    if (mk_self) {
+        mk_self->index = atomic_fetch_add(&mk_st.next_thread, 1);
+        mk_self->tid = (pid_t)syscall(SYS_gettid);
+        reset_buffer(mk_self);
+    }
+    mk_summary_after_fork_child();
+    if (mk_output_open())
+        mk_modules_write();
+    mk_guard--;
+}
+
+/* ---- start-up ---- */
+
+/* CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in all states. */
+static bool invariant_tsc(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000007, &a, &b, &c, &d))
+        return false;
+    return (d >> 8) & 1;
+}
+
+#define RESOLVE(name) (mk_real.name = (__typeof__(mk_real.name))dlsym(RTLD_NEXT, #name))
+
+static void resolve_real(void)
+{
+    RESOLVE(malloc);
+    RESOLVE(calloc);
+    RESOLVE(realloc);
+    RESOLVE(reallocarray);
+    RESOLVE(free);
+    RESOLVE(posix_memalign);
+    RESOLVE(aligned_alloc);
+    RESOLVE(memalign);
+    RESOLVE(valloc);
+    RESOLVE(pvalloc);
+    RESOLVE(strdup);
+    RESOLVE(strndup);
+    RESOLVE(wcsdup);
+}
+
+void mk_init(void)
+{
+    int off = MK_PHASE_OFF;
+
+    if (!atomic_compare_exchange_strong(&mk_st.phase, &off, MK_PHASE_INIT))
+        return; /* already done, or another thread is at it */
+    mk_guard++;
+    resolve_real();
+    if (!mk_real.malloc || !mk_real.free || !mk_real.calloc || !mk_real.realloc) {
+        atomic_store(&mk_st.phase, MK_PHASE_FAILED);
+        mk_warn_once("memkit: cannot find the real malloc; the program runs untraced");
+        mk_guard--;
+        return;
+    }
+    read_config(&mk_st.cfg);
+    mk_proc_init();
+    mk_st.pid = getpid();
+    mk_st.t_start = mk_now();
+    mk_st.use_tsc = invariant_tsc();
+    mk_st.tick_start = mk_ticks();
+    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    atomic_store(&mk_st.next_thread, 1);
+    atomic_store(&mk_st.stack_gen, 1);
+    pthread_key_create(&thread_key, thread_exit);
+    mk_stacks_init();
+    if (mk_st.cfg.summary_only)
+        mk_summary_init();
+    if (!mk_output_open()) {
+        mk_guard--;
+        return;
+    }
+    mk_modules_write();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);
+    mk_guard--;
+}
+
+__attribute__((constructor)) static void mk_constructor(void)
+{
+    mk_init();
+}
+
+__attribute__((destructor)) static void mk_destructor(void)
+{
+    mk_finish(MK_END_EXIT);
+}

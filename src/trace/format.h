@@ -1,0 +1,251 @@
+/*
+ * format.h - the memkit trace file format (.mkt), shared by the writer in the
+ * preload library and the reader used by the analysis.
+ *
+ * A trace is the 8-byte magic followed by records. Every record is
+ *
+ *     u32 sync ("MKR1")  u32 type  u32 stored_len  u32 raw_len   stored bytes...
+ *
+ * where the stored bytes are one zstd frame (with its content checksum) that
+ * decompresses to raw_len bytes. Each record stands alone, so a reader that
+ * meets a cut or damaged record keeps everything before it: a trace of a
+ * program killed with SIGKILL is readable up to its last flushed record.
+ * Integers in records are little-endian; most are LEB128 varints.
+ *
+ * Record payloads (raw):
+ *   HEADER  fixed fields then strings, see mk_trace_header_t in reader.h
+ *   MODULES varint count, then per module: u64 base, str path, bytes build_id,
+ *           varint nseg, nseg x (varint vaddr, varint memsz) -- a full snapshot,
+ *           written at start and after every dlopen/dlclose
+ *   EVENTS  one thread's events: varint thread, varint tid, u64 anchor_ns (ns
+ *           since the trace's start), u64 anchor_tick (the tick count at that
+ *           moment), then items until the end of the payload. Event times are
+ *           in ticks (1024 TSC cycles, or 1024 ns when the header's flag 8 is
+ *           clear); readers convert with the anchors. The decoder state
+ *           (previous tick, previous address, recent frees) starts at
+ *           (anchor_tick, 0, none) in every record, so records decode alone.
+ *   END     the process's end state, see mk_trace_end_t
+ *   SUMMARY in-process aggregates of --summary-only runs, see reader.h
+ *
+ * Items of an EVENTS record start with a tag byte:
+ *   MK_ITEM_STACK   varint id, varint depth, depth x zigzag(frame - previous
+ *                   frame): a call stack's first appearance in this file.
+ *   an event kind   varint dt (ns since the previous event of the record), then
+ *                   fields by class (see mk_kind_class):
+ *                     ALLOC   varint size, [varint align if aligned], new addr, varint stack
+ *                     FREE    addr
+ *                     REALLOC varint size, old addr, new addr, varint stack
+ *                     SYSMAP  varint size, addr, [old addr for mremap]
+ *   An addr is zigzag(addr - previous addr) as a varint; the previous address
+ *   is the last one written in the record. A new addr is i < MK_ADDR_RING
+ *   when it equals the i-th most recent non-NULL FREE-class address of the
+ *   record not yet named (which then leaves that list), else MK_ADDR_RING +
+ *   zigzag(addr - previous addr).
+ */
+#ifndef MEMKIT_TRACE_FORMAT_H
+#define MEMKIT_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MK_TRACE_MAGIC "MKTRACE\0"
+#define MK_TRACE_MAGIC_LEN 8
+#define MK_TRACE_VERSION 1
+#define MK_RECORD_SYNC 0x31524b4du /* "MKR1" little-endian */
+#define MK_RECORD_HEAD_LEN 16
+#define MK_RECORD_MAX_RAW (64u << 20) /* a reader refuses larger records */
+
+enum mk_record_type {
+    MK_REC_HEADER = 1,
+    MK_REC_MODULES = 2,
+    MK_REC_EVENTS = 3,
+    MK_REC_END = 4,
+    MK_REC_SUMMARY = 5,
+};
+
+/* Event kinds. The numbering is part of the file format: append only. */
+enum mk_kind {
+    MK_K_NONE = 0,
+    MK_K_MALLOC,
+    MK_K_CALLOC,
+    MK_K_REALLOC,
+    MK_K_REALLOCARRAY,
+    MK_K_FREE,
+    MK_K_POSIX_MEMALIGN,
+    MK_K_ALIGNED_ALLOC,
+    MK_K_MEMALIGN,
+    MK_K_VALLOC,
+    MK_K_PVALLOC,
+    MK_K_STRDUP,
+    MK_K_STRNDUP,
+    MK_K_WCSDUP,
+    MK_K_NEW,           /* operator new, any variant but array */
+    MK_K_NEW_ARRAY,     /* operator new[] */
+    MK_K_NEW_ALIGNED,   /* operator new(size, align_val_t), nothrow or not */
+    MK_K_NEW_ARRAY_ALIGNED,
+    MK_K_DELETE, /* operator delete, any variant but array */
+    MK_K_DELETE_ARRAY,
+    MK_K_MMAP, /* the memory system calls: only with --syscalls */
+    MK_K_MUNMAP,
+    MK_K_MREMAP,
+    MK_K_BRK, /* brk/sbrk: size is the increment, addr the new break */
+    MK_K_COUNT
+};
+
+#define MK_ITEM_STACK 0xf0
+#define MK_ADDR_RING 16 /* recent frees an allocation's address may name */
+
+/* Why an END record was written. */
+enum mk_end_reason { MK_END_EXIT = 1, MK_END_EXIT_NOW = 2, MK_END_EXEC = 3 };
+
+enum mk_kind_class { MK_CLASS_NONE, MK_CLASS_ALLOC, MK_CLASS_FREE, MK_CLASS_REALLOC,
+                     MK_CLASS_SYSMAP };
+
+static inline enum mk_kind_class mk_kind_class(unsigned kind)
+{
+    switch (kind) {
+    case MK_K_MALLOC:
+    case MK_K_CALLOC:
+    case MK_K_POSIX_MEMALIGN:
+    case MK_K_ALIGNED_ALLOC:
+    case MK_K_MEMALIGN:
+    case MK_K_VALLOC:
+    case MK_K_PVALLOC:
+    case MK_K_STRDUP:
+    case MK_K_STRNDUP:
+    case MK_K_WCSDUP:
+    case MK_K_NEW:
+    case MK_K_NEW_ARRAY:
+    case MK_K_NEW_ALIGNED:
+    case MK_K_NEW_ARRAY_ALIGNED:
+        return MK_CLASS_ALLOC;
+    case MK_K_FREE:
+    case MK_K_DELETE:
+    case MK_K_DELETE_ARRAY:
+        return MK_CLASS_FREE;
+    case MK_K_REALLOC:
+    case MK_K_REALLOCARRAY:
+        return MK_CLASS_REALLOC;
+    case MK_K_MMAP:
+    case MK_K_MUNMAP:
+    case MK_K_MREMAP:
+    case MK_K_BRK:
+        return MK_CLASS_SYSMAP;
+    default:
+        return MK_CLASS_NONE;
+    }
+}
+
+/* Aligned kinds carry their alignment. */
+static inline int mk_kind_has_align(unsigned kind)
+{
+    return kind == MK_K_POSIX_MEMALIGN || kind == MK_K_ALIGNED_ALLOC ||
+           kind == MK_K_MEMALIGN || kind == MK_K_NEW_ALIGNED ||
+           kind == MK_K_NEW_ARRAY_ALIGNED;
+}
+
+const char *mk_kind_name(unsigned kind);
+
+/* ---- varints: LEB128, at most 10 bytes for a u64 ---- */
+#define MK_VARINT_MAX 10
+
+static inline uint8_t *mk_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint64_t mk_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t mk_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline uint8_t *mk_put_u64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8); /* the formats are little-endian; so is every target */
+    return p + 8;
+}
+
+static inline uint8_t *mk_put_u32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+    return p + 4;
+}
+
+/* A bounded cursor for decoding: every read checks the end, and a failed read
+ * sets err and returns 0 so decoders can check once per item. */
+typedef struct mk_cursor {
+    const uint8_t *p, *end;
+    int err;
+} mk_cursor_t;
+
+static inline uint64_t mk_get_varint(mk_cursor_t *c)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (c->p >= c->end) {
+            c->err = 1;
+            return 0;
+        }
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    c->err = 1; /* more than 10 bytes: not a varint we wrote */
+    return 0;
+}
+
+static inline uint64_t mk_get_u64(mk_cursor_t *c)
+{
+    uint64_t v = 0;
+    if (c->end - c->p < 8) {
+        c->err = 1;
+        c->p = c->end;
+        return 0;
+    }
+    memcpy(&v, c->p, 8);
+    c->p += 8;
+    return v;
+}
+
+static inline uint32_t mk_get_u32(mk_cursor_t *c)
+{
+    uint32_t v = 0;
+    if (c->end - c->p < 4) {
+        c->err = 1;
+        c->p = c->end;
+        return 0;
+    }
+    memcpy(&v, c->p, 4);
+    c->p += 4;
+    return v;
+}
+
+/* A length-prefixed byte string; returns a pointer into the buffer (not NUL
+ * terminated) or NULL on error. */
+static inline const uint8_t *mk_get_bytes(mk_cursor_t *c, uint64_t *len)
+{
+    uint64_t n = mk_get_varint(c);
+    if (c->err || n > (uint64_t)(c->end - c->p)) {
+        c->err = 1;
+        *len = 0;
+        return NULL;
+    }
+    const uint8_t *s = c->p;
+    c->p += n;
+    *len = n;
+    return s;
+}
+
+#endif /* MEMKIT_TRACE_FORMAT_H */

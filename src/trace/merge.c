@@ -1,0 +1,231 @@
+/*
+ * merge.c - mk_trace_walk: every thread's events in one time order.
+ *
+ * Each thread's records are in file order and its events in time order, but
+ * a thread that flushes rarely writes its records late. So the walk reads the
+ * file twice: first to index the EVENTS records by thread (and absorb the
+ * module map, END and SUMMARY), then to merge the threads, holding one
+ * decoded record per thread. A one-thread trace is just read in order.
+ */
+#define _GNU_SOURCE
+#include "reader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct stream {
+    uint32_t thread;
+    uint64_t *offsets; /* this thread's records, in file order */
+    size_t n, cap, next;
+    mk_event_t *ev; /* the current record's events */
+    size_t nev, evcap, pos;
+} stream_t;
+
+typedef struct merge {
+    mk_trace_t *tr;
+    stream_t *streams;
+    size_t nstreams, cap;
+    stream_t **heap; /* min-heap on the head event's time */
+    size_t nheap;
+    uint64_t last_tick, last_ns; /* the latest clock anchor seen */
+} merge_t;
+
+/* Ticks to ns: the slope between the header's anchor and the latest one. */
+static void calibrate(mk_trace_t *tr, const merge_t *m)
+{
+    uint64_t tick = m->last_tick, ns = m->last_ns;
+    if (tr->end.present && tr->end.end_tick > tick) {
+        tick = tr->end.end_tick;
+        ns = tr->end.duration_ns;
+    }
+    /* Under a millisecond of span the slope is mostly noise: keep the default. */
+    if (tick > tr->header.start_tick && ns > 1000000)
+        tr->ns_per_tick = (double)ns / (double)(tick - tr->header.start_tick);
+}
+
+static stream_t *stream_for(merge_t *m, uint32_t thread)
+{
+    for (size_t i = 0; i < m->nstreams; i++) /* few threads: a scan is fine */
+        if (m->streams[i].thread == thread)
+            return &m->streams[i];
+    if (m->nstreams == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 8;
+        stream_t *s = realloc(m->streams, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        m->streams = s;
+        m->cap = cap;
+    }
+    stream_t *s = &m->streams[m->nstreams++];
+    memset(s, 0, sizeof *s);
+    s->thread = thread;
+    return s;
+}
+
+static bool index_file(merge_t *m)
+{
+    mk_trace_t *tr = m->tr;
+    unsigned type;
+    const uint8_t *raw;
+    size_t len;
+
+    for (;;) {
+        uint64_t at = tr->offset;
+        if (mk_trace_next(tr, &type, &raw, &len) != 1)
+            return true;
+        if (type != MK_REC_EVENTS) {
+            mk_trace_absorb(tr, type, raw, len);
+            continue;
+        }
+        mk_cursor_t c = {raw, raw + len, 0};
+        uint32_t thread = (uint32_t)mk_get_varint(&c);
+        (void)mk_get_varint(&c); /* tid */
+        uint64_t anchor_ns = mk_get_u64(&c), anchor_tick = mk_get_u64(&c);
+        if (!c.err && anchor_tick > m->last_tick) {
+            m->last_tick = anchor_tick;
+            m->last_ns = anchor_ns;
+        }
+        stream_t *s = stream_for(m, thread);
+        if (!s)
+            return false;
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? 2 * s->cap : 16;
+            uint64_t *o = realloc(s->offsets, cap * sizeof *o);
+            if (!o)
+                return false;
+            s->offsets = o;
+            s->cap = cap;
+        }
+        s->offsets[s->n++] = at;
+    }
+}
+
+static bool collect(void *ctx, const mk_event_t *ev)
+{
+    stream_t *s = ctx;
+    if (s->nev == s->evcap) {
+        size_t cap = s->evcap ? 2 * s->evcap : 4096;
+        mk_event_t *e = realloc(s->ev, cap * sizeof *e);
+        if (!e)
+            return false;
+        s->ev = e;
+        s->evcap = cap;
+    }
+    s->ev[s->nev++] = *ev;
+    return true;
+}
+
+/* Loads the stream's next record that has events; false when none is left. */
+static bool load_next(merge_t *m, stream_t *s)
+{
+    unsigned type;
+    const uint8_t *raw;
+    size_t len;
+
+    s->nev = s->pos = 0;
+    while (s->nev == 0 && s->next < s->n) {
+        if (mk_trace_record_at(m->tr, s->offsets[s->next++], &type, &raw, &len) != 1)
+            return false;
+        mk_trace_decode_events(m->tr, raw, len, collect, s);
+    }
+    return s->nev > 0;
+}
+
+/* Heads in time order; at equal times frees first, so that a block freed by
+ * one thread and reused by another within one tick replays in that order. */
+static inline bool earlier(const stream_t *a, const stream_t *b)
+{
+    const mk_event_t *x = &a->ev[a->pos], *y = &b->ev[b->pos];
+    if (x->time != y->time)
+        return x->time < y->time;
+    return mk_kind_class(x->kind) == MK_CLASS_FREE && mk_kind_class(y->kind) != MK_CLASS_FREE;
+}
+
+static void sift_down(merge_t *m, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, min = i;
+        if (l < m->nheap && earlier(m->heap[l], m->heap[min]))
+            min = l;
+        if (r < m->nheap && earlier(m->heap[r], m->heap[min]))
+            min = r;
+        if (min == i)
+            return;
+        stream_t *t = m->heap[i];
+        m->heap[i] = m->heap[min];
+        m->heap[min] = t;
+        i = min;
+    }
+}
+
+static bool merge_streams(merge_t *m, mk_event_fn fn, void *ctx)
+{
+    m->heap = calloc(m->nstreams ? m->nstreams : 1, sizeof *m->heap);
+    if (!m->heap)
+        return true;
+    for (size_t i = 0; i < m->nstreams; i++)
+        if (load_next(m, &m->streams[i]))
+            m->heap[m->nheap++] = &m->streams[i];
+    for (size_t i = m->nheap / 2; i-- > 0;)
+        sift_down(m, i);
+    while (m->nheap) {
+        stream_t *s = m->heap[0];
+        if (!fn(ctx, &s->ev[s->pos]))
+            return false;
+        if (++s->pos == s->nev && !load_next(m, s))
+            m->heap[0] = m->heap[--m->nheap];
+        sift_down(m, 0);
+    }
+    return true;
+}
+
+typedef struct pass {
+    mk_event_fn fn;
+    void *ctx;
+    bool stopped;
+} pass_t;
+
+static bool pass_on(void *ctx, const mk_event_t *ev)
+{
+    pass_t *p = ctx;
+    if (!p->fn(p->ctx, ev)) {
+        p->stopped = true;
+        return false;
+    }
+    return true;
+}
+
+bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
+{
+    merge_t m = {.tr = tr};
+    bool ok = true;
+
+    index_file(&m);
+    if (tr->header.flags & MK_TF_TSC)
+        calibrate(tr, &m);
+    char damage_after_index[sizeof tr->damage];
+    memcpy(damage_after_index, tr->damage, sizeof damage_after_index);
+    if (m.nstreams == 1) {
+        /* One thread: its records in file order are already in time order. */
+        stream_t *s = &m.streams[0];
+        pass_t p = {fn, ctx, false};
+        unsigned type;
+        const uint8_t *raw;
+        size_t len;
+        for (size_t i = 0; i < s->n && !p.stopped; i++)
+            if (mk_trace_record_at(tr, s->offsets[i], &type, &raw, &len) == 1)
+                mk_trace_decode_events(tr, raw, len, pass_on, &p);
+        ok = !p.stopped;
+    } else if (m.nstreams > 1) {
+        ok = merge_streams(&m, fn, ctx);
+    }
+    if (damage_after_index[0]) /* report the first fault in file order */
+        memcpy(tr->damage, damage_after_index, sizeof tr->damage);
+    for (size_t i = 0; i < m.nstreams; i++) {
+        free(m.streams[i].offsets);
+        free(m.streams[i].ev);
+    }
+    free(m.streams);
+    free(m.heap);
+    return ok;
+}

@@ -1,0 +1,128 @@
+/*
+ * reader.h - reading .mkt traces: records in file order, events decoded one
+ * record at a time, and a time-ordered merge of all threads' events.
+ *
+ * Damage is never fatal to what came before it: a cut or corrupt record ends
+ * the readable part of the file, mk_trace_t.damage says where and why, and
+ * everything before it is delivered.
+ */
+#ifndef MEMKIT_TRACE_READER_H
+#define MEMKIT_TRACE_READER_H
+
+#include "format.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct mk_trace_header {
+    uint32_t version, flags, depth, pid, ppid;
+    uint64_t start_realtime_ns, start_mono_ns, start_tick;
+    char run_id[64];
+    char exe[4096];
+    char cmdline[4096]; /* arguments joined with spaces */
+} mk_trace_header_t;
+
+#define MK_TF_STACKS 1u
+#define MK_TF_SUMMARY_ONLY 2u
+#define MK_TF_SYSCALLS 4u
+#define MK_TF_TSC 8u
+
+typedef struct mk_module {
+    uint64_t base, lo, hi; /* load bias; lowest and highest mapped address */
+    char *path;
+    uint8_t build_id[64];
+    size_t build_id_len;
+} mk_module_t;
+
+typedef struct mk_trace_end {
+    bool present;
+    uint64_t reason, events_written, events_lost, threads;
+    uint64_t maxrss_kb, minflt, majflt, utime_us, stime_us;
+    uint64_t rchar, wchar, read_bytes, write_bytes, duration_ns;
+    uint64_t end_tick, trace_bytes; /* trace_bytes: written by the tracer itself */
+} mk_trace_end_t;
+
+typedef struct mk_summary_site {
+    uint64_t pc, calls, bytes;
+} mk_summary_site_t;
+
+typedef struct mk_trace_summary {
+    bool present;
+    uint64_t counts[MK_K_COUNT], bytes[MK_K_COUNT];
+    uint64_t peak_bytes, peak_blocks, live_blocks, live_bytes;
+    mk_summary_site_t *sites;
+    size_t nsites;
+} mk_trace_summary_t;
+
+/* One event, decoded. */
+typedef struct mk_event {
+    uint64_t time; /* ns since the trace's start */
+    uint64_t size, align;
+    uint64_t addr, old_addr;
+    uint32_t thread, stack;
+    uint8_t kind;
+} mk_event_t;
+
+/* A stack, as defined in the trace. */
+typedef struct mk_stack_def {
+    uint32_t depth;
+    uint64_t *frames; /* return addresses, innermost first */
+} mk_stack_def_t;
+
+typedef struct mk_trace {
+    FILE *f;
+    char path[4096];
+    uint64_t offset;   /* of the next record */
+    uint64_t file_size;
+    mk_trace_header_t header;
+    mk_trace_end_t end;
+    mk_trace_summary_t summary;
+    mk_module_t *modules; /* every snapshot's modules, newest last */
+    size_t nmodules, modules_cap;
+    mk_stack_def_t *stacks; /* indexed by id */
+    size_t stacks_cap;
+    uint64_t events_read;
+    double ns_per_tick; /* from the clock anchors; see mk_trace_walk */
+    char damage[256]; /* "" when the whole file read cleanly */
+    void *dctx;
+    uint8_t *raw, *stored;
+    size_t raw_cap, stored_cap;
+} mk_trace_t;
+
+/* Opens a trace and reads its header. On failure returns NULL and writes a
+ * one-line reason into err. */
+mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen);
+void mk_trace_close(mk_trace_t *tr);
+
+/* The next record, decompressed: returns 1 with type, raw and len set, or 0
+ * at the end of the readable part (tr->damage says whether that is the end
+ * of the file). */
+int mk_trace_next(mk_trace_t *tr, unsigned *type, const uint8_t **raw, size_t *len);
+
+/* Reads the record at a file offset again (for the merge). */
+int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type, const uint8_t **raw,
+                       size_t *len);
+
+/* Records the contents of a MODULES, END or SUMMARY record in tr. Returns
+ * false if the payload is malformed (then tr->damage says so). */
+bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t len);
+
+/* Decodes an EVENTS record: stack definitions go into tr, events to fn
+ * (return false to stop). Returns false if the record is malformed: the
+ * events before the fault have been delivered. */
+typedef bool (*mk_event_fn)(void *ctx, const mk_event_t *ev);
+bool mk_trace_decode_events(mk_trace_t *tr, const uint8_t *raw, size_t len, mk_event_fn fn,
+                            void *ctx);
+
+/* Reads the whole trace: every thread's events merged in time order, with
+ * the module map, stacks, end and summary absorbed.
+ * Returns false only when fn stopped the walk. */
+bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx);
+
+/* The module containing addr (newest snapshot first), or NULL. */
+const mk_module_t *mk_trace_module_of(const mk_trace_t *tr, uint64_t addr);
+
+/* The stack with this id, or NULL if it was never defined (id 0: no stack). */
+const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id);
+
+#endif /* MEMKIT_TRACE_READER_H */

@@ -60,7 +60,8 @@ int main(int argc, char **argv)
         return 2;
     }
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (job_t){iterations / (uint64_t)threads, 0x9e3779b97f4a7c15ull + (uint64_t)t, 0};
+        jobs[t] = (job_t){iterations / (uint64_t)threads,
+                          0x9e3779b97f4a7c15ull + (uint64_t)t, 0};
         if (pthread_create(&tid[t], NULL, run, &jobs[t]) != 0) {
             fprintf(stderr, "churn: cannot create a thread\n");
             return 1;

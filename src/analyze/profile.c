@@ -181,7 +181,8 @@ static void derive_totals(mk_profile_t *p)
     p->strdups = c[MK_K_STRDUP] + c[MK_K_STRNDUP];
     p->wcsdups = c[MK_K_WCSDUP];
     p->allocations = p->mallocs + p->callocs + p->reallocs + p->strdups + p->wcsdups;
-    p->news = c[MK_K_NEW] + c[MK_K_NEW_ARRAY] + c[MK_K_NEW_ALIGNED] + c[MK_K_NEW_ARRAY_ALIGNED];
+    p->news =
+        c[MK_K_NEW] + c[MK_K_NEW_ARRAY] + c[MK_K_NEW_ALIGNED] + c[MK_K_NEW_ARRAY_ALIGNED];
     p->deletes = c[MK_K_DELETE] + c[MK_K_DELETE_ARRAY];
     p->aligned = c[MK_K_POSIX_MEMALIGN] + c[MK_K_ALIGNED_ALLOC] + c[MK_K_MEMALIGN] +
                  c[MK_K_VALLOC] + c[MK_K_PVALLOC] + c[MK_K_NEW_ALIGNED] +

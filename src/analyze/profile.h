@@ -15,7 +15,7 @@
 
 typedef struct mk_stack_agg {
     uint32_t stack;
-    uint64_t calls, bytes;         /* allocating calls from this stack */
+    uint64_t calls, bytes; /* allocating calls from this stack */
     uint64_t leaked_blocks, leaked_bytes;
 } mk_stack_agg_t;
 
@@ -30,7 +30,7 @@ typedef struct mk_profile {
     uint64_t live_bytes, live_blocks, peak_blocks;
     uint64_t free_null, free_unknown, failed;
     uint64_t events, threads;
-    bool from_summary; /* a --summary-only trace: no per-event data */
+    bool from_summary;      /* a --summary-only trace: no per-event data */
     mk_stack_agg_t *stacks; /* indexed by stack id; sparse */
     size_t stacks_cap;
     /* the address table: live blocks during the replay */

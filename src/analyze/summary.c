@@ -31,10 +31,12 @@ void mk_summary_print(FILE *out, const mk_trace_t *tr, const mk_profile_t *p, in
             p->live_bytes);
     if (tr->end.present) {
         /* The tracer's own trace writes are not the program's I/O. */
-        uint64_t wrote = tr->end.wchar - (tr->end.trace_bytes < tr->end.wchar ? tr->end.trace_bytes
-                                                                               : tr->end.wchar);
+        uint64_t wrote =
+            tr->end.wchar -
+            (tr->end.trace_bytes < tr->end.wchar ? tr->end.trace_bytes : tr->end.wchar);
         uint64_t io = tr->end.rchar + wrote;
-        fprintf(out, "I/O bytes: %" PRIu64 " read, %" PRIu64 " written", tr->end.rchar, wrote);
+        fprintf(out, "I/O bytes: %" PRIu64 " read, %" PRIu64 " written", tr->end.rchar,
+                wrote);
         if (p->allocation_calls && io)
             fprintf(out, " (one allocation per %.1f bytes)",
                     (double)io / (double)p->allocation_calls);
@@ -53,7 +55,8 @@ void mk_summary_print(FILE *out, const mk_trace_t *tr, const mk_profile_t *p, in
             mk_symbolize(sym, sites[i].pc, &s);
             fprintf(out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
                     sites[i].calls, sites[i].bytes,
-                    sites[i].pc ? mk_symbol_format(&s, where, sizeof where) : "(no stack)");
+                    sites[i].pc ? mk_symbol_format(&s, where, sizeof where)
+                                : "(no stack)");
         }
         mk_symbolizer_free(sym);
     }

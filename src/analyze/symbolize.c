@@ -55,13 +55,15 @@ mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr)
         bool seen = false;
         /* Snapshots repeat modules; report each (path, base) once. */
         for (size_t j = 0; j < i && !seen; j++)
-            seen = tr->modules[j].base == m->base && strcmp(tr->modules[j].path, m->path) == 0;
+            seen = tr->modules[j].base == m->base &&
+                   strcmp(tr->modules[j].path, m->path) == 0;
         if (seen || m->path[0] != '/')
             continue; /* the vdso and such have no file */
         Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->base, false);
         if (mod && !same_build(mod, m))
-            fprintf(stderr, "memkit: %s changed since the trace was taken; its frames are "
-                            "shown as offsets\n",
+            fprintf(stderr,
+                    "memkit: %s changed since the trace was taken; its frames are "
+                    "shown as offsets\n",
                     m->path);
     }
     dwfl_report_end(s->dwfl, NULL, NULL);

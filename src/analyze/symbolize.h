@@ -15,8 +15,8 @@ typedef struct mk_symbol {
     const char *function; /* NULL when unknown */
     const char *file;     /* source file, NULL when there is no line info */
     int line;
-    const char *module;   /* base name of the object */
-    uint64_t offset;      /* address within the module */
+    const char *module; /* base name of the object */
+    uint64_t offset;    /* address within the module */
 } mk_symbol_t;
 
 mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr);

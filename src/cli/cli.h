@@ -15,6 +15,12 @@ enum {
 
 int mk_cmd_bench(int argc, char **argv);
 int mk_cmd_trace(int argc, char **argv);
+int mk_cmd_report(int argc, char **argv);
+
+/* Reads a trace and prints its summary (full) or nothing; *calls gets its
+ * allocation calls. Returns MK_EXIT_OK, or MK_EXIT_USAGE when the file is
+ * not a trace or is damaged (what came before the damage is still printed). */
+int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls);
 
 /* Prints "memkit: <message>" on stderr and returns MK_EXIT_USAGE. */
 int mk_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

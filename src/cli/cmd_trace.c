@@ -10,8 +10,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
-#include "../analyze/profile.h"
-#include "../analyze/summary.h"
+#include "../trace/reader.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -37,21 +36,24 @@ typedef struct trace_opts {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: memkit trace [OPTIONS] -- CMD [ARGS...]\n\n"
-            "Runs CMD with every allocation call recorded (malloc family, C++ new/delete),\n"
-            "with call stacks, and prints a summary when it exits. Child processes are\n"
-            "traced too, each into its own file.\n\n"
-            "options:\n"
-            "  -o, --output PREFIX  trace files are PREFIX.<pid>.mkt (default: memkit.<cmd>)\n"
-            "  --depth N            frames kept per stack, 1-%d (default 32)\n"
-            "  --no-stacks          record only the calling instruction: faster, no unwinding\n"
-            "  --summary-only       aggregate inside the process; no per-event trace\n"
-            "  --syscalls           also record mmap, munmap, mremap, brk and sbrk\n"
-            "  --top N              call sites in the summary (default 3)\n"
-            "  -q, --quiet          no summary; just trace\n"
-            "\nenvironment: MEMKIT_PRELOAD overrides the tracer library's path.\n",
-            128);
+    fprintf(
+        out,
+        "usage: memkit trace [OPTIONS] -- CMD [ARGS...]\n\n"
+        "Runs CMD with every allocation call recorded (malloc family, C++ new/delete),\n"
+        "with call stacks, and prints a summary when it exits. Child processes are\n"
+        "traced too, each into its own file.\n\n"
+        "options:\n"
+        "  -o, --output PREFIX  trace files are PREFIX.<pid>.mkt (default: "
+        "memkit.<cmd>)\n"
+        "  --depth N            frames kept per stack, 1-%d (default 32)\n"
+        "  --no-stacks          record only the calling instruction: faster, no "
+        "unwinding\n"
+        "  --summary-only       aggregate inside the process; no per-event trace\n"
+        "  --syscalls           also record mmap, munmap, mremap, brk and sbrk\n"
+        "  --top N              call sites in the summary (default 3)\n"
+        "  -q, --quiet          no summary; just trace\n"
+        "\nenvironment: MEMKIT_PRELOAD overrides the tracer library's path.\n",
+        128);
 }
 
 /* Where libmemkit-preload.so is: beside the memkit binary (build tree) or in
@@ -119,7 +121,8 @@ static const char *untraceable(const char *file)
         bool interp = false;
         for (unsigned i = 0; i < eh.e_phnum; i++) {
             Elf64_Phdr ph;
-            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * (uint64_t)eh.e_phentsize)) !=
+            if (pread(fd, &ph, sizeof ph,
+                      (off_t)(eh.e_phoff + i * (uint64_t)eh.e_phentsize)) !=
                 (ssize_t)sizeof ph)
                 break;
             interp |= ph.p_type == PT_INTERP;
@@ -238,36 +241,6 @@ static size_t find_traces(const char *prefix, const char *run_id, found_t **out)
     return n;
 }
 
-/* Summarizes one trace; returns its allocation calls (or 0). */
-static uint64_t summarize(const char *path, FILE *out, bool full, int top)
-{
-    char err[512];
-    mk_trace_t *tr = mk_trace_open(path, err, sizeof err);
-    mk_profile_t p = {0};
-    uint64_t calls;
-
-    if (!tr) {
-        fprintf(stderr, "memkit: %s\n", err);
-        return 0;
-    }
-    if (!mk_profile_build(&p, tr))
-        fprintf(stderr, "memkit: out of memory analyzing %s; the summary is partial\n", path);
-    if (full) {
-        mk_summary_print(out, tr, &p, top);
-        if (tr->damage[0])
-            fprintf(out, "memkit: %s: %s; the summary covers what came before\n", path,
-                    tr->damage);
-        else if (!tr->end.present)
-            fprintf(out, "memkit: %s has no end record (the process was killed?); the summary "
-                         "covers what was flushed\n",
-                    path);
-    }
-    calls = p.allocation_calls;
-    mk_profile_free(&p);
-    mk_trace_close(tr);
-    return calls;
-}
-
 static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
 {
     int i;
@@ -287,11 +260,13 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
             o->prefix = argv[++i];
         } else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
             if (!mk_parse_count(argv[++i], &v) || v < 1 || v > 128)
-                return mk_usage_error("--depth wants a number from 1 to 128, not '%s'", argv[i]);
+                return mk_usage_error("--depth wants a number from 1 to 128, not '%s'",
+                                      argv[i]);
             o->depth = (int)v;
         } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
             if (!mk_parse_count(argv[++i], &v) || v > 1000)
-                return mk_usage_error("--top wants a number up to 1000, not '%s'", argv[i]);
+                return mk_usage_error("--top wants a number up to 1000, not '%s'",
+                                      argv[i]);
             o->top = (int)v;
         } else if (strcmp(a, "--no-stacks") == 0) {
             o->no_stacks = true;
@@ -327,7 +302,8 @@ int mk_cmd_trace(int argc, char **argv)
     if (why)
         return mk_usage_error("trace: %s %s", file, why);
     if (!find_preload(preload, sizeof preload))
-        return mk_usage_error("trace: cannot find libmemkit-preload.so (set MEMKIT_PRELOAD)");
+        return mk_usage_error(
+            "trace: cannot find libmemkit-preload.so (set MEMKIT_PRELOAD)");
     if (!o.prefix) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s", cmd[0]);
@@ -353,8 +329,8 @@ int mk_cmd_trace(int argc, char **argv)
     sigaction(SIGQUIT, &old_quit, NULL);
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (WIFSIGNALED(status))
-        fprintf(stderr, "memkit: '%s' was killed by signal %d (%s)\n", cmd[0], WTERMSIG(status),
-                strsignal(WTERMSIG(status)));
+        fprintf(stderr, "memkit: '%s' was killed by signal %d (%s)\n", cmd[0],
+                WTERMSIG(status), strsignal(WTERMSIG(status)));
 
     found_t *traces;
     size_t n = find_traces(o.prefix, run_id, &traces);
@@ -367,13 +343,14 @@ int mk_cmd_trace(int argc, char **argv)
                 n ? "" : " (see any message above)");
     } else if (!o.quiet) {
         fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd[0], (int)pid);
-        summarize(main_trace->path, stderr, true, o.top);
+        mk_summarize_trace(main_trace->path, stderr, true, o.top, NULL);
     }
     for (size_t i = 0; i < n; i++) {
         if (n > 1 && !o.quiet) {
-            uint64_t calls = summarize(traces[i].path, stderr, false, 0);
-            fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n", traces[i].path,
-                    traces[i].pid, calls);
+            uint64_t calls = 0;
+            mk_summarize_trace(traces[i].path, stderr, false, 0, &calls);
+            fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
+                    traces[i].path, traces[i].pid, calls);
         } else {
             fprintf(stderr, "Trace: %s\n", traces[i].path);
         }

@@ -19,7 +19,7 @@ typedef struct command {
 
 static const command_t commands[] = {
     {"trace", mk_cmd_trace, "run a program and record every allocation, then summarize"},
-    {"report", NULL, "turn a trace into sites, findings and advice (planned)"},
+    {"report", mk_cmd_report, "summarize a trace (sites, findings and advice: planned)"},
     {"diff", NULL, "compare two traces (planned)"},
     {"check", NULL, "fail CI when allocation counts regress (planned)"},
     {"bench", mk_cmd_bench, "benchmark allocators on classic workloads"},

@@ -105,7 +105,8 @@ MK_EXPORT void *realloc(void *old, size_t n)
         return realloc_boot(old, n);
     mk_thread_t *t = mk_enter();
     if (!t)
-        return MK_LIKELY(mk_real.realloc != NULL) ? mk_real.realloc(old, n) : mk_boot_alloc(n);
+        return MK_LIKELY(mk_real.realloc != NULL) ? mk_real.realloc(old, n)
+                                                  : mk_boot_alloc(n);
     void *p = mk_real.realloc(old, n);
     KEEP_ERRNO(record_realloc(t, MK_K_REALLOC, n, old, p, CALLER()); note_brk(t));
     mk_leave(t);
@@ -123,7 +124,8 @@ MK_EXPORT void *reallocarray(void *old, size_t n, size_t size)
             errno = ENOMEM;
             return NULL;
         }
-        return mk_real.reallocarray ? mk_real.reallocarray(old, n, size) : realloc(old, total);
+        return mk_real.reallocarray ? mk_real.reallocarray(old, n, size)
+                                    : realloc(old, total);
     }
     void *p = mk_real.reallocarray(old, n, size);
     size_t total = 0;
@@ -139,25 +141,27 @@ MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     if (!t)
         return mk_real.posix_memalign ? mk_real.posix_memalign(out, align, n) : ENOMEM;
     int rc = mk_real.posix_memalign(out, align, n);
-    KEEP_ERRNO(record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER()));
+    KEEP_ERRNO(
+        record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER()));
     mk_leave(t);
     return rc;
 }
 
 /* aligned_alloc, memalign, valloc, pvalloc: one shape. */
-#define ALIGNED_HOOK(name, kind, params, args, align_expr, size_expr)                         \
-    MK_EXPORT void *name params                                                               \
-    {                                                                                         \
-        mk_thread_t *t = mk_enter();                                                          \
-        if (!t)                                                                               \
-            return mk_real.name ? mk_real.name args : NULL;                                   \
-        void *p = mk_real.name args;                                                          \
-        KEEP_ERRNO(record_alloc(t, kind, size_expr, align_expr, p, CALLER()));                \
-        mk_leave(t);                                                                          \
-        return p;                                                                             \
+#define ALIGNED_HOOK(name, kind, params, args, align_expr, size_expr)                    \
+    MK_EXPORT void *name params                                                          \
+    {                                                                                    \
+        mk_thread_t *t = mk_enter();                                                     \
+        if (!t)                                                                          \
+            return mk_real.name ? mk_real.name args : NULL;                              \
+        void *p = mk_real.name args;                                                     \
+        KEEP_ERRNO(record_alloc(t, kind, size_expr, align_expr, p, CALLER()));           \
+        mk_leave(t);                                                                     \
+        return p;                                                                        \
     }
 
-ALIGNED_HOOK(aligned_alloc, MK_K_ALIGNED_ALLOC, (size_t align, size_t n), (align, n), align, n)
+ALIGNED_HOOK(aligned_alloc, MK_K_ALIGNED_ALLOC, (size_t align, size_t n), (align, n),
+             align, n)
 ALIGNED_HOOK(memalign, MK_K_MEMALIGN, (size_t align, size_t n), (align, n), align, n)
 ALIGNED_HOOK(valloc, MK_K_VALLOC, (size_t n), (n), 0, n)
 ALIGNED_HOOK(pvalloc, MK_K_PVALLOC, (size_t n), (n), 0, n)
@@ -190,7 +194,8 @@ MK_EXPORT wchar_t *wcsdup(const wchar_t *s)
     if (!t)
         return mk_real.wcsdup(s);
     wchar_t *p = mk_real.wcsdup(s);
-    KEEP_ERRNO(record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER()));
+    KEEP_ERRNO(
+        record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER()));
     mk_leave(t);
     return p;
 }

@@ -36,7 +36,8 @@ static void *next_symbol(void **slot, const char *name)
     f = dlsym(RTLD_NEXT, name);
     mk_guard--;
     if (!f) {
-        static const char msg[] = "memkit: no C++ runtime found for an operator new/delete\n";
+        static const char msg[] =
+            "memkit: no C++ runtime found for an operator new/delete\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
         abort(); /* the program called an operator nothing defines */
@@ -45,10 +46,10 @@ static void *next_symbol(void **slot, const char *name)
     return f;
 }
 
-#define NEXT(type, name)                                                                      \
-    ({                                                                                        \
-        static void *slot_;                                                                   \
-        (type) next_symbol(&slot_, name);                                                     \
+#define NEXT(type, name)                                                                 \
+    ({                                                                                   \
+        static void *slot_;                                                              \
+        (type) next_symbol(&slot_, name);                                                \
     })
 
 static void leave_cleanup(mk_thread_t **t)
@@ -61,30 +62,31 @@ static void leave_cleanup(mk_thread_t **t)
 
 /* ---- new ---- */
 
-#define NEW_HOOK(sym, kind, params, fn_type, args)                                            \
-    MK_EXPORT void *sym params;                                                               \
-    MK_EXPORT void *sym params                                                                \
-    {                                                                                         \
-        fn_type next = NEXT(fn_type, #sym);                                                   \
-        SCOPED_ENTER();                                                                       \
-        void *p = next args; /* may throw: the cleanup leaves */                             \
-        if (t)                                                                                \
-            record_alloc(t, kind, size, ALIGN_ARG, p, CALLER());                                \
-        return p;                                                                             \
+#define NEW_HOOK(sym, kind, params, fn_type, args)                                       \
+    MK_EXPORT void *sym params;                                                          \
+    MK_EXPORT void *sym params                                                           \
+    {                                                                                    \
+        fn_type next = NEXT(fn_type, #sym);                                              \
+        SCOPED_ENTER();                                                                  \
+        void *p = next args; /* may throw: the cleanup leaves */                         \
+        if (t)                                                                           \
+            record_alloc(t, kind, size, ALIGN_ARG, p, CALLER());                         \
+        return p;                                                                        \
     }
 
 #define ALIGN_ARG 0
 NEW_HOOK(_Znwm, MK_K_NEW, (size_t size), new_fn, (size))
 NEW_HOOK(_Znam, MK_K_NEW_ARRAY, (size_t size), new_fn, (size))
-NEW_HOOK(_ZnwmRKSt9nothrow_t, MK_K_NEW, (size_t size, const void *nt), new_nt_fn, (size, nt))
+NEW_HOOK(_ZnwmRKSt9nothrow_t, MK_K_NEW, (size_t size, const void *nt), new_nt_fn,
+         (size, nt))
 NEW_HOOK(_ZnamRKSt9nothrow_t, MK_K_NEW_ARRAY, (size_t size, const void *nt), new_nt_fn,
          (size, nt))
 #undef ALIGN_ARG
 #define ALIGN_ARG al
 NEW_HOOK(_ZnwmSt11align_val_t, MK_K_NEW_ALIGNED, (size_t size, size_t al), new_al_fn,
          (size, al))
-NEW_HOOK(_ZnamSt11align_val_t, MK_K_NEW_ARRAY_ALIGNED, (size_t size, size_t al), new_al_fn,
-         (size, al))
+NEW_HOOK(_ZnamSt11align_val_t, MK_K_NEW_ARRAY_ALIGNED, (size_t size, size_t al),
+         new_al_fn, (size, al))
 NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ALIGNED,
          (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt))
 NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
@@ -93,28 +95,30 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
 
 /* ---- delete ---- */
 
-#define DELETE_HOOK(sym, kind, params, fn_type, args)                                         \
-    MK_EXPORT void sym params;                                                                \
-    MK_EXPORT void sym params                                                                 \
-    {                                                                                         \
-        fn_type next = NEXT(fn_type, #sym);                                                   \
-        SCOPED_ENTER();                                                                       \
-        if (t)                                                                                \
-            record_free(t, kind, p);                                                        \
-        next args;                                                                            \
+#define DELETE_HOOK(sym, kind, params, fn_type, args)                                    \
+    MK_EXPORT void sym params;                                                           \
+    MK_EXPORT void sym params                                                            \
+    {                                                                                    \
+        fn_type next = NEXT(fn_type, #sym);                                              \
+        SCOPED_ENTER();                                                                  \
+        if (t)                                                                           \
+            record_free(t, kind, p);                                                     \
+        next args;                                                                       \
     }
 
 DELETE_HOOK(_ZdlPv, MK_K_DELETE, (void *p), del_fn, (p))
 DELETE_HOOK(_ZdaPv, MK_K_DELETE_ARRAY, (void *p), del_fn, (p))
 DELETE_HOOK(_ZdlPvm, MK_K_DELETE, (void *p, size_t n), del_sz_fn, (p, n))
 DELETE_HOOK(_ZdaPvm, MK_K_DELETE_ARRAY, (void *p, size_t n), del_sz_fn, (p, n))
-DELETE_HOOK(_ZdlPvRKSt9nothrow_t, MK_K_DELETE, (void *p, const void *nt), del_nt_fn, (p, nt))
+DELETE_HOOK(_ZdlPvRKSt9nothrow_t, MK_K_DELETE, (void *p, const void *nt), del_nt_fn,
+            (p, nt))
 DELETE_HOOK(_ZdaPvRKSt9nothrow_t, MK_K_DELETE_ARRAY, (void *p, const void *nt), del_nt_fn,
             (p, nt))
 DELETE_HOOK(_ZdlPvSt11align_val_t, MK_K_DELETE, (void *p, size_t al), del_al_fn, (p, al))
-DELETE_HOOK(_ZdaPvSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t al), del_al_fn, (p, al))
-DELETE_HOOK(_ZdlPvmSt11align_val_t, MK_K_DELETE, (void *p, size_t n, size_t al), del_sz_al_fn,
-            (p, n, al))
+DELETE_HOOK(_ZdaPvSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t al), del_al_fn,
+            (p, al))
+DELETE_HOOK(_ZdlPvmSt11align_val_t, MK_K_DELETE, (void *p, size_t n, size_t al),
+            del_sz_al_fn, (p, n, al))
 DELETE_HOOK(_ZdaPvmSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t n, size_t al),
             del_sz_al_fn, (p, n, al))
 DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE,

@@ -32,10 +32,10 @@ static void *next_fn(void **slot, const char *name)
     return f;
 }
 
-#define NEXT(type, name)                                                                      \
-    ({                                                                                        \
-        static void *slot_;                                                                   \
-        (type) next_fn(&slot_, name);                                                         \
+#define NEXT(type, name)                                                                 \
+    ({                                                                                   \
+        static void *slot_;                                                              \
+        (type) next_fn(&slot_, name);                                                    \
     })
 
 /* ---- exec: the environment that keeps a child traced ---- */
@@ -94,7 +94,8 @@ static size_t env_count(char *const *envp)
     return n;
 }
 
-#define TRACE_ENV(envp) with_trace_env(envp, alloca((env_count(envp) + N_TRACED_VARS + 1) * sizeof(char *)))
+#define TRACE_ENV(envp)                                                                  \
+    with_trace_env(envp, alloca((env_count(envp) + N_TRACED_VARS + 1) * sizeof(char *)))
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 
@@ -131,21 +132,21 @@ MK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* The execl family: gather the variadic arguments into an argv. */
-#define GATHER_ARGS(first, argv, envp_out)                                                    \
-    do {                                                                                      \
-        va_list ap_;                                                                          \
-        size_t n_ = 1;                                                                        \
-        va_start(ap_, first);                                                                 \
-        while (va_arg(ap_, char *))                                                           \
-            n_++;                                                                             \
-        va_end(ap_);                                                                          \
-        argv = alloca((n_ + 1) * sizeof(char *));                                             \
-        argv[0] = (char *)(first);                                                            \
-        va_start(ap_, first);                                                                 \
-        for (size_t i_ = 1; i_ <= n_; i_++)                                                   \
-            argv[i_] = va_arg(ap_, char *);                                                   \
-        envp_out = va_arg(ap_, char **);                                                      \
-        va_end(ap_);                                                                          \
+#define GATHER_ARGS(first, argv, envp_out)                                               \
+    do {                                                                                 \
+        va_list ap_;                                                                     \
+        size_t n_ = 1;                                                                   \
+        va_start(ap_, first);                                                            \
+        while (va_arg(ap_, char *))                                                      \
+            n_++;                                                                        \
+        va_end(ap_);                                                                     \
+        argv = alloca((n_ + 1) * sizeof(char *));                                        \
+        argv[0] = (char *)(first);                                                       \
+        va_start(ap_, first);                                                            \
+        for (size_t i_ = 1; i_ <= n_; i_++)                                              \
+            argv[i_] = va_arg(ap_, char *);                                              \
+        envp_out = va_arg(ap_, char **);                                                 \
+        va_end(ap_);                                                                     \
     } while (0)
 
 MK_EXPORT int execl(const char *path, const char *arg, ...)
@@ -301,8 +302,8 @@ MK_EXPORT int brk(void *addr)
     int rc = next(addr);
     if (t) {
         if (rc == 0)
-            KEEP_ERRNO(record_sysmap(t, MK_K_BRK, (size_t)((char *)addr - (char *)was), addr,
-                                     NULL));
+            KEEP_ERRNO(record_sysmap(t, MK_K_BRK, (size_t)((char *)addr - (char *)was),
+                                     addr, NULL));
         mk_leave(t);
     }
     return rc;

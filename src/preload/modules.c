@@ -36,7 +36,8 @@ static size_t build_id(const struct dl_phdr_info *info, uint8_t *out, size_t cap
         const uint8_t *end = p + ph->p_memsz;
         while (p + sizeof(ElfW(Nhdr)) <= end) {
             const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-            size_t name_len = (nh->n_namesz + 3) & ~3u, desc_len = (nh->n_descsz + 3) & ~3u;
+            size_t name_len = (nh->n_namesz + 3) & ~3u,
+                   desc_len = (nh->n_descsz + 3) & ~3u;
             const uint8_t *name = p + sizeof *nh, *desc = name + name_len;
             if (desc + desc_len > end)
                 break;

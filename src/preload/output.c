@@ -85,7 +85,8 @@ static bool write_header(void)
 
     clock_gettime(CLOCK_REALTIME, &rt);
     p = mk_put_u32(p, MK_TRACE_VERSION);
-    p = mk_put_u32(p, (mk_st.cfg.depth > 1 ? 1u : 0u) | (mk_st.cfg.summary_only ? 2u : 0u) |
+    p = mk_put_u32(p, (mk_st.cfg.depth > 1 ? 1u : 0u) |
+                          (mk_st.cfg.summary_only ? 2u : 0u) |
                           (mk_st.cfg.syscalls ? 4u : 0u) | (mk_st.use_tsc ? 8u : 0u));
     p = mk_put_u32(p, (uint32_t)mk_st.cfg.depth);
     p = mk_put_u32(p, (uint32_t)mk_st.pid);
@@ -104,16 +105,16 @@ bool mk_output_open(void)
     int fd = -1;
 
     for (int n = 1; n < 1000 && fd < 0; n++) {
-        int len = n == 1 ? snprintf(out_path, sizeof out_path, "%s.%d.mkt", mk_st.cfg.prefix,
-                                    (int)mk_st.pid)
+        int len = n == 1 ? snprintf(out_path, sizeof out_path, "%s.%d.mkt",
+                                    mk_st.cfg.prefix, (int)mk_st.pid)
                          : snprintf(out_path, sizeof out_path, "%s.%d.%d.mkt",
                                     mk_st.cfg.prefix, (int)mk_st.pid, n);
         if (len < 0 || (size_t)len >= sizeof out_path) {
             fail("trace path too long", ENAMETOOLONG);
             return false;
         }
-        fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
-                  0644);
+        fd = open(out_path,
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) {
             fail("cannot create trace", errno);
             return false;
@@ -144,7 +145,8 @@ static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
     if (*buf)
         munmap(*buf, *cap);
     need = (need + 4095) & ~(size_t)4095;
-    void *p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p =
+        mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         *buf = NULL;
         *cap = 0;
@@ -155,12 +157,17 @@ static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
     return p;
 }
 
-bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len)
+/* Compresses the parts as one zstd frame and appends the record. */
+bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
+                     const size_t *plen, int nparts)
 {
+    bool events = t && type == MK_REC_EVENTS;
     void **cctx = t ? &t->cctx : &shared_cctx;
-    size_t need = MK_RECORD_HEAD_LEN + ZSTD_compressBound(len);
-    bool ok = false;
+    size_t len = 0;
 
+    for (int i = 0; i < nparts; i++)
+        len += plen[i];
+    size_t need = MK_RECORD_HEAD_LEN + ZSTD_compressBound(len);
     if (mk_st.fd < 0)
         return false;
     if (!t)
@@ -181,29 +188,49 @@ bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len
         fail("out of memory compressing trace", ENOMEM);
         return false;
     }
-    size_t zn = ZSTD_compress2(*cctx, z + MK_RECORD_HEAD_LEN, need - MK_RECORD_HEAD_LEN, raw, len);
-    if (ZSTD_isError(zn)) {
+    ZSTD_CCtx_reset(*cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setPledgedSrcSize(*cctx, len);
+    ZSTD_outBuffer out = {z + MK_RECORD_HEAD_LEN, need - MK_RECORD_HEAD_LEN, 0};
+    size_t rc = 0;
+    for (int i = 0; i < nparts && !ZSTD_isError(rc); i++) {
+        ZSTD_inBuffer in = {part[i], plen[i], 0};
+        ZSTD_EndDirective end = i == nparts - 1 ? ZSTD_e_end : ZSTD_e_continue;
+        do
+            rc = ZSTD_compressStream2(*cctx, &out, &in, end);
+        while (!ZSTD_isError(rc) && (end == ZSTD_e_end ? rc != 0 : in.pos < in.size));
+    }
+    if (ZSTD_isError(rc)) {
         if (!t)
             mk_output_unlock();
         fail("cannot compress trace", EIO);
         return false;
     }
+    size_t zn = out.pos;
     uint8_t *h = z;
     h = mk_put_u32(h, MK_RECORD_SYNC);
     h = mk_put_u32(h, type);
     h = mk_put_u32(h, (uint32_t)zn);
-    mk_put_u32(h, (uint32_t)len);
+    h = mk_put_u32(h, (uint32_t)len);
+    h = mk_put_u32(h, events ? t->index : 0);
+    h = mk_put_u32(h, 0);
+    h = mk_put_u64(h, events ? t->anchor_ns : 0);
+    mk_put_u64(h, events ? t->anchor_tick : 0);
     if (t)
         mk_output_lock();
     errno = 0;
-    ok = mk_st.fd >= 0 && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
+    bool ok = mk_st.fd >= 0 && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
+    int err = errno ? errno : ENOSPC;
     if (ok)
         atomic_fetch_add(&mk_st.bytes_written, MK_RECORD_HEAD_LEN + zn);
-    int err = errno ? errno : ENOSPC;
     mk_output_unlock();
     if (!ok)
         fail("cannot write trace", err);
     return ok;
+}
+
+bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len)
+{
+    return mk_output_parts(t, type, &raw, &len, 1);
 }
 
 void mk_output_close(void)

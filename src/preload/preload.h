@@ -23,7 +23,9 @@
 #ifndef MEMKIT_PRELOAD_H
 #define MEMKIT_PRELOAD_H
 
+#include "../trace/addr_index.h"
 #include "../trace/format.h"
+#include "../trace/reuse.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -32,15 +34,18 @@
 #include <time.h>
 #include <x86intrin.h>
 
-#define MK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MK_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define MK_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define MK_HIDDEN __attribute__((visibility("hidden")))
+#define MK_HIDDEN      __attribute__((visibility("hidden")))
 
 #define MK_MAX_DEPTH 128
-#define MK_THREAD_BUF (1u << 20) /* raw bytes per EVENTS record */
-#define MK_RING MK_ADDR_RING
-/* Room one event with its stack definition may need. */
-#define MK_ITEM_ROOM (64 + MK_VARINT_MAX * (MK_MAX_DEPTH + 4))
+/* An EVENTS record holds up to MK_RECORD_ITEMS items; each stream has room
+ * for that many of its largest field (mk_stream_cap), so one compare on the
+ * TAG stream tells whether an item fits. DEFS is checked on its own. */
+#define MK_RECORD_ITEMS (128u << 10)
+#define MK_DEFS_CAP     (256u << 10)
+#define MK_DEF_ROOM     (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
+#define MK_HEAD_MAX     (4 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
 
 /* The real functions, found with dlsym(RTLD_NEXT). */
 typedef struct mk_real_fns {
@@ -70,21 +75,24 @@ typedef struct mk_config {
 
 typedef struct mk_thread mk_thread_t;
 struct mk_thread {
-    uint32_t index;   /* thread number within the process, from 1 */
+    uint32_t index; /* thread number within the process, from 1 */
     pid_t tid;
-    atomic_bool dead; /* the owner exited: the state may be reused */
-    uint8_t *buf;     /* MK_THREAD_BUF raw bytes; items start after head_len */
-    size_t len, head_len;
-    atomic_int in_hook; /* set while the owner records; see mk_enter */
-    uint64_t prev_t, prev_addr; /* decoder state of the current record */
-    uint64_t ring[MK_RING];     /* addresses of the record's latest frees, newest first */
-    unsigned ring_n;
-    uint64_t events;            /* events recorded in the current record */
-    void *cctx;                 /* this thread's zstd context */
-    uint8_t *zbuf;              /* and its output buffer */
+    atomic_bool dead;                /* the owner exited: the state may be reused */
+    uint8_t *s[MK_S_COUNT];          /* write cursors of the streams (format.h) */
+    uint8_t *base[MK_S_COUNT];       /* their starts; sizes from mk_stream_cap */
+    uint64_t anchor_ns, anchor_tick; /* the record's clock anchor */
+    mk_addr_index_t live;            /* blocks this thread allocated (addr_index.h) */
+    atomic_int in_hook;              /* set while the owner records; see mk_enter */
+    uint64_t prev_t, prev_addr;      /* decoder state of the current record */
+    mk_reuse_t *reuse;               /* recent frees by size class (reuse.h) */
+    uint64_t events;                 /* events recorded in the current record */
+    void *cctx;                      /* this thread's zstd context */
+    uint8_t *zbuf;                   /* and its output buffer */
     size_t zcap;
-    struct mk_site_table *sites; /* --summary-only: per-thread site totals */
-    uint64_t counts[MK_K_COUNT]; /* --summary-only: calls per kind */
+    struct mk_site_table *sites;        /* --summary-only: per-thread site totals */
+    struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
+    uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
+    uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind */
     uint64_t bytes[MK_K_COUNT];
     mk_thread_t *next; /* all thread states, never unlinked */
 };
@@ -107,8 +115,14 @@ typedef struct mk_state {
 } mk_state_t;
 
 /* PAUSED: an exec flush is under way; events are not recorded meanwhile. */
-enum { MK_PHASE_OFF = 0, MK_PHASE_INIT, MK_PHASE_ON, MK_PHASE_DONE, MK_PHASE_FAILED,
-       MK_PHASE_PAUSED };
+enum {
+    MK_PHASE_OFF = 0,
+    MK_PHASE_INIT,
+    MK_PHASE_ON,
+    MK_PHASE_DONE,
+    MK_PHASE_FAILED,
+    MK_PHASE_PAUSED
+};
 
 extern mk_real_fns_t mk_real MK_HIDDEN;
 extern mk_state_t mk_st MK_HIDDEN;
@@ -119,6 +133,7 @@ extern __thread mk_thread_t *mk_self MK_HIDDEN __attribute__((tls_model("initial
 MK_HIDDEN void mk_init(void);
 MK_HIDDEN mk_thread_t *mk_thread_get(void);
 MK_HIDDEN void mk_thread_flush(mk_thread_t *t);
+MK_HIDDEN void mk_index_failed(void);
 MK_HIDDEN void mk_finish(int reason);
 MK_HIDDEN void mk_before_exec(void);
 MK_HIDDEN void mk_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -128,7 +143,9 @@ MK_HIDDEN bool mk_is_boot(const void *p);
 /* stacks.c: id of a captured stack (0: none or table full). Writes the
  * definition into t's buffer the first time this file sees the stack. */
 MK_HIDDEN uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth);
-MK_HIDDEN int mk_stack_capture(uintptr_t *frames, int max);
+/* The id of the calling hook's caller's stack; ra and fp are the hook's
+ * return and frame addresses. */
+MK_HIDDEN uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uintptr_t fp);
 MK_HIDDEN void mk_stacks_init(void);
 MK_HIDDEN void mk_stacks_flush_cache(void);
 
@@ -141,15 +158,18 @@ MK_HIDDEN void mk_modules_after_fork_child(void);
 
 /* output.c */
 MK_HIDDEN bool mk_output_open(void);
-MK_HIDDEN bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len);
+MK_HIDDEN bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw,
+                                size_t len);
+MK_HIDDEN bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
+                               const size_t *len, int nparts);
 MK_HIDDEN void mk_output_lock(void);
 MK_HIDDEN void mk_output_unlock(void);
 MK_HIDDEN void mk_output_close(void);
 MK_HIDDEN void mk_output_after_fork_child(void);
 
 /* summary.c */
-MK_HIDDEN void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
-                                uintptr_t site);
+MK_HIDDEN void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size,
+                                uintptr_t addr, uintptr_t site);
 MK_HIDDEN void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr);
 MK_HIDDEN void mk_summary_write(void);
 MK_HIDDEN void mk_summary_init(void);
@@ -164,10 +184,10 @@ static inline uint64_t mk_now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Event time in ticks of 1024 TSC cycles (or 1024 ns without an invariant
- * TSC): rdtsc costs half a clock_gettime here, and sub-microsecond order is
- * all the analysis needs. Records carry clock anchors to convert ticks. */
-#define MK_TICK_SHIFT 10
+/* Event time in ticks of 4096 TSC cycles (or 4096 ns without an invariant
+ * TSC): rdtsc costs half a clock_gettime here, and microsecond order is all
+ * the analysis needs; finer ticks cost trace size. Records carry clock
+ * anchors to convert ticks. */
 static inline uint64_t mk_ticks(void)
 {
     if (MK_LIKELY(mk_st.use_tsc))
@@ -193,8 +213,10 @@ static inline mk_thread_t *mk_enter(void)
         return mk_enter_slow();
     mk_guard = 1;
     atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst); /* compiler order; membarrier does the rest */
-    if (MK_UNLIKELY(atomic_load_explicit(&mk_st.phase, memory_order_relaxed) != MK_PHASE_ON)) {
+    atomic_signal_fence(
+        memory_order_seq_cst); /* compiler order; membarrier does the rest */
+    if (MK_UNLIKELY(atomic_load_explicit(&mk_st.phase, memory_order_relaxed) !=
+                    MK_PHASE_ON)) {
         atomic_store_explicit(&t->in_hook, 0, memory_order_release);
         mk_guard = 0;
         return NULL;
@@ -208,56 +230,109 @@ static inline void mk_leave(mk_thread_t *t)
     mk_guard = 0;
 }
 
-/* Makes room for one item; flushing may fail and disable tracing. */
+/* Bytes a stream needs per item at most. */
+static inline size_t mk_stream_cap(int stream)
+{
+    static const uint8_t per_item[MK_S_COUNT] = {
+        [MK_S_TAG] = 2, /* an event, and a stack definition before it */
+        [MK_S_TIME] = MK_VARINT_MAX,
+        [MK_S_SIZE_LO] = 1,
+        [MK_S_SIZE_HI] = 2 * MK_VARINT_MAX,
+        [MK_S_FREEREF_LO] = 1,
+        [MK_S_FREEREF_HI] = MK_VARINT_MAX,
+        [MK_S_NEWADDR] = 1,
+        [MK_S_ADDR] = 2 * MK_VARINT_MAX,
+        [MK_S_STACK] = 5,
+    };
+    return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
+}
+
+/* Makes room for one item (with a stack definition); flushing may fail and
+ * disable tracing. */
 static inline bool mk_room(mk_thread_t *t)
 {
-    if (MK_LIKELY(t->len + MK_ITEM_ROOM <= MK_THREAD_BUF))
+    if (MK_LIKELY(t->s[MK_S_TAG] - t->base[MK_S_TAG] <
+                      (ptrdiff_t)(2 * MK_RECORD_ITEMS - 2) &&
+                  t->s[MK_S_DEFS] - t->base[MK_S_DEFS] <
+                      (ptrdiff_t)(MK_DEFS_CAP - MK_DEF_ROOM)))
         return true;
     mk_thread_flush(t);
-    return t->len + MK_ITEM_ROOM <= MK_THREAD_BUF;
+    return atomic_load_explicit(&mk_st.phase, memory_order_relaxed) == MK_PHASE_ON;
 }
 
-static inline uint8_t *mk_put_addr(mk_thread_t *t, uint8_t *p, uintptr_t addr)
+static inline void mk_put(mk_thread_t *t, int stream, uint64_t v)
 {
-    p = mk_put_varint(p, mk_zigzag((int64_t)(addr - t->prev_addr)));
-    t->prev_addr = addr;
-    return p;
+    t->s[stream] = mk_put_varint(t->s[stream], v);
 }
 
-static inline uint8_t *mk_put_head(mk_thread_t *t, uint8_t *p, unsigned kind)
+static inline void mk_put_raw_addr(mk_thread_t *t, uintptr_t addr)
+{
+    mk_put(t, MK_S_ADDR, mk_zigzag((int64_t)(addr - t->prev_addr)));
+    t->prev_addr = addr;
+}
+
+/* A split number (format.h): low byte, then the rest as a varint. */
+static inline void mk_put_split(mk_thread_t *t, int lo, uint64_t v)
+{
+    *t->s[lo]++ = (uint8_t)v;
+    t->s[lo + 1] = mk_put_varint(t->s[lo + 1], v >> 8);
+}
+
+static inline void mk_put_head(mk_thread_t *t, unsigned kind)
 {
     uint64_t now = mk_ticks();
-    *p++ = (uint8_t)kind;
-    p = mk_put_varint(p, now > t->prev_t ? now - t->prev_t : 0);
+    *t->s[MK_S_TAG]++ = (uint8_t)kind;
+    mk_put(t, MK_S_TIME, now > t->prev_t ? now - t->prev_t : 0);
     if (now > t->prev_t)
         t->prev_t = now;
-    return p;
+    t->events++;
 }
 
-/* A freed address joins the ring of recent frees. */
-static inline void mk_ring_push(mk_thread_t *t, uintptr_t addr)
+/* A freed block joins the reuse model if it is in the live index (i >= 0:
+ * then its class is known). */
+static inline void mk_note_free(mk_thread_t *t, uintptr_t addr, int64_t i)
 {
-    unsigned n = t->ring_n < MK_RING ? t->ring_n++ : MK_RING - 1;
-    memmove(t->ring + 1, t->ring, n * sizeof t->ring[0]);
-    t->ring[0] = addr;
+    if (i >= 0)
+        mk_reuse_free(t->reuse, t->live.cls[i], addr);
 }
 
-/* An allocation's address: the allocator usually hands back a block freed
- * moments ago, so say which recent free it was (one small number) when it is
- * one, else the distance from the previous address. */
-static inline uint8_t *mk_put_new_addr(mk_thread_t *t, uint8_t *p, uintptr_t addr)
+/* A freed block: its live index when this thread allocated it (about 14 bits
+ * for 10,000 live blocks), else its address. Does not remove it. */
+static inline int64_t mk_put_freeref(mk_thread_t *t, uintptr_t addr)
 {
-    for (unsigned i = 0; i < t->ring_n; i++) {
-        if (t->ring[i] != addr)
-            continue;
-        memmove(t->ring + i, t->ring + i + 1, (t->ring_n - i - 1) * sizeof t->ring[0]);
-        t->ring_n--;
+    int64_t i = mk_index_find(&t->live, addr);
+    if (!addr) {
+        mk_put_split(t, MK_S_FREEREF_LO, 0);
+    } else if (i >= 0) {
+        mk_put_split(t, MK_S_FREEREF_LO, 2 + (uint64_t)i);
         t->prev_addr = addr;
-        return mk_put_varint(p, i);
+    } else {
+        mk_put_split(t, MK_S_FREEREF_LO, 1);
+        mk_put_raw_addr(t, addr);
     }
-    p = mk_put_varint(p, MK_RING + mk_zigzag((int64_t)(addr - t->prev_addr)));
-    t->prev_addr = addr;
-    return p;
+    return i;
+}
+
+/* A new block's address: the allocator usually hands back a block of the
+ * same size class freed moments ago, so say which one it was (usually 0)
+ * when it is, else the distance from the previous address. It joins the
+ * index. */
+static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size)
+{
+    if (!addr) {
+        mk_put(t, MK_S_NEWADDR, 0);
+        return;
+    }
+    unsigned cls = mk_size_class(size), j = mk_reuse_find(t->reuse, cls, addr);
+    mk_put(t, MK_S_NEWADDR, 1 + j);
+    if (j < MK_REUSE_MISS) {
+        mk_reuse_take(t->reuse, cls, j);
+        t->prev_addr = addr;
+    } else {
+        mk_put_raw_addr(t, addr);
+    }
+    if (MK_UNLIKELY(!mk_index_add(&t->live, addr, cls)))
+        mk_index_failed();
 }
 
 #endif /* MEMKIT_PRELOAD_H */

@@ -1,7 +1,7 @@
 /*
  * record.h - encoding one event into the calling thread's buffer. Included by
  * the hook files only: the functions are inlined into each hook so that the
- * stack capture's caller is the hook itself (mk_stack_capture skips it).
+ * stack capture's caller is the hook itself (mk_stack_id skips it).
  */
 #ifndef MEMKIT_PRELOAD_RECORD_H
 #define MEMKIT_PRELOAD_RECORD_H
@@ -9,22 +9,11 @@
 #include "preload.h"
 
 #define MK_EXPORT __attribute__((visibility("default")))
-#define CALLER() ((uintptr_t)__builtin_return_address(0))
+#define CALLER()  ((uintptr_t)__builtin_return_address(0))
 
-/* Inlined into each hook, so the capture's caller is the hook itself. */
-static inline __attribute__((always_inline)) uint32_t stack_of(mk_thread_t *t, uintptr_t ra)
-{
-    uintptr_t frames[MK_MAX_DEPTH];
-    int n;
-
-    if (mk_st.cfg.depth > 1) {
-        n = mk_stack_capture(frames, mk_st.cfg.depth);
-    } else {
-        frames[0] = ra; /* --no-stacks: the calling instruction only, no unwinding */
-        n = 1;
-    }
-    return mk_stack_intern(t, frames, n);
-}
+/* Inlined into each hook: the frame address and return address are the
+ * hook's, and mk_stack_id's caller is the hook itself. */
+#define stack_of(t, ra) mk_stack_id(t, ra, (uintptr_t)__builtin_frame_address(0))
 
 static inline __attribute__((always_inline)) void
 record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
@@ -37,14 +26,12 @@ record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const voi
     if (!mk_room(t))
         return;
     uint32_t stack = stack_of(t, ra); /* may write a definition: before the event */
-    uint8_t *q = mk_put_head(t, t->buf + t->len, kind);
-    q = mk_put_varint(q, size);
+    mk_put_head(t, kind);
+    mk_put_split(t, MK_S_SIZE_LO, size);
     if (mk_kind_has_align(kind))
-        q = mk_put_varint(q, align);
-    q = mk_put_new_addr(t, q, (uintptr_t)p);
-    q = mk_put_varint(q, stack);
-    t->len = (size_t)(q - t->buf);
-    t->events++;
+        mk_put(t, MK_S_SIZE_HI, align);
+    mk_put_newaddr(t, (uintptr_t)p, size);
+    mk_put(t, MK_S_STACK, stack);
 }
 
 static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
@@ -55,12 +42,11 @@ static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
     }
     if (!mk_room(t))
         return;
-    uint8_t *q = mk_put_head(t, t->buf + t->len, kind);
-    q = mk_put_addr(t, q, (uintptr_t)p);
-    if (p)
-        mk_ring_push(t, (uintptr_t)p);
-    t->len = (size_t)(q - t->buf);
-    t->events++;
+    mk_put_head(t, kind);
+    int64_t i = mk_put_freeref(t, (uintptr_t)p);
+    mk_note_free(t, (uintptr_t)p, i);
+    if (i >= 0)
+        mk_index_remove(&t->live, (uint32_t)i);
 }
 
 static inline __attribute__((always_inline)) void
@@ -78,17 +64,20 @@ record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, cons
     if (!mk_room(t))
         return;
     uint32_t stack = stack_of(t, ra);
-    uint8_t *q = mk_put_head(t, t->buf + t->len, kind);
-    q = mk_put_varint(q, size);
-    q = mk_put_addr(t, q, (uintptr_t)old);
-    q = mk_put_addr(t, q, (uintptr_t)p);
-    q = mk_put_varint(q, stack);
-    t->len = (size_t)(q - t->buf);
-    t->events++;
+    mk_put_head(t, kind);
+    mk_put_split(t, MK_S_SIZE_LO, size);
+    int64_t i = mk_put_freeref(t, (uintptr_t)old);
+    if (old && (p || size == 0)) { /* the old block was freed */
+        mk_note_free(t, (uintptr_t)old, i);
+        if (i >= 0)
+            mk_index_remove(&t->live, (uint32_t)i);
+    }
+    mk_put_newaddr(t, (uintptr_t)p, size);
+    mk_put(t, MK_S_STACK, stack);
 }
 
-static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p,
-                                 const void *old)
+static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
+                                 const void *p, const void *old)
 {
     if (mk_st.cfg.summary_only) {
         t->counts[kind]++;
@@ -97,21 +86,19 @@ static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size, con
     }
     if (!mk_room(t))
         return;
-    uint8_t *q = mk_put_head(t, t->buf + t->len, kind);
-    q = mk_put_varint(q, size);
-    q = mk_put_addr(t, q, (uintptr_t)p);
+    mk_put_head(t, kind);
+    mk_put_split(t, MK_S_SIZE_LO, size);
+    mk_put_raw_addr(t, (uintptr_t)p);
     if (kind == MK_K_MREMAP)
-        q = mk_put_addr(t, q, (uintptr_t)old);
-    t->len = (size_t)(q - t->buf);
-    t->events++;
+        mk_put_raw_addr(t, (uintptr_t)old);
 }
 
 /* Keeps errno as the real call left it: recording may touch it. */
-#define KEEP_ERRNO(stmt)                                                                      \
-    do {                                                                                      \
-        int saved_errno_ = errno;                                                             \
-        stmt;                                                                                 \
-        errno = saved_errno_;                                                                 \
+#define KEEP_ERRNO(stmt)                                                                 \
+    do {                                                                                 \
+        int saved_errno_ = errno;                                                        \
+        stmt;                                                                            \
+        errno = saved_errno_;                                                            \
     } while (0)
 
 #endif /* MEMKIT_PRELOAD_RECORD_H */

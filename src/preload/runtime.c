@@ -45,7 +45,8 @@ void *mk_boot_alloc(size_t n)
 
 bool mk_is_boot(const void *p)
 {
-    return (const uint8_t *)p >= boot_heap && (const uint8_t *)p < boot_heap + sizeof boot_heap;
+    return (const uint8_t *)p >= boot_heap &&
+           (const uint8_t *)p < boot_heap + sizeof boot_heap;
 }
 
 /* ---- messages ---- */
@@ -95,18 +96,42 @@ static void read_config(mk_config_t *c)
  * the tick count at that moment) from which readers convert ticks. */
 static void reset_buffer(mk_thread_t *t)
 {
-    uint8_t *p = t->buf;
-    uint64_t tick = mk_ticks();
-
-    p = mk_put_varint(p, t->index);
-    p = mk_put_varint(p, (uint64_t)t->tid);
-    p = mk_put_u64(p, mk_now() - mk_st.t_start);
-    p = mk_put_u64(p, tick);
-    t->head_len = t->len = (size_t)(p - t->buf);
-    t->prev_t = tick;
+    for (int i = 0; i < MK_S_COUNT; i++)
+        t->s[i] = t->base[i];
+    t->anchor_tick = mk_ticks();
+    t->anchor_ns = mk_now() - mk_st.t_start;
+    t->prev_t = t->anchor_tick;
     t->prev_addr = 0;
-    t->ring_n = 0;
+    mk_reuse_reset(t->reuse);
     t->events = 0;
+}
+
+/* The live index lives in mmap'd memory: the tracer never mallocs. */
+static void *index_alloc(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void index_release(void *p, size_t n)
+{
+    munmap(p, n);
+}
+
+/* A new thread (or a forked child's) starts with an empty index, as its
+ * reader will. */
+static void reset_index(mk_thread_t *t)
+{
+    mk_index_free(&t->live);
+    t->live.alloc = index_alloc;
+    t->live.release = index_release;
+}
+
+void mk_index_failed(void)
+{
+    atomic_store(&mk_st.phase, MK_PHASE_FAILED);
+    mk_warn_once("memkit: out of memory for the live-block index; the program runs on "
+                 "untraced from here");
 }
 
 static void thread_exit(void *arg)
@@ -142,14 +167,23 @@ mk_thread_t *mk_thread_get(void)
 
     if (!t) {
         size_t size = (sizeof(mk_thread_t) + 63) & ~(size_t)63;
-        void *m = mmap(NULL, size + MK_THREAD_BUF, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        size_t lifo = (sizeof(mk_reuse_t) + 63) & ~(size_t)63, streams = 0;
+        for (int i = 0; i < MK_S_COUNT; i++)
+            streams += mk_stream_cap(i);
+        /* Reserved, not committed: pages are touched only as streams fill. */
+        void *m = mmap(NULL, size + lifo + streams, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             atomic_fetch_add(&mk_st.events_lost, 1);
             return NULL;
         }
         t = m;
-        t->buf = (uint8_t *)m + size;
+        t->reuse = (mk_reuse_t *)((uint8_t *)m + size);
+        uint8_t *at = (uint8_t *)m + size + lifo;
+        for (int i = 0; i < MK_S_COUNT; i++) {
+            t->base[i] = at;
+            at += mk_stream_cap(i);
+        }
         uintptr_t head = atomic_load(&mk_st.threads);
         do
             t->next = (mk_thread_t *)head;
@@ -159,6 +193,7 @@ mk_thread_t *mk_thread_get(void)
     t->tid = (pid_t)syscall(SYS_gettid);
     /* counts/bytes/sites carry over: --summary-only totals are per process. */
     reset_buffer(t);
+    reset_index(t);
     mk_self = t;
     pthread_setspecific(thread_key, t); /* thread_exit flushes it */
     return t;
@@ -190,12 +225,30 @@ mk_thread_t *mk_enter_slow(void)
 
 void mk_thread_flush(mk_thread_t *t)
 {
-    if (t->len > t->head_len) {
-        if (mk_output_record(t, MK_REC_EVENTS, t->buf, t->len))
-            atomic_fetch_add(&mk_st.events_written, t->events);
-        else
-            atomic_fetch_add(&mk_st.events_lost, t->events);
+    uint8_t head[MK_HEAD_MAX], *p = head;
+    const void *part[1 + MK_S_COUNT];
+    size_t len[1 + MK_S_COUNT];
+
+    if (t->s[MK_S_TAG] == t->base[MK_S_TAG]) {
+        reset_buffer(t);
+        return; /* nothing recorded */
     }
+    p = mk_put_varint(p, t->index);
+    p = mk_put_varint(p, (uint64_t)t->tid);
+    p = mk_put_u64(p, t->anchor_ns);
+    p = mk_put_u64(p, t->anchor_tick);
+    p = mk_put_varint(p, MK_S_COUNT);
+    for (int i = 0; i < MK_S_COUNT; i++) {
+        len[1 + i] = (size_t)(t->s[i] - t->base[i]);
+        part[1 + i] = t->base[i];
+        p = mk_put_varint(p, len[1 + i]);
+    }
+    part[0] = head;
+    len[0] = (size_t)(p - head);
+    if (mk_output_parts(t, MK_REC_EVENTS, part, len, 1 + MK_S_COUNT))
+        atomic_fetch_add(&mk_st.events_written, t->events);
+    else
+        atomic_fetch_add(&mk_st.events_lost, t->events);
     reset_buffer(t);
 }
 
@@ -205,7 +258,8 @@ static bool membarrier_ok;
  * new phase or has its in_hook flag visible to us. */
 static void barrier_all_threads(void)
 {
-    if (membarrier_ok && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    if (membarrier_ok &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
     if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
         return;
@@ -222,13 +276,14 @@ static void flush_all(void)
             continue;
         if (t != mk_self) {
             long spins = 0;
-            while (atomic_load_explicit(&t->in_hook, memory_order_acquire) && spins++ < 100000000)
+            while (atomic_load_explicit(&t->in_hook, memory_order_acquire) &&
+                   spins++ < 100000000)
                 __builtin_ia32_pause();
             if (atomic_load(&t->in_hook))
                 continue; /* stuck (stopped by a debugger?): its buffer is lost */
         }
         /* Our own thread may be inside a hook (exit from a signal handler):
-         * buf[0, len) holds whole items all the same. */
+         * then its last item may be cut, which readers take as the end. */
         mk_thread_flush(t);
     }
 }
@@ -261,8 +316,10 @@ static void write_end(int reason)
     p = mk_put_varint(p, (uint64_t)ru.ru_maxrss);
     p = mk_put_varint(p, (uint64_t)ru.ru_minflt);
     p = mk_put_varint(p, (uint64_t)ru.ru_majflt);
-    p = mk_put_varint(p, (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
-    p = mk_put_varint(p, (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+    p = mk_put_varint(p, (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+                             (uint64_t)ru.ru_utime.tv_usec);
+    p = mk_put_varint(p, (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+                             (uint64_t)ru.ru_stime.tv_usec);
     p = mk_put_varint(p, io_field(io, "rchar: "));
     p = mk_put_varint(p, io_field(io, "wchar: "));
     p = mk_put_varint(p, io_field(io, "read_bytes: "));
@@ -342,13 +399,15 @@ static void fork_child(void)
         if (t != mk_self)
             atomic_store(&t->dead, true);
     }
-    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    membarrier_ok =
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     /* Stacks are defined again in the child's file. */
     atomic_fetch_add(&mk_st.stack_gen, 1);
     if (mk_self) {
         mk_self->index = atomic_fetch_add(&mk_st.next_thread, 1);
         mk_self->tid = (pid_t)syscall(SYS_gettid);
         reset_buffer(mk_self);
+        reset_index(mk_self);
     }
     mk_summary_after_fork_child();
     if (mk_output_open())
@@ -406,7 +465,8 @@ void mk_init(void)
     mk_st.t_start = mk_now();
     mk_st.use_tsc = invariant_tsc();
     mk_st.tick_start = mk_ticks();
-    membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    membarrier_ok =
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     atomic_store(&mk_st.next_thread, 1);
     atomic_store(&mk_st.stack_gen, 1);
     pthread_key_create(&thread_key, thread_exit);

@@ -10,6 +10,14 @@
  * slot is claimed with one CAS, so threads never wait on each other. Ids are
  * dense from 1; 0 means "no stack" (table or arena full: counted, said once).
  *
+ * Most allocations come from a few hot paths, so each thread keeps a small
+ * cache of recent stacks keyed by the hook's (return address, frame address)
+ * and remembers where on the stack each return address of the stack was
+ * found. A hit re-reads those slots: if every one still holds the same
+ * return address at the same place, the unwinder would walk the very same
+ * frames (each frame's size follows from its code address), so the cached id
+ * is the stack's id: a few loads instead of a DWARF walk.
+ *
  * A stack's definition is written by the first thread that uses it in the
  * current file (generation): another thread may use the id in an event that
  * reaches the file first, so readers resolve ids at the end, not in order.
@@ -20,13 +28,14 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#define TABLE_BITS 20                    /* 1M slots, 8 MiB of address space */
+#define TABLE_BITS  20                           /* 1M slots, 8 MiB of address space */
 #define TABLE_LIMIT ((1u << TABLE_BITS) / 4 * 3) /* stop at 75% load */
-#define ARENA_SIZE (256ul << 20)        /* reserved, touched only as used */
+#define ARENA_SIZE  (256ul << 20)                /* reserved, touched only as used */
 
 typedef struct stack_rec {
     uint64_t hash;
@@ -61,18 +70,6 @@ void mk_stacks_flush_cache(void)
     unw_flush_cache(unw_local_addr_space, 0, 0); /* after dlclose: stale entries */
 }
 
-/* Frames of the caller of the hook that called us: skip this function and
- * the hook. */
-__attribute__((noinline)) int mk_stack_capture(uintptr_t *frames, int max)
-{
-    void *buf[MK_MAX_DEPTH + 2];
-    int n = unw_backtrace(buf, max + 2);
-    if (n <= 2)
-        return 0;
-    memcpy(frames, buf + 2, (size_t)(n - 2) * sizeof(void *));
-    return n - 2;
-}
-
 static uint64_t hash_frames(const uintptr_t *f, int depth)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)depth;
@@ -86,7 +83,8 @@ static uint64_t hash_frames(const uintptr_t *f, int depth)
 
 static stack_rec_t *rec_new(uint64_t h, const uintptr_t *f, int depth)
 {
-    size_t need = (sizeof(stack_rec_t) + (size_t)depth * sizeof(uintptr_t) + 15) & ~(size_t)15;
+    size_t need =
+        (sizeof(stack_rec_t) + (size_t)depth * sizeof(uintptr_t) + 15) & ~(size_t)15;
     size_t at = atomic_fetch_add_explicit(&arena_used, need, memory_order_relaxed);
     if (at + need > ARENA_SIZE)
         return NULL;
@@ -99,7 +97,8 @@ static stack_rec_t *rec_new(uint64_t h, const uintptr_t *f, int depth)
     return r;
 }
 
-static inline bool rec_equal(const stack_rec_t *r, uint64_t h, const uintptr_t *f, int depth)
+static inline bool rec_equal(const stack_rec_t *r, uint64_t h, const uintptr_t *f,
+                             int depth)
 {
     if (r->hash != h || r->depth != (uint32_t)depth)
         return false;
@@ -109,19 +108,17 @@ static inline bool rec_equal(const stack_rec_t *r, uint64_t h, const uintptr_t *
     return true;
 }
 
-/* Writes the definition item into the thread's buffer (the caller made room). */
+/* Writes the definition item into the thread's streams (the caller made room). */
 static void write_definition(mk_thread_t *t, const stack_rec_t *r)
 {
-    uint8_t *p = t->buf + t->len;
     uintptr_t prev = 0;
-    *p++ = MK_ITEM_STACK;
-    p = mk_put_varint(p, r->id);
-    p = mk_put_varint(p, r->depth);
+    *t->s[MK_S_TAG]++ = MK_ITEM_STACK;
+    mk_put(t, MK_S_DEFS, r->id);
+    mk_put(t, MK_S_DEFS, r->depth);
     for (uint32_t i = 0; i < r->depth; i++) {
-        p = mk_put_varint(p, mk_zigzag((int64_t)(r->frames[i] - prev)));
+        mk_put(t, MK_S_DEFS, mk_zigzag((int64_t)(r->frames[i] - prev)));
         prev = r->frames[i];
     }
-    t->len = (size_t)(p - t->buf);
 }
 
 static uint32_t use_rec(mk_thread_t *t, stack_rec_t *r)
@@ -129,19 +126,27 @@ static uint32_t use_rec(mk_thread_t *t, stack_rec_t *r)
     unsigned gen = atomic_load_explicit(&mk_st.stack_gen, memory_order_relaxed);
     unsigned had = atomic_load_explicit(&r->gen, memory_order_relaxed);
     /* The one thread whose CAS moves gen forward writes the definition. */
-    if (had != gen &&
-        atomic_compare_exchange_strong_explicit(&r->gen, &had, gen, memory_order_relaxed,
-                                                memory_order_relaxed))
+    if (had != gen && atomic_compare_exchange_strong_explicit(
+                          &r->gen, &had, gen, memory_order_relaxed, memory_order_relaxed))
         write_definition(t, r);
     return r->id;
 }
 
+static stack_rec_t *intern_rec(mk_thread_t *t, uintptr_t *frames, int depth);
+
 uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth)
+{
+    stack_rec_t *r = intern_rec(t, frames, depth);
+    return r ? use_rec(t, r) : 0;
+}
+
+static stack_rec_t *intern_rec(mk_thread_t *t, uintptr_t *frames, int depth)
 {
     static atomic_uint used_slots;
 
+    (void)t;
     if (MK_UNLIKELY(!table || depth <= 0))
-        return 0;
+        return NULL;
     uint64_t h = hash_frames(frames, depth);
     size_t mask = ((size_t)1 << TABLE_BITS) - 1;
     stack_rec_t *mine = NULL;
@@ -150,7 +155,7 @@ uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth)
         stack_rec_t *r = atomic_load_explicit(&table[i], memory_order_acquire);
         if (r) {
             if (rec_equal(r, h, frames, depth))
-                return use_rec(t, r); /* the hot path: one probe, one compare */
+                return r; /* the usual case: one probe, one compare */
             continue;
         }
         /* An empty slot: the stack is new. Claim the slot for it. */
@@ -158,27 +163,146 @@ uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth)
             mk_warn_once("memkit: more than %u distinct stacks; further new stacks are "
                          "recorded without a stack",
                          TABLE_LIMIT);
-            return 0;
+            return NULL;
         }
         if (!mine) {
             mine = rec_new(h, frames, depth);
             if (!mine) {
                 mk_warn_once("memkit: stack arena full; further new stacks are recorded "
                              "without a stack");
-                return 0;
+                return NULL;
             }
         }
         stack_rec_t *expected = NULL;
         /* Release: a thread that finds the record in the slot sees its fields. */
-        if (atomic_compare_exchange_strong_explicit(&table[i], &expected, mine,
-                                                    memory_order_acq_rel,
-                                                    memory_order_acquire)) {
+        if (atomic_compare_exchange_strong_explicit(
+                &table[i], &expected, mine, memory_order_acq_rel, memory_order_acquire)) {
             atomic_fetch_add_explicit(&used_slots, 1, memory_order_relaxed);
-            return use_rec(t, mine);
+            return mine;
         }
         /* Lost the race for this slot; the winner may hold our very stack. An id
          * burned here leaves a gap, which readers accept. */
         if (rec_equal(expected, h, frames, depth))
-            return use_rec(t, expected);
+            return expected;
     }
+}
+
+/* ---- the per-thread stack cache ---- */
+
+#define CACHE_WAYS 64
+
+typedef struct cache_entry {
+    uintptr_t ra, fp; /* the key; ra == 0: empty */
+    stack_rec_t *rec;
+    uint32_t nslots; /* slots to check: frames after the first */
+    uintptr_t *slot; /* where frame i+1's return address lives */
+} cache_entry_t;
+
+typedef struct mk_stack_cache {
+    cache_entry_t e[CACHE_WAYS];
+    uintptr_t slots[]; /* CACHE_WAYS x depth */
+} mk_stack_cache_t;
+
+static mk_stack_cache_t *cache_new(mk_thread_t *t)
+{
+    size_t depth = (size_t)mk_st.cfg.depth;
+    size_t size = sizeof(mk_stack_cache_t) + CACHE_WAYS * depth * sizeof(uintptr_t);
+    mk_stack_cache_t *c =
+        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED)
+        return NULL;
+    for (size_t i = 0; i < CACHE_WAYS; i++)
+        c->e[i].slot = c->slots + i * depth;
+    /* Slots are only trusted inside this thread's own stack. */
+    pthread_attr_t attr;
+    void *lo;
+    size_t len;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
+            t->stack_lo = (uintptr_t)lo;
+            t->stack_hi = (uintptr_t)lo + len;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    return c;
+}
+
+/* Walks the stack with libunwind: frames from the hook's caller outward,
+ * and the stack address each return address was read from (0: not a plain
+ * call frame, so the stack is not cached). */
+static int unwind(uintptr_t *frames, uintptr_t *slots, int max)
+{
+    unw_context_t uc;
+    unw_cursor_t cur;
+    int n = 0;
+
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+        return 0;
+    /* Frame 0 is mk_stack_id, frame 1 the hook: step over both. */
+    for (int skip = 0; skip < 2; skip++)
+        if (unw_step(&cur) <= 0)
+            return 0;
+    do {
+        unw_word_t ip, sp;
+        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+            break;
+        unw_get_reg(&cur, UNW_REG_SP, &sp);
+        frames[n] = ip;
+        /* A return address sits just below the caller's stack pointer. */
+        slots[n] =
+            unw_is_signal_frame(&cur) <= 0 && *(uintptr_t *)(sp - 8) == ip ? sp - 8 : 0;
+        n++;
+    } while (n < max && unw_step(&cur) > 0);
+    return n;
+}
+
+static inline bool cache_valid(const cache_entry_t *e)
+{
+    for (uint32_t i = 0; i < e->nslots; i++)
+        if (*(const uintptr_t *)e->slot[i] != e->rec->frames[i + 1])
+            return false;
+    return true;
+}
+
+__attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uintptr_t fp)
+{
+    uintptr_t frames[MK_MAX_DEPTH], slots[MK_MAX_DEPTH];
+    int depth = mk_st.cfg.depth;
+
+    if (depth <= 1) {
+        frames[0] = ra; /* --no-stacks: the calling instruction only, no unwinding */
+        return mk_stack_intern(t, frames, 1);
+    }
+    if (MK_UNLIKELY(!t->stack_cache))
+        t->stack_cache = cache_new(t);
+    mk_stack_cache_t *c = t->stack_cache;
+    bool cacheable = c && fp >= t->stack_lo && fp < t->stack_hi;
+    cache_entry_t *e = NULL;
+    if (cacheable) {
+        e = &c->e[((ra ^ (fp >> 4)) * 0x9e3779b97f4a7c15ull) >> 58];
+        if (e->ra == ra && e->fp == fp && cache_valid(e))
+            return use_rec(t, e->rec);
+    }
+    int n = unwind(frames, slots, depth);
+    if (n <= 0)
+        return 0;
+    stack_rec_t *r = intern_rec(t, frames, n);
+    if (!r)
+        return 0;
+    if (e) {
+        e->ra = 0;
+        /* Cache only stacks whose every slot lies in our stack, above the hook. */
+        bool ok = frames[0] == ra;
+        for (int i = 1; i < n && ok; i++)
+            ok = slots[i] > fp && slots[i] < t->stack_hi;
+        if (ok) {
+            for (int i = 1; i < n; i++)
+                e->slot[i - 1] = slots[i];
+            e->nslots = (uint32_t)(n - 1);
+            e->rec = r;
+            e->fp = fp;
+            e->ra = ra;
+        }
+    }
+    return use_rec(t, r);
 }

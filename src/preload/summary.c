@@ -117,17 +117,15 @@ static inline void shard_lock(shard_t *s)
 static inline void raise_peak(atomic_ullong *peak, uint64_t now)
 {
     uint64_t p = atomic_load_explicit(peak, memory_order_relaxed);
-    while (now > p &&
-           !atomic_compare_exchange_weak_explicit(peak, &p, now, memory_order_relaxed,
-                                                  memory_order_relaxed))
+    while (now > p && !atomic_compare_exchange_weak_explicit(
+                          peak, &p, now, memory_order_relaxed, memory_order_relaxed))
         ;
 }
 
-void mk_summary_init(void)
-{
-}
+void mk_summary_init(void) {}
 
-void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr, uintptr_t site)
+void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
+                      uintptr_t site)
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
@@ -233,7 +231,8 @@ void mk_summary_write(void)
         }
     }
     size_t cap = 64 + MK_K_COUNT * 2 * MK_VARINT_MAX + all.used * (8 + 2 * MK_VARINT_MAX);
-    uint8_t *raw = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *raw =
+        mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return;
     uint8_t *p = mk_put_varint(raw, MK_K_COUNT);

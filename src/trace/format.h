@@ -4,8 +4,11 @@
  *
  * A trace is the 8-byte magic followed by records. Every record is
  *
- *     u32 sync ("MKR1")  u32 type  u32 stored_len  u32 raw_len   stored bytes...
+ *     u32 sync ("MKR1")  u32 type  u32 stored_len  u32 raw_len
+ *     u32 thread  u32 0  u64 anchor_ns  u64 anchor_tick        stored bytes...
  *
+ * (thread and anchors repeat an EVENTS record's own head, zero for others,
+ * so readers can index a trace without decompressing it)
  * where the stored bytes are one zstd frame (with its content checksum) that
  * decompresses to raw_len bytes. Each record stands alone, so a reader that
  * meets a cut or damaged record keeps everything before it: a trace of a
@@ -19,28 +22,42 @@
  *           written at start and after every dlopen/dlclose
  *   EVENTS  one thread's events: varint thread, varint tid, u64 anchor_ns (ns
  *           since the trace's start), u64 anchor_tick (the tick count at that
- *           moment), then items until the end of the payload. Event times are
- *           in ticks (1024 TSC cycles, or 1024 ns when the header's flag 8 is
- *           clear); readers convert with the anchors. The decoder state
- *           (previous tick, previous address, recent frees) starts at
- *           (anchor_tick, 0, none) in every record, so records decode alone.
+ *           moment), then the event streams (below). Event times are in
+ *           ticks (1024 TSC cycles, or 1024 ns when the header's flag 8 is
+ *           clear); readers convert with the anchors. Previous tick, previous
+ *           address and recent frees start afresh in every record; only the
+ *           thread's live index carries over.
  *   END     the process's end state, see mk_trace_end_t
  *   SUMMARY in-process aggregates of --summary-only runs, see reader.h
  *
- * Items of an EVENTS record start with a tag byte:
- *   MK_ITEM_STACK   varint id, varint depth, depth x zigzag(frame - previous
- *                   frame): a call stack's first appearance in this file.
- *   an event kind   varint dt (ns since the previous event of the record), then
- *                   fields by class (see mk_kind_class):
- *                     ALLOC   varint size, [varint align if aligned], new addr, varint stack
- *                     FREE    addr
- *                     REALLOC varint size, old addr, new addr, varint stack
- *                     SYSMAP  varint size, addr, [old addr for mremap]
- *   An addr is zigzag(addr - previous addr) as a varint; the previous address
- *   is the last one written in the record. A new addr is i < MK_ADDR_RING
- *   when it equals the i-th most recent non-NULL FREE-class address of the
- *   record not yet named (which then leaves that list), else MK_ADDR_RING +
- *   zigzag(addr - previous addr).
+ * The events of an EVENTS record, after its head, are MK_S_COUNT streams:
+ * varint count, count x varint length, then the streams' bytes one after the
+ * other (enum mk_stream). Reading item by item, the TAG stream drives: each
+ * tag takes its fields from the other streams in this order:
+ *   MK_ITEM_STACK  DEFS: varint id, varint depth, depth x zigzag(frame -
+ *                  previous frame): a stack's first appearance in this file.
+ *   an event kind  TIME: varint ticks since the previous event; then by class
+ *                  (see mk_kind_class):
+ *                    ALLOC   SIZE size [align if aligned], NEWADDR, STACK
+ *                    FREE    FREEREF
+ *                    REALLOC SIZE size, FREEREF old, NEWADDR new, STACK
+ *                    SYSMAP  SIZE size, ADDR addr [, ADDR old for mremap]
+ * SIZE and FREEREF are split numbers: the low byte in the _LO stream, the rest
+ * as a varint in _HI (an align is a plain varint in SIZE_HI). Uniform low
+ * bytes and small high parts each compress near their entropy; one varint
+ * stream mixing both does not.
+ * Addresses:
+ *   - ADDR deltas are against the previous address of the record, whichever
+ *     field it came from (0 at the record's start).
+ *   - NEWADDR 1+j names candidate j of the reuse model (reuse.h) for the new
+ *     block's size class (mk_size_class): the record's freed blocks that
+ *     were in the live index (FREE class and realloc's freed old), in the
+ *     order glibc's malloc would hand them back. 1+MK_REUSE_MISS: in ADDR.
+ *   - FREEREF 2+i names index i of the thread's live index (addr_index.h):
+ *     the blocks this thread allocated, kept identically by writer and
+ *     reader across all the thread's records, so a thread's records must be
+ *     decoded in order. A realloc's old block leaves the index when it was
+ *     freed (new address non-NULL, or size 0); then the new one joins.
  */
 #ifndef MEMKIT_TRACE_FORMAT_H
 #define MEMKIT_TRACE_FORMAT_H
@@ -49,12 +66,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MK_TRACE_MAGIC "MKTRACE\0"
+#define MK_TRACE_MAGIC     "MKTRACE\0"
 #define MK_TRACE_MAGIC_LEN 8
-#define MK_TRACE_VERSION 1
-#define MK_RECORD_SYNC 0x31524b4du /* "MKR1" little-endian */
-#define MK_RECORD_HEAD_LEN 16
-#define MK_RECORD_MAX_RAW (64u << 20) /* a reader refuses larger records */
+#define MK_TRACE_VERSION   1
+#define MK_RECORD_SYNC     0x31524b4du /* "MKR1" little-endian */
+#define MK_RECORD_HEAD_LEN 40
+#define MK_RECORD_MAX_RAW  (64u << 20) /* a reader refuses larger records */
 
 enum mk_record_type {
     MK_REC_HEADER = 1,
@@ -80,9 +97,9 @@ enum mk_kind {
     MK_K_STRDUP,
     MK_K_STRNDUP,
     MK_K_WCSDUP,
-    MK_K_NEW,           /* operator new, any variant but array */
-    MK_K_NEW_ARRAY,     /* operator new[] */
-    MK_K_NEW_ALIGNED,   /* operator new(size, align_val_t), nothrow or not */
+    MK_K_NEW,         /* operator new, any variant but array */
+    MK_K_NEW_ARRAY,   /* operator new[] */
+    MK_K_NEW_ALIGNED, /* operator new(size, align_val_t), nothrow or not */
     MK_K_NEW_ARRAY_ALIGNED,
     MK_K_DELETE, /* operator delete, any variant but array */
     MK_K_DELETE_ARRAY,
@@ -94,13 +111,42 @@ enum mk_kind {
 };
 
 #define MK_ITEM_STACK 0xf0
-#define MK_ADDR_RING 16 /* recent frees an allocation's address may name */
+#define MK_TICK_SHIFT 12 /* a tick is 4096 TSC cycles, or 4096 ns */
+
+/* The size class that predicts address reuse: glibc's chunk classes (16
+ * bytes, header included), 255 for everything large. Part of the format. */
+static inline unsigned mk_size_class(uint64_t size)
+{
+    return size > 255 * 16 - 23 ? 255 : (unsigned)((size + 23) >> 4);
+}
+
+/* The streams of an EVENTS record, in payload order. Like fields go to the
+ * same stream (column layout), so zstd's entropy coder sees one kind of
+ * number at a time: a trace compresses to about half of an interleaved one. */
+enum mk_stream {
+    MK_S_TAG,        /* u8 per item: an event kind or MK_ITEM_STACK */
+    MK_S_TIME,       /* varint ticks since the previous event */
+    MK_S_SIZE_LO,    /* size: low byte ...                         (split) */
+    MK_S_SIZE_HI,    /* ... and varint size >> 8 [, varint align] */
+    MK_S_FREEREF_LO, /* freed block: low byte ...                  (split) */
+    MK_S_FREEREF_HI, /* ... varint >> 8; 0 NULL, 1 in ADDR, 2+i live index i */
+    MK_S_NEWADDR,    /* varint: 0 NULL, 1+j reuse candidate j, 1+MK_REUSE_MISS in ADDR */
+    MK_S_ADDR,       /* varint zigzag(addr - previous addr) */
+    MK_S_STACK,      /* varint stack id */
+    MK_S_DEFS,       /* stack definitions: varint id, varint depth, zigzag frame deltas */
+    MK_S_COUNT
+};
 
 /* Why an END record was written. */
 enum mk_end_reason { MK_END_EXIT = 1, MK_END_EXIT_NOW = 2, MK_END_EXEC = 3 };
 
-enum mk_kind_class { MK_CLASS_NONE, MK_CLASS_ALLOC, MK_CLASS_FREE, MK_CLASS_REALLOC,
-                     MK_CLASS_SYSMAP };
+enum mk_kind_class {
+    MK_CLASS_NONE,
+    MK_CLASS_ALLOC,
+    MK_CLASS_FREE,
+    MK_CLASS_REALLOC,
+    MK_CLASS_SYSMAP
+};
 
 static inline enum mk_kind_class mk_kind_class(unsigned kind)
 {

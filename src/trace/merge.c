@@ -19,6 +19,7 @@ typedef struct stream {
     size_t n, cap, next;
     mk_event_t *ev; /* the current record's events */
     size_t nev, evcap, pos;
+    mk_decoder_t dec;
 } stream_t;
 
 typedef struct merge {
@@ -59,33 +60,34 @@ static stream_t *stream_for(merge_t *m, uint32_t thread)
     stream_t *s = &m->streams[m->nstreams++];
     memset(s, 0, sizeof *s);
     s->thread = thread;
+    mk_decoder_init(&s->dec);
     return s;
 }
 
+/* Pass one: EVENTS records by thread from their heads alone; the other
+ * (small) records are read and absorbed. */
 static bool index_file(merge_t *m)
 {
     mk_trace_t *tr = m->tr;
+    mk_record_head_t h;
     unsigned type;
     const uint8_t *raw;
     size_t len;
 
-    for (;;) {
-        uint64_t at = tr->offset;
-        if (mk_trace_next(tr, &type, &raw, &len) != 1)
-            return true;
-        if (type != MK_REC_EVENTS) {
+    while (mk_trace_next_head(tr, &h)) {
+        if (h.type != MK_REC_EVENTS) {
+            uint64_t next = tr->offset;
+            if (mk_trace_record_at(tr, h.offset, &type, &raw, &len) != 1)
+                return true;
             mk_trace_absorb(tr, type, raw, len);
+            tr->offset = next;
             continue;
         }
-        mk_cursor_t c = {raw, raw + len, 0};
-        uint32_t thread = (uint32_t)mk_get_varint(&c);
-        (void)mk_get_varint(&c); /* tid */
-        uint64_t anchor_ns = mk_get_u64(&c), anchor_tick = mk_get_u64(&c);
-        if (!c.err && anchor_tick > m->last_tick) {
-            m->last_tick = anchor_tick;
-            m->last_ns = anchor_ns;
+        if (h.anchor_tick > m->last_tick) {
+            m->last_tick = h.anchor_tick;
+            m->last_ns = h.anchor_ns;
         }
-        stream_t *s = stream_for(m, thread);
+        stream_t *s = stream_for(m, h.thread);
         if (!s)
             return false;
         if (s->n == s->cap) {
@@ -96,8 +98,9 @@ static bool index_file(merge_t *m)
             s->offsets = o;
             s->cap = cap;
         }
-        s->offsets[s->n++] = at;
+        s->offsets[s->n++] = h.offset;
     }
+    return true;
 }
 
 static bool collect(void *ctx, const mk_event_t *ev)
@@ -126,7 +129,7 @@ static bool load_next(merge_t *m, stream_t *s)
     while (s->nev == 0 && s->next < s->n) {
         if (mk_trace_record_at(m->tr, s->offsets[s->next++], &type, &raw, &len) != 1)
             return false;
-        mk_trace_decode_events(m->tr, raw, len, collect, s);
+        mk_trace_decode_events(m->tr, &s->dec, raw, len, collect, s);
     }
     return s->nev > 0;
 }
@@ -138,7 +141,8 @@ static inline bool earlier(const stream_t *a, const stream_t *b)
     const mk_event_t *x = &a->ev[a->pos], *y = &b->ev[b->pos];
     if (x->time != y->time)
         return x->time < y->time;
-    return mk_kind_class(x->kind) == MK_CLASS_FREE && mk_kind_class(y->kind) != MK_CLASS_FREE;
+    return mk_kind_class(x->kind) == MK_CLASS_FREE &&
+           mk_kind_class(y->kind) != MK_CLASS_FREE;
 }
 
 static void sift_down(merge_t *m, size_t i)
@@ -168,13 +172,21 @@ static bool merge_streams(merge_t *m, mk_event_fn fn, void *ctx)
             m->heap[m->nheap++] = &m->streams[i];
     for (size_t i = m->nheap / 2; i-- > 0;)
         sift_down(m, i);
-    while (m->nheap) {
+    while (m->nheap > 1) {
         stream_t *s = m->heap[0];
         if (!fn(ctx, &s->ev[s->pos]))
             return false;
         if (++s->pos == s->nev && !load_next(m, s))
             m->heap[0] = m->heap[--m->nheap];
         sift_down(m, 0);
+    }
+    /* One stream left: the rest of it in order, no heap. */
+    for (stream_t *s = m->nheap ? m->heap[0] : NULL; s;) {
+        for (; s->pos < s->nev; s->pos++)
+            if (!fn(ctx, &s->ev[s->pos]))
+                return false;
+        if (!load_next(m, s))
+            break;
     }
     return true;
 }
@@ -214,7 +226,7 @@ bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
         size_t len;
         for (size_t i = 0; i < s->n && !p.stopped; i++)
             if (mk_trace_record_at(tr, s->offsets[i], &type, &raw, &len) == 1)
-                mk_trace_decode_events(tr, raw, len, pass_on, &p);
+                mk_trace_decode_events(tr, &s->dec, raw, len, pass_on, &p);
         ok = !p.stopped;
     } else if (m.nstreams > 1) {
         ok = merge_streams(&m, fn, ctx);
@@ -223,6 +235,7 @@ bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
         memcpy(tr->damage, damage_after_index, sizeof tr->damage);
     for (size_t i = 0; i < m.nstreams; i++) {
         free(m.streams[i].offsets);
+        mk_decoder_free(&m.streams[i].dec);
         free(m.streams[i].ev);
     }
     free(m.streams);

@@ -46,7 +46,8 @@ const char *mk_kind_name(unsigned kind)
     return kind < MK_K_COUNT ? kind_names[kind] : "unknown";
 }
 
-static void damage(mk_trace_t *tr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void damage(mk_trace_t *tr, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void damage(mk_trace_t *tr, const char *fmt, ...)
 {
@@ -151,15 +152,17 @@ mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen)
     }
     if (mk_trace_next(tr, &type, &raw, &len) != 1 || type != MK_REC_HEADER ||
         !parse_header(tr, raw, len)) {
-        snprintf(err, errlen, "'%s' has no readable header%s%s", path, tr->damage[0] ? ": " : "",
-                 tr->damage);
+        snprintf(err, errlen, "'%s' has no readable header%s%s", path,
+                 tr->damage[0] ? ": " : "", tr->damage);
         goto fail;
     }
     /* Until the anchors say better: exact for clock ticks, a typical TSC else. */
-    tr->ns_per_tick = tr->header.flags & MK_TF_TSC ? 1024 / 2.5 : 1024;
+    tr->ns_per_tick =
+        tr->header.flags & MK_TF_TSC ? (1 << MK_TICK_SHIFT) / 2.5 : (1 << MK_TICK_SHIFT);
     if (tr->header.version != MK_TRACE_VERSION) {
-        snprintf(err, errlen, "'%s' is trace format version %u; this memkit reads version %u",
-                 path, tr->header.version, MK_TRACE_VERSION);
+        snprintf(err, errlen,
+                 "'%s' is trace format version %u; this memkit reads version %u", path,
+                 tr->header.version, MK_TRACE_VERSION);
         goto fail;
     }
     return tr;
@@ -187,8 +190,8 @@ void mk_trace_close(mk_trace_t *tr)
     free(tr);
 }
 
-int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type, const uint8_t **raw,
-                       size_t *len)
+/* Reads and checks the head of the record at offset. */
+static int read_head(mk_trace_t *tr, uint64_t offset, mk_record_head_t *h)
 {
     uint8_t head[MK_RECORD_HEAD_LEN];
     mk_cursor_t c = {head, head + sizeof head, 0};
@@ -202,41 +205,67 @@ int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type, const ui
         damage(tr, "cut short inside the record at offset %" PRIu64, offset);
         return 0;
     }
-    uint32_t sync = mk_get_u32(&c), t = mk_get_u32(&c);
-    uint32_t stored = mk_get_u32(&c), rawlen = mk_get_u32(&c);
+    uint32_t sync = mk_get_u32(&c);
+    h->offset = offset;
+    h->type = mk_get_u32(&c);
+    h->stored = mk_get_u32(&c);
+    h->raw = mk_get_u32(&c);
+    h->thread = mk_get_u32(&c);
+    (void)mk_get_u32(&c);
+    h->anchor_ns = mk_get_u64(&c);
+    h->anchor_tick = mk_get_u64(&c);
     if (sync != MK_RECORD_SYNC) {
         damage(tr, "corrupt at offset %" PRIu64 " (no record starts there)", offset);
         return 0;
     }
-    if (rawlen > MK_RECORD_MAX_RAW || stored > ZSTD_compressBound(MK_RECORD_MAX_RAW)) {
+    if (h->raw > MK_RECORD_MAX_RAW || h->stored > ZSTD_compressBound(MK_RECORD_MAX_RAW)) {
         damage(tr, "corrupt record at offset %" PRIu64 " (impossible length)", offset);
         return 0;
     }
-    if (offset + sizeof head + stored > tr->file_size) {
-        damage(tr, "cut short inside the record at offset %" PRIu64 " (%" PRIu64
-                   " of %u bytes present)",
-               offset, tr->file_size - offset - sizeof head, stored);
+    if (offset + sizeof head + h->stored > tr->file_size) {
+        damage(tr,
+               "cut short inside the record at offset %" PRIu64 " (%" PRIu64
+               " of %u bytes present)",
+               offset, tr->file_size - offset - sizeof head, h->stored);
         return 0;
     }
-    if (!grow((void **)&tr->stored, &tr->stored_cap, stored + 1, 1) ||
-        !grow((void **)&tr->raw, &tr->raw_cap, rawlen + 1, 1)) {
+    return 1;
+}
+
+int mk_trace_next_head(mk_trace_t *tr, mk_record_head_t *h)
+{
+    if (tr->damage[0] || !read_head(tr, tr->offset, h))
+        return 0;
+    tr->offset = h->offset + MK_RECORD_HEAD_LEN + h->stored;
+    return 1;
+}
+
+int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type,
+                       const uint8_t **raw, size_t *len)
+{
+    mk_record_head_t h;
+
+    if (!read_head(tr, offset, &h))
+        return 0;
+    if (!grow((void **)&tr->stored, &tr->stored_cap, h.stored + 1, 1) ||
+        !grow((void **)&tr->raw, &tr->raw_cap, h.raw + 1, 1)) {
         damage(tr, "out of memory reading the record at offset %" PRIu64, offset);
         return 0;
     }
-    if (fread(tr->stored, 1, stored, tr->f) != stored) {
+    if (fread(tr->stored, 1, h.stored, tr->f) != h.stored) {
         damage(tr, "cut short inside the record at offset %" PRIu64, offset);
         return 0;
     }
-    size_t n = ZSTD_decompressDCtx(tr->dctx, tr->raw, rawlen, tr->stored, stored);
-    if (ZSTD_isError(n) || n != rawlen) {
+    size_t n = ZSTD_decompressDCtx(tr->dctx, tr->raw, h.raw, tr->stored, h.stored);
+    if (ZSTD_isError(n) || n != h.raw) {
         damage(tr, "corrupt record at offset %" PRIu64 " (%s)", offset,
                ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong length");
         return 0;
     }
-    *type = t;
+    *type = h.type;
     *raw = tr->raw;
-    *len = rawlen;
-    tr->offset = offset + sizeof head + stored;
+    *len = h.raw;
+    tr->offset = offset + MK_RECORD_HEAD_LEN + h.stored;
     return 1;
 }
 
@@ -280,10 +309,11 @@ static bool absorb_modules(mk_trace_t *tr, mk_cursor_t *c)
 static bool absorb_end(mk_trace_t *tr, mk_cursor_t *c)
 {
     mk_trace_end_t *e = &tr->end;
-    uint64_t *fields[] = {&e->reason,   &e->events_written, &e->events_lost, &e->threads,
-                          &e->maxrss_kb, &e->minflt,        &e->majflt,      &e->utime_us,
-                          &e->stime_us, &e->rchar,          &e->wchar,       &e->read_bytes,
-                          &e->write_bytes, &e->duration_ns, &e->end_tick, &e->trace_bytes};
+    uint64_t *fields[] = {
+        &e->reason,      &e->events_written, &e->events_lost, &e->threads,
+        &e->maxrss_kb,   &e->minflt,         &e->majflt,      &e->utime_us,
+        &e->stime_us,    &e->rchar,          &e->wchar,       &e->read_bytes,
+        &e->write_bytes, &e->duration_ns,    &e->end_tick,    &e->trace_bytes};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         *fields[i] = mk_get_varint(c);
     e->present = !c->err;
@@ -373,21 +403,130 @@ static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
     return true;
 }
 
-bool mk_trace_decode_events(mk_trace_t *tr, const uint8_t *raw, size_t len, mk_event_fn fn,
-                            void *ctx)
+static void *index_alloc(size_t n)
 {
-    mk_cursor_t c = {raw, raw + len, 0};
+    return malloc(n);
+}
+
+static void index_release(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+void mk_decoder_init(mk_decoder_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->live.alloc = index_alloc;
+    d->live.release = index_release;
+}
+
+void mk_decoder_free(mk_decoder_t *d)
+{
+    mk_index_free(&d->live);
+}
+
+/* The per-record state of the address fields (format.h, "Addresses"). */
+typedef mk_addr_state_t addr_state_t;
+
+static uint64_t get_split(mk_cursor_t *st, int lo)
+{
+    if (st[lo].p >= st[lo].end) {
+        st[lo].err = 1;
+        return 0;
+    }
+    uint64_t low = *st[lo].p++;
+    return low | mk_get_varint(&st[lo + 1]) << 8;
+}
+
+static uint64_t get_raw_addr(mk_cursor_t *c, addr_state_t *a)
+{
+    a->prev += (uint64_t)mk_unzigzag(mk_get_varint(c));
+    return a->prev;
+}
+
+static void note_free(addr_state_t *a, uint64_t addr, const mk_decoder_t *d, int64_t idx)
+{
+    if (idx >= 0)
+        mk_reuse_free(&a->reuse, d->live.cls[idx], addr);
+}
+
+/* A FREEREF field: the address, and its live index (or -1). */
+static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t *d,
+                            int64_t *idx)
+{
+    uint64_t code = get_split(st, MK_S_FREEREF_LO);
+    *idx = -1;
+    if (code == 0)
+        return 0;
+    if (code == 1)
+        return get_raw_addr(&st[MK_S_ADDR], a);
+    if (code - 2 >= d->live.n) {
+        st[MK_S_FREEREF_LO].err = 1;
+        return 0;
+    }
+    *idx = (int64_t)(code - 2);
+    return a->prev = d->live.addr[code - 2];
+}
+
+static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
+                            uint64_t size)
+{
+    mk_cursor_t *s = &st[MK_S_NEWADDR];
+    uint64_t code = mk_get_varint(s), addr;
+    unsigned cls = mk_size_class(size);
+    if (code == 0)
+        return 0;
+    if (code - 1 < MK_REUSE_MISS) {
+        if (code - 1 >= mk_reuse_count(&a->reuse, cls)) {
+            s->err = 1;
+            return 0;
+        }
+        addr = a->prev = mk_reuse_take(&a->reuse, cls, (unsigned)(code - 1));
+    } else if (code - 1 == MK_REUSE_MISS) {
+        addr = get_raw_addr(&st[MK_S_ADDR], a);
+    } else {
+        s->err = 1;
+        return 0;
+    }
+    if (!mk_index_add(&d->live, addr, cls))
+        s->err = 1; /* out of memory: stop rather than diverge */
+    return addr;
+}
+
+bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
+                            size_t len, mk_event_fn fn, void *ctx)
+{
+    mk_cursor_t c = {raw, raw + len, 0}, st[MK_S_COUNT];
     mk_event_t ev = {0};
-    uint64_t prev_addr = 0, ring[MK_ADDR_RING];
-    unsigned ring_n = 0;
+    addr_state_t *a = &d->addr; /* per record: reset below */
+    bool cut = false;
+
+    a->prev = 0;
+    mk_reuse_reset(&a->reuse);
 
     ev.thread = (uint32_t)mk_get_varint(&c);
     (void)mk_get_varint(&c); /* tid */
     uint64_t anchor_ns = mk_get_u64(&c), anchor_tick = mk_get_u64(&c), tick = anchor_tick;
-    while (!c.err && c.p < c.end) {
-        unsigned tag = *c.p++;
+    uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
+    if (nstreams != MK_S_COUNT)
+        c.err = 1;
+    for (int i = 0; i < MK_S_COUNT && !c.err; i++)
+        lens[i] = mk_get_varint(&c);
+    const uint8_t *p = c.p;
+    for (int i = 0; i < MK_S_COUNT && !c.err; i++) {
+        if (lens[i] > (uint64_t)(c.end - p)) {
+            c.err = 1;
+            break;
+        }
+        st[i] = (mk_cursor_t){p, p + lens[i], 0};
+        p += lens[i];
+    }
+    mk_cursor_t *tags = &st[MK_S_TAG], *addrs = &st[MK_S_ADDR];
+    while (!c.err && tags->p < tags->end) {
+        unsigned tag = *tags->p++;
         if (tag == MK_ITEM_STACK) {
-            if (!define_stack(tr, &c))
+            if (!define_stack(tr, &st[MK_S_DEFS]))
                 c.err = 1;
             continue;
         }
@@ -397,61 +536,67 @@ bool mk_trace_decode_events(mk_trace_t *tr, const uint8_t *raw, size_t len, mk_e
             break;
         }
         ev.kind = (uint8_t)tag;
-        tick += mk_get_varint(&c);
+        tick += mk_get_varint(&st[MK_S_TIME]);
         ev.time = anchor_ns + (uint64_t)((double)(tick - anchor_tick) * tr->ns_per_tick);
-        ev.size = ev.align = ev.old_addr = 0;
+        ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
+        int64_t idx;
         switch (cls) {
         case MK_CLASS_ALLOC:
-            ev.size = mk_get_varint(&c);
+            ev.size = get_split(st, MK_S_SIZE_LO);
             if (mk_kind_has_align(tag))
-                ev.align = mk_get_varint(&c);
-            uint64_t code = mk_get_varint(&c);
-            if (code < MK_ADDR_RING) { /* one of the recent frees */
-                if (code >= ring_n) {
-                    c.err = 1;
-                    break;
-                }
-                ev.addr = prev_addr = ring[code];
-                memmove(ring + code, ring + code + 1, (ring_n - code - 1) * sizeof ring[0]);
-                ring_n--;
-            } else {
-                ev.addr = prev_addr += (uint64_t)mk_unzigzag(code - MK_ADDR_RING);
-            }
-            ev.stack = (uint32_t)mk_get_varint(&c);
+                ev.align = mk_get_varint(&st[MK_S_SIZE_HI]);
+            ev.addr = get_newaddr(st, a, d, ev.size);
+            ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_FREE:
-            ev.addr = prev_addr += (uint64_t)mk_unzigzag(mk_get_varint(&c));
-            if (ev.addr) {
-                unsigned n = ring_n < MK_ADDR_RING ? ring_n++ : MK_ADDR_RING - 1;
-                memmove(ring + 1, ring, n * sizeof ring[0]);
-                ring[0] = ev.addr;
-            }
+            ev.addr = get_freeref(st, a, d, &idx);
+            if (ev.addr)
+                note_free(a, ev.addr, d, idx);
+            if (idx >= 0)
+                mk_index_remove(&d->live, (uint32_t)idx);
             break;
         case MK_CLASS_REALLOC:
-            ev.size = mk_get_varint(&c);
-            ev.old_addr = prev_addr += (uint64_t)mk_unzigzag(mk_get_varint(&c));
-            ev.addr = prev_addr += (uint64_t)mk_unzigzag(mk_get_varint(&c));
-            ev.stack = (uint32_t)mk_get_varint(&c);
+            ev.size = get_split(st, MK_S_SIZE_LO);
+            ev.old_addr = get_freeref(st, a, d, &idx);
+            /* The new address's code decides whether the old block was freed. */
+            {
+                mk_cursor_t peek = st[MK_S_NEWADDR];
+                bool freed = ev.old_addr && (mk_get_varint(&peek) != 0 || ev.size == 0);
+                if (freed) {
+                    note_free(a, ev.old_addr, d, idx);
+                    if (idx >= 0)
+                        mk_index_remove(&d->live, (uint32_t)idx);
+                }
+            }
+            ev.addr = get_newaddr(st, a, d, ev.size);
+            ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_SYSMAP:
-            ev.size = mk_get_varint(&c);
-            ev.addr = prev_addr += (uint64_t)mk_unzigzag(mk_get_varint(&c));
+            ev.size = get_split(st, MK_S_SIZE_LO);
+            ev.addr = get_raw_addr(addrs, a);
             if (tag == MK_K_MREMAP)
-                ev.old_addr = prev_addr += (uint64_t)mk_unzigzag(mk_get_varint(&c));
+                ev.old_addr = get_raw_addr(addrs, a);
             break;
         default:
             break;
         }
-        if (c.err)
+        for (int i = 0; i < MK_S_COUNT; i++)
+            c.err |= st[i].err;
+        if (c.err) {
+            /* A stream ran dry inside the last item: a process that exited
+             * inside a hook. The end, not damage. */
+            cut = tags->p == tags->end;
             break;
+        }
         tr->events_read++;
         if (!fn(ctx, &ev))
             return true;
     }
-    if (c.err)
-        damage(tr, "malformed events in the record ending at offset %" PRIu64, tr->offset);
-    return !c.err;
+    if (c.err && !cut)
+        damage(tr, "malformed events in the record ending at offset %" PRIu64,
+               tr->offset);
+    return !c.err || cut;
 }
 
 const mk_module_t *mk_trace_module_of(const mk_trace_t *tr, uint64_t addr)

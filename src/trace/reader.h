@@ -9,7 +9,9 @@
 #ifndef MEMKIT_TRACE_READER_H
 #define MEMKIT_TRACE_READER_H
 
+#include "addr_index.h"
 #include "format.h"
+#include "reuse.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,10 +24,10 @@ typedef struct mk_trace_header {
     char cmdline[4096]; /* arguments joined with spaces */
 } mk_trace_header_t;
 
-#define MK_TF_STACKS 1u
+#define MK_TF_STACKS       1u
 #define MK_TF_SUMMARY_ONLY 2u
-#define MK_TF_SYSCALLS 4u
-#define MK_TF_TSC 8u
+#define MK_TF_SYSCALLS     4u
+#define MK_TF_TSC          8u
 
 typedef struct mk_module {
     uint64_t base, lo, hi; /* load bias; lowest and highest mapped address */
@@ -72,7 +74,7 @@ typedef struct mk_stack_def {
 typedef struct mk_trace {
     FILE *f;
     char path[4096];
-    uint64_t offset;   /* of the next record */
+    uint64_t offset; /* of the next record */
     uint64_t file_size;
     mk_trace_header_t header;
     mk_trace_end_t end;
@@ -83,7 +85,7 @@ typedef struct mk_trace {
     size_t stacks_cap;
     uint64_t events_read;
     double ns_per_tick; /* from the clock anchors; see mk_trace_walk */
-    char damage[256]; /* "" when the whole file read cleanly */
+    char damage[256];   /* "" when the whole file read cleanly */
     void *dctx;
     uint8_t *raw, *stored;
     size_t raw_cap, stored_cap;
@@ -100,19 +102,44 @@ void mk_trace_close(mk_trace_t *tr);
 int mk_trace_next(mk_trace_t *tr, unsigned *type, const uint8_t **raw, size_t *len);
 
 /* Reads the record at a file offset again (for the merge). */
-int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type, const uint8_t **raw,
-                       size_t *len);
+int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type,
+                       const uint8_t **raw, size_t *len);
+
+/* A record's head only, without decompressing it: 1 and the fields set, 0 at
+ * the end of the readable part (a record cut short is damage). Advances
+ * tr->offset past the record. */
+typedef struct mk_record_head {
+    uint64_t offset;
+    uint32_t type, stored, raw, thread;
+    uint64_t anchor_ns, anchor_tick;
+} mk_record_head_t;
+int mk_trace_next_head(mk_trace_t *tr, mk_record_head_t *h);
 
 /* Records the contents of a MODULES, END or SUMMARY record in tr. Returns
  * false if the payload is malformed (then tr->damage says so). */
 bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t len);
 
+/* What decoding one thread's records carries from record to record: the
+ * thread's live index (addr_index.h). One per thread, records in order. */
+typedef struct mk_addr_state {
+    uint64_t prev;    /* the previous address of the record */
+    mk_reuse_t reuse; /* recent frees by size class (reuse.h) */
+} mk_addr_state_t;
+
+typedef struct mk_decoder {
+    mk_addr_index_t live;
+    mk_addr_state_t addr; /* reset at every record; here to stay off the stack */
+} mk_decoder_t;
+
+void mk_decoder_init(mk_decoder_t *d);
+void mk_decoder_free(mk_decoder_t *d);
+
 /* Decodes an EVENTS record: stack definitions go into tr, events to fn
  * (return false to stop). Returns false if the record is malformed: the
  * events before the fault have been delivered. */
 typedef bool (*mk_event_fn)(void *ctx, const mk_event_t *ev);
-bool mk_trace_decode_events(mk_trace_t *tr, const uint8_t *raw, size_t len, mk_event_fn fn,
-                            void *ctx);
+bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
+                            size_t len, mk_event_fn fn, void *ctx);
 
 /* Reads the whole trace: every thread's events merged in time order, with
  * the module map, stacks, end and summary absorbed.

@@ -1,0 +1,178 @@
+/*
+ * addr_index.h - the per-thread index of live blocks that lets a trace name
+ * a freed block by a small number instead of its address.
+ *
+ * Each thread keeps the blocks it allocated in a dense array (address by
+ * index) plus a hash map (index by address). A free by the same thread names
+ * the block's index, which costs about log2(live blocks) bits where an
+ * address delta costs 20 or more. The writer (tracer) and the reader apply
+ * exactly the same operations in the same order, so their indexes stay
+ * identical; both sides use this one implementation.
+ *
+ *   add(a):    a already present (freed where this thread could not see):
+ *              keep its index; else append it, unless the index is full.
+ *   remove(i): the last entry moves into slot i (swap-remove).
+ *
+ * Memory comes from the caller's allocator (the tracer must not malloc).
+ */
+#ifndef MEMKIT_TRACE_ADDR_INDEX_H
+#define MEMKIT_TRACE_ADDR_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MK_INDEX_MAX (1u << 22) /* beyond this many live blocks, addresses are raw */
+
+typedef void *(*mk_index_alloc_fn)(size_t size);
+typedef void (*mk_index_free_fn)(void *p, size_t size);
+
+typedef struct mk_addr_index {
+    uint64_t *addr; /* dense: addr[i] for i < n */
+    uint8_t *cls;   /* and the size class each was allocated with */
+    uint32_t *where; /* where[i]: the map slot that holds index i */
+    uint32_t n, cap;
+    struct mk_index_slot {
+        uint64_t addr; /* 0: empty */
+        uint32_t idx;
+    } *map;
+    uint32_t map_cap; /* power of two, at least 2 * cap */
+    mk_index_alloc_fn alloc;
+    mk_index_free_fn release;
+} mk_addr_index_t;
+
+static inline size_t mk_index_home(uint64_t addr, uint32_t cap)
+{
+    return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x, uint64_t addr)
+{
+    if (!x->map_cap)
+        return NULL;
+    for (size_t i = mk_index_home(addr, x->map_cap);; i = (i + 1) & (x->map_cap - 1)) {
+        if (x->map[i].addr == addr)
+            return &x->map[i];
+        if (!x->map[i].addr)
+            return NULL;
+    }
+}
+
+/* The index of a live block, or -1. */
+static inline int64_t mk_index_find(const mk_addr_index_t *x, uint64_t addr)
+{
+    const struct mk_index_slot *s = addr ? mk_index_slot_of(x, addr) : NULL;
+    return s ? (int64_t)s->idx : -1;
+}
+
+static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap, uint32_t *where,
+                                    uint64_t addr, uint32_t idx)
+{
+    size_t i = mk_index_home(addr, cap);
+    while (map[i].addr)
+        i = (i + 1) & (cap - 1);
+    map[i].addr = addr;
+    map[i].idx = idx;
+    where[idx] = (uint32_t)i;
+}
+
+static inline bool mk_index_grow(mk_addr_index_t *x)
+{
+    uint32_t cap = x->cap ? x->cap * 2 : 1024, map_cap = cap * 2;
+    uint64_t *addr = x->alloc(cap * sizeof *addr);
+    uint8_t *cls = x->alloc(cap);
+    uint32_t *where = x->alloc(cap * sizeof *where);
+    struct mk_index_slot *map = x->alloc(map_cap * sizeof *map);
+    if (!addr || !map || !cls || !where) {
+        if (addr)
+            x->release(addr, cap * sizeof *addr);
+        if (cls)
+            x->release(cls, cap);
+        if (where)
+            x->release(where, cap * sizeof *where);
+        if (map)
+            x->release(map, map_cap * sizeof *map);
+        return false;
+    }
+    memset(map, 0, map_cap * sizeof *map);
+    if (x->n) {
+        memcpy(addr, x->addr, x->n * sizeof *addr);
+        memcpy(cls, x->cls, x->n);
+    }
+    for (uint32_t i = 0; i < x->n; i++)
+        mk_index_map_put(map, map_cap, where, addr[i], i);
+    if (x->addr) {
+        x->release(x->addr, x->cap * sizeof *x->addr);
+        x->release(x->cls, x->cap);
+        x->release(x->where, x->cap * sizeof *x->where);
+        x->release(x->map, x->map_cap * sizeof *x->map);
+    }
+    x->addr = addr;
+    x->cls = cls;
+    x->where = where;
+    x->map = map;
+    x->cap = cap;
+    x->map_cap = map_cap;
+    return true;
+}
+
+/* Adds a block. Returns false only when memory ran out: then the two sides
+ * would disagree, so the writer stops and the reader stops reading. */
+static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
+{
+    struct mk_index_slot *s = addr ? mk_index_slot_of(x, addr) : NULL;
+    if (s)
+        x->cls[s->idx] = (uint8_t)cls; /* a stale entry takes the new block's class */
+    if (!addr || s || x->n >= MK_INDEX_MAX)
+        return true;
+    if (x->n == x->cap && !mk_index_grow(x))
+        return false;
+    x->cls[x->n] = (uint8_t)cls;
+    x->addr[x->n] = addr;
+    mk_index_map_put(x->map, x->map_cap, x->where, addr, x->n);
+    x->n++;
+    return true;
+}
+
+/* Removes the block at index i (i < n), with no lookup: where[] knows its
+ * map slot. */
+static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
+{
+    uint32_t mask = x->map_cap - 1;
+    /* Backward-shift deletion: no tombstones, probe runs stay short. */
+    size_t hole = x->where[i];
+    for (size_t j = (hole + 1) & mask; x->map[j].addr; j = (j + 1) & mask) {
+        size_t home = mk_index_home(x->map[j].addr, x->map_cap);
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            x->map[hole] = x->map[j];
+            x->where[x->map[hole].idx] = (uint32_t)hole;
+            hole = j;
+        }
+    }
+    x->map[hole].addr = 0;
+    uint32_t last = --x->n;
+    if (i != last) {
+        x->addr[i] = x->addr[last];
+        x->cls[i] = x->cls[last];
+        x->where[i] = x->where[last];
+        x->map[x->where[i]].idx = i;
+    }
+}
+
+static inline void mk_index_free(mk_addr_index_t *x)
+{
+    if (x->addr) {
+        x->release(x->addr, x->cap * sizeof *x->addr);
+        x->release(x->cls, x->cap);
+        x->release(x->where, x->cap * sizeof *x->where);
+        x->release(x->map, x->map_cap * sizeof *x->map);
+    }
+    x->addr = NULL;
+    x->cls = NULL;
+    x->where = NULL;
+    x->map = NULL;
+    x->n = x->cap = x->map_cap = 0;
+}
+
+#endif /* MEMKIT_TRACE_ADDR_INDEX_H */

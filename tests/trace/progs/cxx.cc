@@ -1,0 +1,35 @@
+// cxx.cc - every operator new/delete variant a known number of times:
+// new 3 (plain 2, nothrow 1), new[] 2, aligned new 1, aligned new[] 1;
+// delete 3 (one sized), delete[] 2, aligned deletes 2. One std::bad_alloc
+// thrown by a huge new is caught (not counted: the call never returns).
+#include <cstdlib>
+#include <new>
+
+struct alignas(64) Wide {
+    char bytes[64];
+};
+
+int main()
+{
+    int *a = new int(1);
+    long *b = new long(2);
+    char *c = new (std::nothrow) char[1]; // nothrow new[]: counted as new[]
+    int *arr = new int[10];
+    Wide *w = new Wide;
+    Wide *wa = new Wide[2];
+    int *n = new (std::nothrow) int(3);
+    delete a;
+    ::operator delete(b, sizeof *b); // sized delete
+    delete n;
+    delete[] c;
+    delete[] arr;
+    delete w;
+    delete[] wa;
+    try {
+        volatile std::size_t huge = static_cast<std::size_t>(-1) / 2;
+        char *never = new char[huge];
+        never[0] = 0;
+    } catch (const std::bad_alloc &) {
+    }
+    return 0;
+}

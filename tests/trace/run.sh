@@ -1,0 +1,157 @@
+#!/bin/sh
+# run.sh MEMKIT PROGS_DIR TEST - end-to-end tests of `memkit trace`: run a
+# small program whose allocations are known exactly and compare memkit's
+# summary with them. One test per invocation, so ctest runs them apart.
+set -u
+memkit=$1
+progs=$2
+test=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out=$work/out
+fails=0
+
+fail() {
+    echo "FAIL [$test]: $*" >&2
+    fails=$((fails + 1))
+}
+
+# expect LINE: the summary holds this exact line.
+expect() {
+    grep -qxF -- "$1" "$out" || fail "expected line '$1'"
+}
+
+# expect_re REGEX: some line of the output matches.
+expect_re() {
+    grep -qE -- "$1" "$out" || fail "expected a line matching '$1'"
+}
+
+# trace [OPTIONS] -- CMD: runs memkit trace, output (stdout+stderr) in $out,
+# exit status in $status.
+trace() {
+    "$memkit" trace -o "$work/t" "$@" >"$out" 2>&1
+    status=$?
+}
+
+expect_status() {
+    [ "$status" -eq "$1" ] || fail "exit status $status, expected $1"
+}
+
+case $test in
+basic)
+    trace -- "$progs/basic"
+    expect_status 0
+    expect "Mallocs: 12"
+    expect "Reallocs: 6"
+    expect "Callocs: 3"
+    expect "Strdups: 3"
+    expect "Wcsdups: 1"
+    expect "Frees: 23"
+    expect "Allocations: 25"
+    expect "Maximum allocated: 900"
+    expect "Aligned allocations: 5"
+    expect "Allocation calls: 30"
+    expect "Peak live blocks: 25"
+    expect "Leaks at exit: 2 blocks, 200 bytes"
+    expect_re "^  1\. 10 calls, 205 bytes: main at basic.c:[0-9]+ \(basic\)$"
+    # The report of the same trace says the same.
+    "$memkit" report "$work"/t.*.mkt >"$work/report" 2>&1 || fail "report failed"
+    grep -qxF "Allocation calls: 30" "$work/report" || fail "report disagrees"
+    ;;
+threads)
+    # pthread_create allocates too: measure that with a run doing no work.
+    trace -- "$progs/threads" 0
+    expect_status 0
+    base_calls=$(sed -n 's/^Allocation calls: //p' "$out")
+    base_frees=$(sed -n 's/^Frees: //p' "$out")
+    base_leaks=$(sed -n 's/^Leaks at exit: \([0-9]*\) blocks.*/\1/p' "$out")
+    rm -f "$work"/t.*.mkt
+    trace -- "$progs/threads"
+    expect_status 0
+    expect "Mallocs: 41020"
+    expect "Allocation calls: $((base_calls + 41020))"
+    expect "Frees: $((base_frees + 41000))"
+    expect_re "^Leaks at exit: $((base_leaks + 20)) blocks"
+    expect_re "^  1\. 40000 calls, .*: churn at threads.c"
+    ;;
+forkexec)
+    trace -- "$progs/forkexec"
+    expect_status 0
+    expect "Mallocs: 3"
+    # Three images, three traces: the parent, the child before and after exec.
+    [ "$(grep -c '^Trace: ' "$out")" -eq 3 ] || fail "expected 3 traces"
+    expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 3 allocation calls\)$"
+    expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 5 allocation calls\)$"
+    expect_re "^Trace: .*\.[0-9]+\.2\.mkt \(pid [0-9]+, 7 allocation calls\)$"
+    ;;
+dlopen)
+    trace -- "$progs/dlopen" "$progs/libdllib.so"
+    expect_status 0
+    expect "Strdups: 25"
+    expect_re "^  1\. 25 calls, 650 bytes: dllib_allocate at dllib.c:[0-9]+ \(libdllib.so\)$"
+    ;;
+ctor)
+    trace -- "$progs/ctor"
+    expect_status 0
+    expect "Mallocs: 5"
+    expect "Callocs: 2"
+    expect "Frees: 5"
+    expect "Leaks at exit: 2 blocks, 80 bytes"
+    ;;
+cxx)
+    trace --top 20 -- "$progs/cxx"
+    expect_status 0
+    expect "News: 7"
+    expect "Deletes: 7"
+    expect "Aligned allocations: 2"
+    # libstdc++'s emergency exception pool is one malloc of its own.
+    expect "Mallocs: 1"
+    expect "Allocation calls: 8"
+    expect_re "main at cxx.cc:[0-9]+ \(cxx\)$"
+    ;;
+killed)
+    trace -- "$progs/killed"
+    expect_status 137
+    expect_re "killed by signal 9"
+    expect_re "has no end record"
+    # Most of the 2,000,000 mallocs were flushed before the kill.
+    n=$(sed -n 's/^Mallocs: //p' "$out")
+    [ -n "$n" ] && [ "$n" -ge 1000000 ] && [ "$n" -le 2000000 ] ||
+        fail "Mallocs '$n' not between 1,000,000 and 2,000,000"
+    ;;
+sigexit)
+    trace -- "$progs/sigexit"
+    expect_status 3
+    expect "Mallocs: 6"
+    ;;
+unwritable)
+    "$memkit" trace -o "$work/no/such/dir/t" -- "$progs/sigexit" >"$out" 2>&1
+    status=$?
+    expect_status 3 # the program ran, untraced, and its status came through
+    [ "$(grep -c 'cannot create trace' "$out")" -eq 1 ] || fail "expected one message"
+    expect_re "no trace was written"
+    ;;
+static)
+    if [ ! -x "$progs/basic_static" ]; then
+        echo "SKIP [$test]: no static libc to build a static program (libc6-dev's libc.a)"
+        exit 0
+    fi
+    trace -- "$progs/basic_static"
+    expect_status 2
+    expect_re "statically linked"
+    ;;
+badargs)
+    "$memkit" trace >"$out" 2>&1
+    status=$?
+    expect_status 2
+    "$memkit" trace -- /no/such/program >"$out" 2>&1
+    status=$?
+    expect_status 2
+    expect_re "cannot find"
+    ;;
+*)
+    fail "unknown test"
+    ;;
+esac
+[ "$fails" -eq 0 ] || { echo "--- output:" >&2; cat "$out" >&2; exit 1; }
+echo "ok [$test]"

@@ -22,7 +22,8 @@ int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t
         return MK_EXIT_USAGE;
     }
     if (!mk_profile_build(&p, tr))
-        fprintf(stderr, "memkit: out of memory analyzing %s; the summary is partial\n", path);
+        fprintf(stderr, "memkit: out of memory analyzing %s; the summary is partial\n",
+                path);
     if (full)
         mk_summary_print(out, tr, &p, top);
     if (tr->damage[0]) {
@@ -30,8 +31,9 @@ int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t
                 full ? "the summary covers what came before" : "read up to there");
         rc = MK_EXIT_USAGE;
     } else if (!tr->end.present && full) {
-        fprintf(stderr, "memkit: %s has no end record (the process was killed?); the summary "
-                        "covers what was flushed\n",
+        fprintf(stderr,
+                "memkit: %s has no end record (the process was killed?); the summary "
+                "covers what was flushed\n",
                 path);
     }
     if (calls)
@@ -48,9 +50,10 @@ int mk_cmd_report(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         uint64_t v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: memkit report [--top N] TRACE...\n\n"
-                   "Prints the summary of each trace: memanalyze's counts, peak, leaks and\n"
-                   "the N call sites with the most allocations (default 10).\n");
+            printf(
+                "usage: memkit report [--top N] TRACE...\n\n"
+                "Prints the summary of each trace: memanalyze's counts, peak, leaks and\n"
+                "the N call sites with the most allocations (default 10).\n");
             return MK_EXIT_OK;
         }
         if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
@@ -60,7 +63,8 @@ int mk_cmd_report(int argc, char **argv)
             continue;
         }
         if (argv[i][0] == '-' && argv[i][1])
-            return mk_usage_error("unknown report option '%s' (memkit report --help)", argv[i]);
+            return mk_usage_error("unknown report option '%s' (memkit report --help)",
+                                  argv[i]);
         if (files++)
             printf("\n");
         if (argc > 2)

@@ -29,14 +29,14 @@ typedef void *(*mk_index_alloc_fn)(size_t size);
 typedef void (*mk_index_free_fn)(void *p, size_t size);
 
 typedef struct mk_addr_index {
-    uint64_t *addr; /* dense: addr[i] for i < n */
-    uint8_t *cls;   /* and the size class each was allocated with */
+    uint64_t *addr;  /* dense: addr[i] for i < n */
+    uint8_t *cls;    /* and the size class each was allocated with */
     uint32_t *where; /* where[i]: the map slot that holds index i */
     uint32_t n, cap;
     struct mk_index_slot {
         uint64_t addr; /* 0: empty */
         uint32_t idx;
-    } *map;
+    } * map;
     uint32_t map_cap; /* power of two, at least 2 * cap */
     mk_index_alloc_fn alloc;
     mk_index_free_fn release;
@@ -47,7 +47,8 @@ static inline size_t mk_index_home(uint64_t addr, uint32_t cap)
     return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
 }
 
-static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x, uint64_t addr)
+static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x,
+                                                     uint64_t addr)
 {
     if (!x->map_cap)
         return NULL;
@@ -66,8 +67,8 @@ static inline int64_t mk_index_find(const mk_addr_index_t *x, uint64_t addr)
     return s ? (int64_t)s->idx : -1;
 }
 
-static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap, uint32_t *where,
-                                    uint64_t addr, uint32_t idx)
+static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap,
+                                    uint32_t *where, uint64_t addr, uint32_t idx)
 {
     size_t i = mk_index_home(addr, cap);
     while (map[i].addr)

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define MK_REUSE_DEPTH 32
-#define MK_REUSE_MISS MK_REUSE_DEPTH /* code: not predicted */
+#define MK_REUSE_MISS  MK_REUSE_DEPTH /* code: not predicted */
 
 /* Each class is a ring of MK_REUSE_DEPTH: entry k (0 = newest) sits at
  * (head + k) % DEPTH, so a free is one store and taking entry j moves j

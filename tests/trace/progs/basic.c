@@ -31,17 +31,17 @@ int main(void)
     for (int i = 0; i < 3; i++)
         hold(calloc(4, 8)); /* 3 callocs */
     void *volatile none = NULL;
-    void *r = realloc(none, 16);       /* realloc 1 */
-    r = realloc(r, 32);                /* 2 */
-    r = realloc(r, 64);                /* 3 */
-    r = realloc(r, 128);               /* 4 */
-    if (realloc(r, 0) != NULL)         /* 5: frees r, returns NULL */
+    void *r = realloc(none, 16); /* realloc 1 */
+    r = realloc(r, 32);          /* 2 */
+    r = realloc(r, 64);          /* 3 */
+    r = realloc(r, 128);         /* 4 */
+    if (realloc(r, 0) != NULL)   /* 5: frees r, returns NULL */
         abort();
-    hold(reallocarray(none, 4, 16));   /* reallocarray 1 */
-    hold(strdup("memkit"));            /* strdup 2 */
+    hold(reallocarray(none, 4, 16)); /* reallocarray 1 */
+    hold(strdup("memkit"));          /* strdup 2 */
     hold(strdup("trace"));
-    hold(strndup("abcdefgh", 3));      /* strndup 1 */
-    hold(wcsdup(L"wide"));             /* wcsdup 1 */
+    hold(strndup("abcdefgh", 3)); /* strndup 1 */
+    hold(wcsdup(L"wide"));        /* wcsdup 1 */
     void *a;
     if (posix_memalign(&a, 64, 100) != 0)
         abort();

@@ -2,16 +2,20 @@
 #   make demo    build into ./build and run the main job on the bundled example
 #   make test    build and run every test through ctest
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
-#       make bench (the allocator benchmarks at full size), make install PREFIX=...
+#       make bench (the allocator benchmarks at full size), make install PREFIX=...,
+#       make fuzz (the trace reader under libFuzzer, FUZZ_SECONDS long; needs clang),
+#       make bench-trace (the tracer's overhead next to heaptrack's)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE     ?= cmake
 CTEST     ?= ctest
 PREFIX    ?= /usr/local
+FUZZ_SECONDS ?= 60
+CLANG     ?= $(shell command -v clang-14 || command -v clang)
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build demo test test-sanitize test-asan test-tsan bench install format clean
+.PHONY: all build demo test test-sanitize test-asan test-tsan bench bench-trace fuzz install format clean
 
 all: build
 
@@ -43,6 +47,23 @@ test-sanitize: test-asan test-tsan
 bench: build
 	@$(BUILD)/memkit bench
 
+bench-trace: build
+	@sh bench/trace/run.sh $(BUILD)
+
+# The fuzz build instruments everything but the tracer with ASan, UBSan and
+# libFuzzer coverage; seeds are traces of the end-to-end test programs.
+fuzz:
+	@test -n "$(CLANG)" || { echo "make fuzz needs clang (apt-get install clang)"; exit 2; }
+	@$(CMAKE) -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(CLANG) \
+	    -DMEMKIT_WERROR=OFF -DMEMKIT_FUZZ=ON -DMEMKIT_SANITIZE=address,undefined,fuzzer-no-link >/dev/null
+	@$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_trace memkit_cli memkit_preload \
+	    trace_basic trace_threads trace_forkexec >/dev/null
+	@rm -rf $(BUILD)-fuzz/seeds && mkdir -p $(BUILD)-fuzz/seeds $(BUILD)-fuzz/corpus
+	@for p in basic threads forkexec; do \
+	    $(BUILD)-fuzz/memkit trace -q -o $(BUILD)-fuzz/seeds/$$p -- $(BUILD)-fuzz/tests/trace/$$p >/dev/null 2>&1; done
+	@ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_trace -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=65536 -timeout=10 $(BUILD)-fuzz/corpus $(BUILD)-fuzz/seeds 2>&1 | tail -3
+
 install: build
 	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
@@ -50,4 +71,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.hpp')
 
 clean:
-	@rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan
+	@rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

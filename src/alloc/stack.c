@@ -589,7 +589,8 @@ char *mk_stack_strdup(mk_stack_t *st, const char *s)
     return mk_stack_memdup(st, s, strlen(s) + 1);
 }
 
-static char *stack_vfmt(mk_stack_t *st, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static char *stack_vfmt(mk_stack_t *st,
+                                                              const char *fmt, va_list ap)
 {
     va_list ap2;
     int n;

@@ -116,7 +116,7 @@ static inline void shard_lock(shard_t *s)
 
 static inline void raise_peak(atomic_ullong *peak, uint64_t now)
 {
-    uint64_t p = atomic_load_explicit(peak, memory_order_relaxed);
+    unsigned long long p = atomic_load_explicit(peak, memory_order_relaxed);
     while (now > p && !atomic_compare_exchange_weak_explicit(
                           peak, &p, now, memory_order_relaxed, memory_order_relaxed))
         ;

@@ -1,5 +1,5 @@
 # memkit - thin wrapper over CMake. The two commands a user needs:
-#   make demo    build into ./build and run the main job on the bundled example
+#   make demo    build into ./build, trace the bundled example before and after its fixes
 #   make test    build and run every test through ctest
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
@@ -24,7 +24,7 @@ build:
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 demo: build
-	@$(BUILD)/memkit-demo
+	@sh examples/demo.sh $(BUILD)
 
 test: build
 	@cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)

@@ -1,8 +1,7 @@
 /*
- * demo.c - `make demo`: runs the before/after transfer example and shows what the
- * fixes change: allocation calls and time, with the same checksum on both sides.
- * (When `memkit trace` lands, the demo traces these programs instead of counting
- * by hand.)
+ * demo.c - the last step of `make demo` (examples/demo.sh, after tracing both
+ * versions): times the before/after transfer example side by side, with the
+ * same checksum on both sides.
  */
 #include "transfer.h"
 

@@ -204,7 +204,7 @@ static void from_summary(mk_profile_t *p, const mk_trace_t *tr)
     p->live_bytes = s->live_bytes;
     p->from_summary = true;
     derive_totals(p);
-    p->frees = s->counts[MK_K_FREE]; /* in process: every free call */
+    p->frees = s->frees_live;
     for (int k = 0; k < MK_K_COUNT; k++)
         if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
             mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)

@@ -30,6 +30,7 @@ void mk_summary_print(FILE *out, const mk_trace_t *tr, const mk_profile_t *p, in
     fprintf(out, "Leaks at exit: %" PRIu64 " blocks, %" PRIu64 " bytes\n", p->live_blocks,
             p->live_bytes);
     if (tr->end.present) {
+        fprintf(out, "Peak RSS: %" PRIu64 " KB\n", tr->end.maxrss_kb);
         /* The tracer's own trace writes are not the program's I/O. */
         uint64_t wrote =
             tr->end.wchar -
@@ -37,9 +38,12 @@ void mk_summary_print(FILE *out, const mk_trace_t *tr, const mk_profile_t *p, in
         uint64_t io = tr->end.rchar + wrote;
         fprintf(out, "I/O bytes: %" PRIu64 " read, %" PRIu64 " written", tr->end.rchar,
                 wrote);
-        if (p->allocation_calls && io)
+        if (p->allocation_calls && io >= p->allocation_calls)
             fprintf(out, " (one allocation per %.1f bytes)",
                     (double)io / (double)p->allocation_calls);
+        else if (io)
+            fprintf(out, " (%.1f allocations per byte)",
+                    (double)p->allocation_calls / (double)io);
         fputc('\n', out);
     }
 

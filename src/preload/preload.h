@@ -93,6 +93,9 @@ struct mk_thread {
     struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
     uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
     uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind */
+    long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
+    unsigned since_sample;
+    uint64_t frees_live; /* --summary-only: frees of blocks seen allocated */
     uint64_t bytes[MK_K_COUNT];
     mk_thread_t *next; /* all thread states, never unlinked */
 };
@@ -174,6 +177,10 @@ MK_HIDDEN void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr);
 MK_HIDDEN void mk_summary_write(void);
 MK_HIDDEN void mk_summary_init(void);
 MK_HIDDEN void mk_summary_after_fork_child(void);
+MK_HIDDEN void mk_summary_thread_added(mk_thread_t *t);
+/* runtime.c: waits until every other thread is out of its hook (after a
+ * membarrier, so each sees what we stored before). */
+MK_HIDDEN void mk_quiesce_others(void);
 
 /* ---- the fast path ---- */
 

@@ -195,6 +195,8 @@ mk_thread_t *mk_thread_get(void)
     reset_buffer(t);
     reset_index(t);
     mk_self = t;
+    if (mk_st.cfg.summary_only)
+        mk_summary_thread_added(t);
     pthread_setspecific(thread_key, t); /* thread_exit flushes it */
     return t;
 }
@@ -266,6 +268,26 @@ static void barrier_all_threads(void)
     usleep(20000); /* no membarrier: give stragglers time to see the phase */
 }
 
+/* Waits (bounded) until thread t is out of its hook; false if it stays in. */
+static bool wait_out_of_hook(mk_thread_t *t)
+{
+    for (long spins = 0; atomic_load_explicit(&t->in_hook, memory_order_acquire);
+         spins++) {
+        if (spins > 100000000)
+            return false; /* stuck (stopped by a debugger?) */
+        __builtin_ia32_pause();
+    }
+    return true;
+}
+
+void mk_quiesce_others(void)
+{
+    barrier_all_threads();
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next)
+        if (t != mk_self && !atomic_load(&t->dead))
+            wait_out_of_hook(t);
+}
+
 /* Flushes every thread's buffer. The phase is no longer ON, so no thread
  * starts an event; one inside a hook is waited for (it is never long). */
 static void flush_all(void)
@@ -274,14 +296,8 @@ static void flush_all(void)
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         if (atomic_load(&t->dead))
             continue;
-        if (t != mk_self) {
-            long spins = 0;
-            while (atomic_load_explicit(&t->in_hook, memory_order_acquire) &&
-                   spins++ < 100000000)
-                __builtin_ia32_pause();
-            if (atomic_load(&t->in_hook))
-                continue; /* stuck (stopped by a debugger?): its buffer is lost */
-        }
+        if (t != mk_self && !wait_out_of_hook(t))
+            continue; /* its buffer is lost */
         /* Our own thread may be inside a hook (exit from a signal handler):
          * then its last item may be cut, which readers take as the end. */
         mk_thread_flush(t);

@@ -3,10 +3,16 @@
  *
  * Calls and bytes per kind, and per call site (the calling instruction), are
  * counted per thread with no sharing. Peak requested bytes need the size of
- * every freed block, so live blocks sit in an address map split into shards,
- * each with its own small lock: threads meet only when they touch the same
- * shard at the same moment. Live totals are global atomics so the peak is
- * the true high-water mark, not a sum of per-thread peaks.
+ * every freed block, so live blocks sit in an address map split into shards.
+ *
+ * While one thread is all there is, nothing is locked and the peak is exact:
+ * the map and the counters are that thread's alone. When a second thread
+ * records its first event, it waits until the others are out of their hooks
+ * (as the final flush does) and switches to "multi" mode: each shard then
+ * has its own small lock (threads meet only on the same shard at the same
+ * moment), each thread keeps its own live totals, and the peak is sampled
+ * from their sum every PEAK_SAMPLE events of each thread. No event touches a
+ * shared counter, so threads do not serialize.
  */
 #define _GNU_SOURCE
 #include "preload.h"
@@ -96,8 +102,11 @@ typedef struct shard {
     char pad[64 - sizeof(atomic_int) - sizeof(kv_table_t) % 64];
 } shard_t;
 
+#define PEAK_SAMPLE 64
+
 static shard_t shards[SHARDS];
-static atomic_ullong live_bytes, live_blocks, peak_bytes, peak_blocks;
+static atomic_int multi; /* 0 while one thread has recorded events */
+static atomic_llong peak_bytes, peak_blocks;
 
 typedef struct mk_site_table {
     kv_table_t t;
@@ -108,21 +117,79 @@ static inline shard_t *shard_for(uintptr_t addr)
     return &shards[(addr >> 4) * 0x9e3779b97f4a7c15ull >> 58];
 }
 
-static inline void shard_lock(shard_t *s)
+static inline bool shard_lock(shard_t *s)
 {
+    if (!atomic_load_explicit(&multi, memory_order_relaxed))
+        return false; /* one thread: nothing to exclude */
     while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
         __builtin_ia32_pause();
+    return true;
 }
 
-static inline void raise_peak(atomic_ullong *peak, uint64_t now)
+static inline void shard_unlock(shard_t *s, bool locked)
 {
-    unsigned long long p = atomic_load_explicit(peak, memory_order_relaxed);
+    if (locked)
+        atomic_store_explicit(&s->lock, 0, memory_order_release);
+}
+
+static inline void raise_peak(atomic_llong *peak, long long now)
+{
+    long long p = atomic_load_explicit(peak, memory_order_relaxed);
     while (now > p && !atomic_compare_exchange_weak_explicit(
                           peak, &p, now, memory_order_relaxed, memory_order_relaxed))
         ;
 }
 
+/* The live totals: the sum over every thread state (racy reads of the others'
+ * counters: a sample). */
+static void live_totals(long long *bytes, long long *blocks)
+{
+    *bytes = *blocks = 0;
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
+        *bytes += __atomic_load_n(&t->live_bytes, __ATOMIC_RELAXED);
+        *blocks += __atomic_load_n(&t->live_blocks, __ATOMIC_RELAXED);
+    }
+}
+
+static inline void update_peak(mk_thread_t *t)
+{
+    long long bytes, blocks;
+    if (!atomic_load_explicit(&multi, memory_order_relaxed)) {
+        bytes = t->live_bytes; /* the only thread: exact */
+        blocks = t->live_blocks;
+        if (bytes > atomic_load_explicit(&peak_bytes, memory_order_relaxed))
+            atomic_store_explicit(&peak_bytes, bytes, memory_order_relaxed);
+        if (blocks > atomic_load_explicit(&peak_blocks, memory_order_relaxed))
+            atomic_store_explicit(&peak_blocks, blocks, memory_order_relaxed);
+        return;
+    }
+    if (++t->since_sample < PEAK_SAMPLE)
+        return;
+    t->since_sample = 0;
+    live_totals(&bytes, &blocks);
+    raise_peak(&peak_bytes, bytes);
+    raise_peak(&peak_blocks, blocks);
+}
+
+/* Live totals change only by their owner thread, never atomically shared. */
+static inline void live_add(mk_thread_t *t, long long bytes, long long blocks)
+{
+    __atomic_store_n(&t->live_bytes, t->live_bytes + bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_blocks, t->live_blocks + blocks, __ATOMIC_RELAXED);
+}
+
 void mk_summary_init(void) {}
+
+/* A thread state is being added: from the second on, switch to multi mode
+ * once every other thread is out of its hook. */
+void mk_summary_thread_added(mk_thread_t *t)
+{
+    mk_thread_t *head = (mk_thread_t *)atomic_load(&mk_st.threads);
+    if (atomic_load(&multi) || (head == t && !t->next))
+        return;
+    atomic_store(&multi, 1);
+    mk_quiesce_others();
+}
 
 void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
                       uintptr_t site)
@@ -146,23 +213,24 @@ void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr
     if (!addr)
         return; /* failed: nothing became live */
     shard_t *sh = shard_for(addr);
-    shard_lock(sh);
+    bool locked = shard_lock(sh);
     kv_t *l = table_find(&sh->map, addr, true);
+    long long was = -1;
     if (l) {
         if (!l->key) {
             l->key = addr;
             sh->map.used++;
         } else {
-            /* Still live to us: freed where we could not see it. Replace it. */
-            atomic_fetch_sub(&live_bytes, l->a);
-            atomic_fetch_sub(&live_blocks, 1);
+            was = (long long)l->a; /* still live to us: freed where we could not see */
         }
         l->a = size;
     }
-    atomic_store_explicit(&sh->lock, 0, memory_order_release);
+    shard_unlock(sh, locked);
     if (l) {
-        raise_peak(&peak_bytes, atomic_fetch_add(&live_bytes, size) + size);
-        raise_peak(&peak_blocks, atomic_fetch_add(&live_blocks, 1) + 1);
+        if (was >= 0)
+            live_add(t, -was, -1);
+        live_add(t, (long long)size, 1);
+        update_peak(t);
     }
 }
 
@@ -175,17 +243,17 @@ void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr)
     if (!addr)
         return;
     shard_t *sh = shard_for(addr);
-    shard_lock(sh);
+    bool locked = shard_lock(sh);
     kv_t *l = table_find(&sh->map, addr, false);
     if (l) {
         size = l->a;
         found = true;
         table_remove(&sh->map, l);
     }
-    atomic_store_explicit(&sh->lock, 0, memory_order_release);
+    shard_unlock(sh, locked);
     if (found) {
-        atomic_fetch_sub(&live_bytes, size);
-        atomic_fetch_sub(&live_blocks, 1);
+        live_add(t, -(long long)size, -1);  /* a thread's total may go below 0 */
+        t->frees_live += kind == MK_K_FREE; /* memanalyze's Frees */
     }
 }
 
@@ -195,6 +263,7 @@ void mk_summary_after_fork_child(void)
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         memset(t->counts, 0, sizeof t->counts);
         memset(t->bytes, 0, sizeof t->bytes);
+        t->frees_live = 0;
         if (t->sites) {
             memset(t->sites->t.slots, 0, t->sites->t.cap * sizeof(kv_t));
             t->sites->t.used = 0;
@@ -202,14 +271,16 @@ void mk_summary_after_fork_child(void)
     }
     for (int i = 0; i < SHARDS; i++)
         atomic_store(&shards[i].lock, 0);
-    atomic_store(&peak_bytes, atomic_load(&live_bytes));
-    atomic_store(&peak_blocks, atomic_load(&live_blocks));
+    long long bytes, blocks;
+    live_totals(&bytes, &blocks);
+    atomic_store(&peak_bytes, bytes);
+    atomic_store(&peak_blocks, blocks);
 }
 
 /* Writes the SUMMARY record: totals, peaks and every site. */
 void mk_summary_write(void)
 {
-    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0};
+    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, frees_live = 0;
     kv_table_t all = {0};
 
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
@@ -217,6 +288,7 @@ void mk_summary_write(void)
             counts[k] += t->counts[k];
             bytes[k] += t->bytes[k];
         }
+        frees_live += t->frees_live;
         for (size_t i = 0; t->sites && i < t->sites->t.cap; i++) {
             kv_t *s = &t->sites->t.slots[i];
             kv_t *d = s->key ? table_find(&all, s->key, true) : NULL;
@@ -240,10 +312,15 @@ void mk_summary_write(void)
         p = mk_put_varint(p, counts[k]);
     for (int k = 0; k < MK_K_COUNT; k++)
         p = mk_put_varint(p, bytes[k]);
-    p = mk_put_varint(p, atomic_load(&peak_bytes));
-    p = mk_put_varint(p, atomic_load(&peak_blocks));
-    p = mk_put_varint(p, atomic_load(&live_blocks));
-    p = mk_put_varint(p, atomic_load(&live_bytes));
+    long long live_b, live_n;
+    live_totals(&live_b, &live_n);
+    raise_peak(&peak_bytes, live_b); /* the last sample may be behind */
+    raise_peak(&peak_blocks, live_n);
+    p = mk_put_varint(p, (uint64_t)atomic_load(&peak_bytes));
+    p = mk_put_varint(p, (uint64_t)atomic_load(&peak_blocks));
+    p = mk_put_varint(p, (uint64_t)(live_n > 0 ? live_n : 0));
+    p = mk_put_varint(p, (uint64_t)(live_b > 0 ? live_b : 0));
+    p = mk_put_varint(p, frees_live);
     p = mk_put_varint(p, all.used);
     for (size_t i = 0; i < all.cap; i++) {
         if (!all.slots[i].key)

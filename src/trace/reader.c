@@ -340,6 +340,7 @@ static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
     s->peak_blocks = mk_get_varint(c);
     s->live_blocks = mk_get_varint(c);
     s->live_bytes = mk_get_varint(c);
+    s->frees_live = mk_get_varint(c);
     uint64_t n = mk_get_varint(c);
     if (c->err || n > (uint64_t)(c->end - c->p) / 10)
         return false;

@@ -52,6 +52,7 @@ typedef struct mk_trace_summary {
     bool present;
     uint64_t counts[MK_K_COUNT], bytes[MK_K_COUNT];
     uint64_t peak_bytes, peak_blocks, live_blocks, live_bytes;
+    uint64_t frees_live; /* frees of blocks seen allocated (memanalyze's Frees) */
     mk_summary_site_t *sites;
     size_t nsites;
 } mk_trace_summary_t;

@@ -68,7 +68,7 @@ install: build
 	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 format:
-	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.hpp')
+	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h' '*.cc' '*.hpp')
 
 clean:
 	@rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -20,6 +20,7 @@ have_ht=0
 command -v heaptrack >/dev/null 2>&1 && have_ht=1
 
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+spread() { sort -n | awk '{v[NR] = $1} END {printf "%s-%s", v[1], v[NR]}'; }
 
 # measure NAME CMD...: appends "wall rss_kb" to $work/NAME, one line per run.
 measure() {
@@ -55,12 +56,14 @@ col() { cut -d' ' -f"$2" "$work/$1" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 echo "churn: $n iterations, live set 10,000, sizes 8-256; medians of $runs runs"
-printf '%-34s %10s %10s %10s %10s\n' "" "1 thread" "ratio" "2 threads" "ratio"
+printf '%-34s %8s %12s %7s %8s %12s %7s\n' "" "1 thread" "[min-max]" "ratio" "2 threads" \
+    "[min-max]" "ratio"
 row() { # row LABEL NAME
     a=$(col "${2}1" 1)
     b=$(col "${2}2" 1)
-    printf '%-34s %9ss %10s %9ss %10s\n' "$1" "$a" "$(ratio "$a" "$(col plain1 1)")x" \
-        "$b" "$(ratio "$b" "$(col plain2 1)")x"
+    printf '%-34s %7ss %12s %6sx %7ss %12s %6sx\n' "$1" "$a" "[$(cut -d' ' -f1 "$work/${2}1" | spread)]" \
+        "$(ratio "$a" "$(col plain1 1)")" "$b" "[$(cut -d' ' -f1 "$work/${2}2" | spread)]" \
+        "$(ratio "$b" "$(col plain2 1)")"
 }
 row "untraced" plain
 row "memkit trace (stacks, depth 32)" mk

@@ -95,7 +95,8 @@ struct mk_thread {
     uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
     unsigned since_sample;
-    uint64_t frees_live; /* --summary-only: frees of blocks seen allocated */
+    uint64_t frees_live;  /* --summary-only: frees of blocks seen allocated */
+    struct kv *last_site; /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];
     mk_thread_t *next; /* all thread states, never unlinked */
 };

@@ -191,11 +191,11 @@ void mk_summary_thread_added(mk_thread_t *t)
     mk_quiesce_others();
 }
 
-void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
-                      uintptr_t site)
+/* Adds a call to a site's totals: the slow path, for a site other than the
+ * last one. last_site always points into the current table (a growth is
+ * followed by setting it). */
+static void count_site(mk_thread_t *t, uintptr_t site, size_t size)
 {
-    t->counts[kind]++;
-    t->bytes[kind] += size;
     if (!t->sites) {
         site_table_t *st = mmap(NULL, sizeof *st, PROT_READ | PROT_WRITE,
                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -209,6 +209,20 @@ void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr
         }
         s->a++;
         s->b += size;
+    }
+    t->last_site = s;
+}
+
+void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
+                      uintptr_t site)
+{
+    t->counts[kind]++;
+    t->bytes[kind] += size;
+    if (MK_LIKELY(t->last_site && t->last_site->key == site)) {
+        t->last_site->a++; /* a hot loop: the same site again */
+        t->last_site->b += size;
+    } else {
+        count_site(t, site, size);
     }
     if (!addr)
         return; /* failed: nothing became live */

@@ -58,6 +58,26 @@ basic)
     "$memkit" report "$work"/t.*.mkt >"$work/report" 2>&1 || fail "report failed"
     grep -qxF "Allocation calls: 30" "$work/report" || fail "report disagrees"
     ;;
+summary)
+    # --summary-only aggregates in the process: the same numbers, exact for
+    # one thread; sites are calling instructions.
+    trace --summary-only -- "$progs/basic"
+    expect_status 0
+    expect "Mallocs: 12"
+    expect "Reallocs: 6"
+    expect "Frees: 23"
+    expect "Allocation calls: 30"
+    expect "Maximum allocated: 900"
+    expect "Peak live blocks: 25"
+    expect "Leaks at exit: 2 blocks, 200 bytes"
+    expect_re "^  1\. 10 calls, 205 bytes: main at basic.c:[0-9]+ \(basic\)$"
+    ;;
+nostacks)
+    trace --no-stacks -- "$progs/threads"
+    expect_status 0
+    expect "Mallocs: 41020"
+    expect_re "^  1\. 40000 calls, .*: churn at threads.c"
+    ;;
 threads)
     # pthread_create allocates too: measure that with a run doing no work.
     trace -- "$progs/threads" 0

@@ -17,7 +17,28 @@
 
 struct mk_symbolizer {
     Dwfl *dwfl;
+    char *demangled[64]; /* the last names demangled, freed with the symbolizer */
+    unsigned next;
 };
+
+/* The C++ runtime's demangler (libstdc++ is linked for it). */
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+/* A readable name for a C++ symbol; the result lives until 64 more names
+ * have been demangled, or the symbolizer is freed. */
+static const char *demangle(mk_symbolizer_t *s, const char *name)
+{
+    int status = 0;
+    if (!name || name[0] != '_' || name[1] != 'Z')
+        return name;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0 || !d)
+        return name;
+    free(s->demangled[s->next]);
+    s->demangled[s->next] = d;
+    s->next = (s->next + 1) % 64;
+    return d;
+}
 
 static char *debuginfo_path;
 
@@ -75,6 +96,8 @@ void mk_symbolizer_free(mk_symbolizer_t *s)
     if (!s)
         return;
     dwfl_end(s->dwfl);
+    for (unsigned i = 0; i < 64; i++)
+        free(s->demangled[i]);
     free(s);
 }
 
@@ -96,7 +119,7 @@ void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
         out->module = slash ? slash + 1 : name;
         out->offset = return_addr - start;
     }
-    out->function = dwfl_module_addrname(mod, addr);
+    out->function = demangle(s, dwfl_module_addrname(mod, addr));
     Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
     if (line) {
         int lineno = 0;

@@ -23,7 +23,8 @@ mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr);
 void mk_symbolizer_free(mk_symbolizer_t *s);
 
 /* Symbolizes a return address (the call instruction is just before it).
- * The strings live as long as the symbolizer. */
+ * C++ names are demangled. The strings live as long as the symbolizer (a
+ * demangled name: until 64 more have been demangled). */
 void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out);
 
 /* "function at file:line (module)" or the best part of it, into buf. */

@@ -31,8 +31,8 @@ void mk_summary_print(FILE *out, const mk_trace_t *tr, const mk_profile_t *p, in
             p->live_bytes);
     if (tr->end.present) {
         fprintf(out, "Peak RSS: %" PRIu64 " KB\n", tr->end.maxrss_kb);
-        fprintf(out, "Page faults: %" PRIu64 " minor, %" PRIu64 " major\n", tr->end.minflt,
-                tr->end.majflt);
+        fprintf(out, "Page faults: %" PRIu64 " minor, %" PRIu64 " major\n",
+                tr->end.minflt, tr->end.majflt);
         /* The tracer's own trace writes are not the program's I/O. */
         uint64_t wrote =
             tr->end.wchar -

@@ -134,6 +134,57 @@ static bool block_dies(mk_profile_t *p, uint64_t addr)
     return true;
 }
 
+/* A free of a block that is not live: either its allocation is another
+ * thread's event in the same tick that the time order put after it (a
+ * producer/consumer pair), or it is a block allocated before tracing. Hold
+ * it for a moment; an allocation of the address within the tie window takes
+ * it, the rest are unknown frees. Few: a short array. */
+typedef struct mk_pending {
+    uint64_t addr, time;
+    uint8_t kind;
+} pending_t;
+
+static void expire_pending(mk_profile_t *p, uint64_t now)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < p->npending; i++) {
+        if (p->pending[i].time + p->tie_ns < now)
+            p->free_unknown++;
+        else
+            p->pending[keep++] = p->pending[i];
+    }
+    p->npending = keep;
+}
+
+static bool hold_free(mk_profile_t *p, const mk_event_t *ev)
+{
+    if (p->npending == p->pending_cap) {
+        size_t cap = p->pending_cap ? 2 * p->pending_cap : 16;
+        pending_t *n = realloc(p->pending, cap * sizeof *n);
+        if (!n)
+            return false;
+        p->pending = n;
+        p->pending_cap = cap;
+    }
+    p->pending[p->npending++] = (pending_t){ev->addr, ev->time, ev->kind};
+    return true;
+}
+
+/* After a block became live: a held free of its address within the tie
+ * window was its free. */
+static void take_pending(mk_profile_t *p, const mk_event_t *ev)
+{
+    for (size_t i = 0; i < p->npending; i++) {
+        if (p->pending[i].addr != ev->addr)
+            continue;
+        unsigned kind = p->pending[i].kind;
+        p->pending[i] = p->pending[--p->npending];
+        if (block_dies(p, ev->addr) && kind == MK_K_FREE)
+            p->frees++;
+        return;
+    }
+}
+
 static bool replay_event(void *ctx, const mk_event_t *ev)
 {
     mk_profile_t *p = ctx;
@@ -144,14 +195,20 @@ static bool replay_event(void *ctx, const mk_event_t *ev)
         p->threads = ev->thread;
     p->calls[k]++;
     p->bytes[k] += ev->size;
+    if (p->npending)
+        expire_pending(p, ev->time);
     switch (mk_kind_class(k)) {
     case MK_CLASS_ALLOC:
-        return block_born(p, ev);
+        if (!block_born(p, ev))
+            return false;
+        if (p->npending && ev->addr)
+            take_pending(p, ev);
+        return true;
     case MK_CLASS_FREE:
         if (!ev->addr)
             p->free_null++;
         else if (!block_dies(p, ev->addr))
-            p->free_unknown++;
+            return hold_free(p, ev);
         else if (k == MK_K_FREE)
             p->frees++;
         return true;
@@ -213,7 +270,13 @@ static void from_summary(mk_profile_t *p, const mk_trace_t *tr)
 
 bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
 {
+    /* Times are whole ticks: events of two threads in one tick, or the next,
+     * are not ordered by time. ns_per_tick is known once the walk calibrated
+     * it; until then the default is close enough for a window. */
+    p->tie_ns = (uint64_t)(2 * tr->ns_per_tick) + 1;
     bool ok = mk_trace_walk(tr, replay_event, p);
+    p->free_unknown += p->npending; /* held to the end: never allocated */
+    p->npending = 0;
     if (tr->summary.present) {
         from_summary(p, tr);
         return true;
@@ -237,6 +300,7 @@ void mk_profile_free(mk_profile_t *p)
 {
     free(p->stacks);
     free(p->live);
+    free(p->pending);
     memset(p, 0, sizeof *p);
 }
 

@@ -36,6 +36,11 @@ typedef struct mk_profile {
     /* the address table: live blocks during the replay */
     struct mk_live *live;
     size_t live_cap, live_used;
+    /* frees of blocks not live yet, waiting a moment for their allocation
+     * (another thread's, in the same clock tick) */
+    struct mk_pending *pending;
+    size_t npending, pending_cap;
+    uint64_t tie_ns; /* two events closer than this may be in either order */
 } mk_profile_t;
 
 /* Replays the trace into p (zeroed by the caller). Returns false only when

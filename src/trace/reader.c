@@ -508,7 +508,8 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
 
     ev.thread = (uint32_t)mk_get_varint(&c);
     (void)mk_get_varint(&c); /* tid */
-    uint64_t anchor_ns = mk_get_u64(&c), anchor_tick = mk_get_u64(&c), tick = anchor_tick;
+    (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
+    uint64_t tick = mk_get_u64(&c);
     uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
     if (nstreams != MK_S_COUNT)
         c.err = 1;
@@ -538,7 +539,13 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         }
         ev.kind = (uint8_t)tag;
         tick += mk_get_varint(&st[MK_S_TIME]);
-        ev.time = anchor_ns + (uint64_t)((double)(tick - anchor_tick) * tr->ns_per_tick);
+        /* One mapping for the whole trace, from the start's tick: per-record
+         * anchors would each carry their own error (a thread preempted
+         * between reading the TSC and the clock) and misorder threads. */
+        ev.time =
+            tick > tr->header.start_tick
+                ? (uint64_t)((double)(tick - tr->header.start_tick) * tr->ns_per_tick)
+                : 0;
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
         int64_t idx;

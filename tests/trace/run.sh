@@ -63,6 +63,10 @@ jemalloc)
     # (Not basic.c: jemalloc has no pvalloc or reallocarray, so glibc's would
     # allocate and jemalloc's free crash, with or without memkit.)
     je=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -1)
+    if [ -n "${MEMKIT_SANITIZED:-}" ]; then
+        echo "SKIP [$test]: a sanitizer build of memkit cannot run with jemalloc preloaded"
+        exit 0
+    fi
     if [ -z "$je" ]; then
         echo "SKIP [$test]: libjemalloc2 is not installed (.ci/run installs it)"
         exit 0

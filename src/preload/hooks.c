@@ -166,11 +166,32 @@ ALIGNED_HOOK(memalign, MK_K_MEMALIGN, (size_t align, size_t n), (align, n), alig
 ALIGNED_HOOK(valloc, MK_K_VALLOC, (size_t n), (n), 0, n)
 ALIGNED_HOOK(pvalloc, MK_K_PVALLOC, (size_t n), (n), 0, n)
 
+/* Before dlsym has found the real string functions (only while it is
+ * looking them up): copies from the bootstrap heap. */
+static void *copy_bytes(const void *src, size_t n)
+{
+    void *p = malloc(n);
+    if (p)
+        memcpy(p, src, n);
+    return p;
+}
+
+static char *copy_string(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (p) {
+        memcpy(p, s, len);
+        p[len] = 0;
+    }
+    return p;
+}
+
 MK_EXPORT char *strdup(const char *s)
 {
     mk_thread_t *t = mk_enter();
     if (!t)
-        return mk_real.strdup(s);
+        return MK_LIKELY(mk_real.strdup != NULL) ? mk_real.strdup(s)
+                                                 : copy_bytes(s, strlen(s) + 1);
     char *p = mk_real.strdup(s);
     KEEP_ERRNO(record_alloc(t, MK_K_STRDUP, strlen(s) + 1, 0, p, CALLER()));
     mk_leave(t);
@@ -181,7 +202,8 @@ MK_EXPORT char *strndup(const char *s, size_t n)
 {
     mk_thread_t *t = mk_enter();
     if (!t)
-        return mk_real.strndup(s, n);
+        return MK_LIKELY(mk_real.strndup != NULL) ? mk_real.strndup(s, n)
+                                                  : copy_string(s, strnlen(s, n));
     char *p = mk_real.strndup(s, n);
     KEEP_ERRNO(record_alloc(t, MK_K_STRNDUP, strnlen(s, n) + 1, 0, p, CALLER()));
     mk_leave(t);
@@ -192,7 +214,9 @@ MK_EXPORT wchar_t *wcsdup(const wchar_t *s)
 {
     mk_thread_t *t = mk_enter();
     if (!t)
-        return mk_real.wcsdup(s);
+        return MK_LIKELY(mk_real.wcsdup != NULL)
+                   ? mk_real.wcsdup(s)
+                   : copy_bytes(s, (wcslen(s) + 1) * sizeof(wchar_t));
     wchar_t *p = mk_real.wcsdup(s);
     KEEP_ERRNO(
         record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER()));

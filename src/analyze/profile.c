@@ -67,17 +67,9 @@ static void live_remove(mk_profile_t *p, live_t *s)
 
 static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
 {
-    if (stack >= p->stacks_cap) {
-        size_t cap = p->stacks_cap ? p->stacks_cap : 256;
-        while (cap <= stack)
-            cap *= 2;
-        mk_stack_agg_t *n = realloc(p->stacks, cap * sizeof *n);
-        if (!n)
-            return NULL;
-        memset(n + p->stacks_cap, 0, (cap - p->stacks_cap) * sizeof *n);
-        p->stacks = n;
-        p->stacks_cap = cap;
-    }
+    if (!mk_grow((void **)&p->stacks, &p->stacks_cap, (size_t)stack + 1,
+                 sizeof *p->stacks))
+        return NULL;
     p->stacks[stack].stack = stack;
     return &p->stacks[stack];
 }
@@ -158,14 +150,9 @@ static void expire_pending(mk_profile_t *p, uint64_t now)
 
 static bool hold_free(mk_profile_t *p, const mk_event_t *ev)
 {
-    if (p->npending == p->pending_cap) {
-        size_t cap = p->pending_cap ? 2 * p->pending_cap : 16;
-        pending_t *n = realloc(p->pending, cap * sizeof *n);
-        if (!n)
-            return false;
-        p->pending = n;
-        p->pending_cap = cap;
-    }
+    if (!mk_grow((void **)&p->pending, &p->pending_cap, p->npending + 1,
+                 sizeof *p->pending))
+        return false;
     p->pending[p->npending++] = (pending_t){ev->addr, ev->time, ev->kind};
     return true;
 }
@@ -336,13 +323,8 @@ size_t mk_profile_sites(const mk_profile_t *p, const mk_trace_t *tr, mk_site_t *
             for (j = 0; j < n && sites[j].pc != pc; j++)
                 ;
             if (j == n) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    mk_site_t *s = realloc(sites, cap * sizeof *s);
-                    if (!s)
-                        break;
-                    sites = s;
-                }
+                if (!mk_grow((void **)&sites, &cap, n + 1, sizeof *sites))
+                    break;
                 sites[n++] = (mk_site_t){.pc = pc};
             }
             mk_site_t *s = &sites[j];

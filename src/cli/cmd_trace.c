@@ -222,13 +222,8 @@ static size_t find_traces(const char *prefix, const char *run_id, found_t **out)
         mk_trace_close(tr);
         if (!ours)
             continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            found_t *l = realloc(list, cap * sizeof *l);
-            if (!l)
-                break;
-            list = l;
-        }
+        if (!mk_grow((void **)&list, &cap, n + 1, sizeof *list))
+            break;
         snprintf(list[n].path, sizeof list[n].path, "%s", path);
         list[n].pid = pid;
         list[n].seq = seq;

@@ -49,14 +49,8 @@ static stream_t *stream_for(merge_t *m, uint32_t thread)
     for (size_t i = 0; i < m->nstreams; i++) /* few threads: a scan is fine */
         if (m->streams[i].thread == thread)
             return &m->streams[i];
-    if (m->nstreams == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 8;
-        stream_t *s = realloc(m->streams, cap * sizeof *s);
-        if (!s)
-            return NULL;
-        m->streams = s;
-        m->cap = cap;
-    }
+    if (!mk_grow((void **)&m->streams, &m->cap, m->nstreams + 1, sizeof *m->streams))
+        return NULL;
     stream_t *s = &m->streams[m->nstreams++];
     memset(s, 0, sizeof *s);
     s->thread = thread;
@@ -90,14 +84,8 @@ static bool index_file(merge_t *m)
         stream_t *s = stream_for(m, h.thread);
         if (!s)
             return false;
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? 2 * s->cap : 16;
-            uint64_t *o = realloc(s->offsets, cap * sizeof *o);
-            if (!o)
-                return false;
-            s->offsets = o;
-            s->cap = cap;
-        }
+        if (!mk_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets))
+            return false;
         s->offsets[s->n++] = h.offset;
     }
     return true;
@@ -106,14 +94,8 @@ static bool index_file(merge_t *m)
 static bool collect(void *ctx, const mk_event_t *ev)
 {
     stream_t *s = ctx;
-    if (s->nev == s->evcap) {
-        size_t cap = s->evcap ? 2 * s->evcap : 4096;
-        mk_event_t *e = realloc(s->ev, cap * sizeof *e);
-        if (!e)
-            return false;
-        s->ev = e;
-        s->evcap = cap;
-    }
+    if (!mk_grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof *s->ev))
+        return false;
     s->ev[s->nev++] = *ev;
     return true;
 }

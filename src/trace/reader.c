@@ -59,7 +59,7 @@ static void damage(mk_trace_t *tr, const char *fmt, ...)
     va_end(ap);
 }
 
-static bool grow(void **buf, size_t *cap, size_t need, size_t elem)
+bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return true;
@@ -247,8 +247,8 @@ int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type,
 
     if (!read_head(tr, offset, &h))
         return 0;
-    if (!grow((void **)&tr->stored, &tr->stored_cap, h.stored + 1, 1) ||
-        !grow((void **)&tr->raw, &tr->raw_cap, h.raw + 1, 1)) {
+    if (!mk_grow((void **)&tr->stored, &tr->stored_cap, h.stored + 1, 1) ||
+        !mk_grow((void **)&tr->raw, &tr->raw_cap, h.raw + 1, 1)) {
         damage(tr, "out of memory reading the record at offset %" PRIu64, offset);
         return 0;
     }
@@ -296,7 +296,7 @@ static bool absorb_modules(mk_trace_t *tr, mk_cursor_t *c)
         }
         if (c->err || id_len > sizeof m.build_id)
             return false;
-        if (!grow((void **)&tr->modules, &tr->modules_cap, tr->nmodules + 1, sizeof m))
+        if (!mk_grow((void **)&tr->modules, &tr->modules_cap, tr->nmodules + 1, sizeof m))
             return false;
         m.path = strndup((const char *)path, path_len);
         memcpy(m.build_id, id, id_len);
@@ -385,7 +385,7 @@ static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
     uint64_t id = mk_get_varint(c), depth = mk_get_varint(c);
     if (c->err || id == 0 || id > (1u << 28) || depth > 1024)
         return false;
-    if (!grow((void **)&tr->stacks, &tr->stacks_cap, id + 1, sizeof *tr->stacks))
+    if (!mk_grow((void **)&tr->stacks, &tr->stacks_cap, id + 1, sizeof *tr->stacks))
         return false;
     uint64_t *frames = malloc((depth ? depth : 1) * sizeof *frames), prev = 0;
     if (!frames)

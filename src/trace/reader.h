@@ -92,6 +92,11 @@ typedef struct mk_trace {
     size_t raw_cap, stored_cap;
 } mk_trace_t;
 
+/* Makes room for `need` elements of `elem` bytes in the array *buf of *cap
+ * elements, doubling (from 16) and zeroing what it adds. False when memory
+ * ran out; the array is then unchanged. The analysis side's one growth rule. */
+bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem);
+
 /* Opens a trace and reads its header. On failure returns NULL and writes a
  * one-line reason into err. */
 mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen);

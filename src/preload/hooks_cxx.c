@@ -25,32 +25,19 @@ typedef void (*del_al_fn)(void *, size_t);
 typedef void (*del_sz_al_fn)(void *, size_t, size_t);
 typedef void (*del_al_nt_fn)(void *, size_t, const void *);
 
-/* The next definition of a C++ symbol, resolved on first use (libstdc++ may
- * be loaded later than we are, by dlopen). */
-static void *next_symbol(void **slot, const char *name)
+/* The next definition of a C++ operator (libstdc++ may be loaded later than
+ * we are, by dlopen). One that nothing defines cannot have been called. */
+static void *cxx_next(void *f)
 {
-    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (MK_LIKELY(f != NULL))
         return f;
-    mk_guard++; /* dlsym may allocate */
-    f = dlsym(RTLD_NEXT, name);
-    mk_guard--;
-    if (!f) {
-        static const char msg[] =
-            "memkit: no C++ runtime found for an operator new/delete\n";
-        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)w;
-        abort(); /* the program called an operator nothing defines */
-    }
-    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-    return f;
+    static const char msg[] = "memkit: no C++ runtime found for an operator new/delete\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    abort();
 }
 
-#define NEXT(type, name)                                                                 \
-    ({                                                                                   \
-        static void *slot_;                                                              \
-        (type) next_symbol(&slot_, name);                                                \
-    })
+#define CXX_NEXT(type, name) ((type)cxx_next(NEXT(void *, name)))
 
 static void leave_cleanup(mk_thread_t **t)
 {
@@ -66,7 +53,7 @@ static void leave_cleanup(mk_thread_t **t)
     MK_EXPORT void *sym params;                                                          \
     MK_EXPORT void *sym params                                                           \
     {                                                                                    \
-        fn_type next = NEXT(fn_type, #sym);                                              \
+        fn_type next = CXX_NEXT(fn_type, #sym);                                          \
         SCOPED_ENTER();                                                                  \
         void *p = next args; /* may throw: the cleanup leaves */                         \
         if (t)                                                                           \
@@ -99,7 +86,7 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
     MK_EXPORT void sym params;                                                           \
     MK_EXPORT void sym params                                                            \
     {                                                                                    \
-        fn_type next = NEXT(fn_type, #sym);                                              \
+        fn_type next = CXX_NEXT(fn_type, #sym);                                          \
         SCOPED_ENTER();                                                                  \
         if (t)                                                                           \
             record_free(t, kind, p);                                                     \

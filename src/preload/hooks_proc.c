@@ -19,25 +19,6 @@
 
 extern char **environ;
 
-/* Resolves the next definition of a symbol once; NULL if there is none. */
-static void *next_fn(void **slot, const char *name)
-{
-    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!f) {
-        mk_guard++; /* dlsym may allocate */
-        f = dlsym(RTLD_NEXT, name);
-        mk_guard--;
-        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-    }
-    return f;
-}
-
-#define NEXT(type, name)                                                                 \
-    ({                                                                                   \
-        static void *slot_;                                                              \
-        (type) next_fn(&slot_, name);                                                    \
-    })
-
 /* ---- exec: the environment that keeps a child traced ---- */
 
 static const char *const traced_vars[] = {

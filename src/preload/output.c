@@ -233,15 +233,6 @@ bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len
     return mk_output_parts(t, type, &raw, &len, 1);
 }
 
-void mk_output_close(void)
-{
-    mk_output_lock();
-    if (mk_st.fd >= 0)
-        close(mk_st.fd);
-    mk_st.fd = -1;
-    mk_output_unlock();
-}
-
 /* In a forked child: the parent's file is the parent's. */
 void mk_output_after_fork_child(void)
 {

@@ -142,6 +142,9 @@ MK_HIDDEN void mk_finish(int reason);
 MK_HIDDEN void mk_before_exec(void);
 MK_HIDDEN void mk_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 MK_HIDDEN void *mk_boot_alloc(size_t n);
+/* The next definition of name (dlsym(RTLD_NEXT)), cached in *slot; NULL if
+ * there is none. */
+MK_HIDDEN void *mk_next_symbol(void **slot, const char *name);
 MK_HIDDEN bool mk_is_boot(const void *p);
 
 /* stacks.c: id of a captured stack (0: none or table full). Writes the
@@ -168,7 +171,6 @@ MK_HIDDEN bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const 
                                const size_t *len, int nparts);
 MK_HIDDEN void mk_output_lock(void);
 MK_HIDDEN void mk_output_unlock(void);
-MK_HIDDEN void mk_output_close(void);
 MK_HIDDEN void mk_output_after_fork_child(void);
 
 /* summary.c */
@@ -176,7 +178,6 @@ MK_HIDDEN void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size,
                                 uintptr_t addr, uintptr_t site);
 MK_HIDDEN void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr);
 MK_HIDDEN void mk_summary_write(void);
-MK_HIDDEN void mk_summary_init(void);
 MK_HIDDEN void mk_summary_after_fork_child(void);
 MK_HIDDEN void mk_summary_thread_added(mk_thread_t *t);
 /* runtime.c: waits until every other thread is out of its hook (after a

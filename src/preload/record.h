@@ -9,7 +9,14 @@
 #include "preload.h"
 
 #define MK_EXPORT __attribute__((visibility("default")))
-#define CALLER()  ((uintptr_t)__builtin_return_address(0))
+
+/* The next definition of a symbol, looked up once per call site. */
+#define NEXT(type, name)                                                                 \
+    ({                                                                                   \
+        static void *slot_;                                                              \
+        (type) mk_next_symbol(&slot_, name);                                             \
+    })
+#define CALLER() ((uintptr_t)__builtin_return_address(0))
 
 /* Inlined into each hook: the frame address and return address are the
  * hook's, and mk_stack_id's caller is the hook itself. */

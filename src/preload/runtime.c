@@ -49,6 +49,18 @@ bool mk_is_boot(const void *p)
            (const uint8_t *)p < boot_heap + sizeof boot_heap;
 }
 
+void *mk_next_symbol(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (MK_LIKELY(f != NULL))
+        return f;
+    mk_guard++; /* dlsym may allocate */
+    f = dlsym(RTLD_NEXT, name);
+    mk_guard--;
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    return f;
+}
+
 /* ---- messages ---- */
 
 void mk_warn_once(const char *fmt, ...)
@@ -346,6 +358,15 @@ static void write_end(int reason)
     mk_output_record(NULL, MK_REC_END, raw, (size_t)(p - raw));
 }
 
+/* The end of a program image: every buffer, the summary, the END record. */
+static void end_image(int reason)
+{
+    flush_all();
+    if (mk_st.cfg.summary_only)
+        mk_summary_write();
+    write_end(reason);
+}
+
 /* Ends tracing: every buffer flushed, the END record written. Later calls
  * (and events) are ignored. */
 void mk_finish(int reason)
@@ -354,12 +375,8 @@ void mk_finish(int reason)
     int guarded = mk_guard;
 
     mk_guard = 1;
-    if (atomic_compare_exchange_strong(&mk_st.phase, &on, MK_PHASE_DONE)) {
-        flush_all();
-        if (mk_st.cfg.summary_only)
-            mk_summary_write();
-        write_end(reason);
-    }
+    if (atomic_compare_exchange_strong(&mk_st.phase, &on, MK_PHASE_DONE))
+        end_image(reason);
     mk_guard = guarded;
 }
 
@@ -375,10 +392,7 @@ void mk_before_exec(void)
         !atomic_compare_exchange_strong(&mk_st.phase, &on, MK_PHASE_PAUSED))
         return;
     mk_guard = 1;
-    flush_all();
-    if (mk_st.cfg.summary_only)
-        mk_summary_write();
-    write_end(MK_END_EXEC);
+    end_image(MK_END_EXEC);
     atomic_store(&mk_st.phase, MK_PHASE_ON); /* exec failed if we get to run on */
     mk_guard = guarded;
 }
@@ -487,8 +501,6 @@ void mk_init(void)
     atomic_store(&mk_st.stack_gen, 1);
     pthread_key_create(&thread_key, thread_exit);
     mk_stacks_init();
-    if (mk_st.cfg.summary_only)
-        mk_summary_init();
     if (!mk_output_open()) {
         mk_guard--;
         return;

@@ -178,8 +178,6 @@ static inline void live_add(mk_thread_t *t, long long bytes, long long blocks)
     __atomic_store_n(&t->live_blocks, t->live_blocks + blocks, __ATOMIC_RELAXED);
 }
 
-void mk_summary_init(void) {}
-
 /* A thread state is being added: from the second on, switch to multi mode
  * once every other thread is out of its hook. */
 void mk_summary_thread_added(mk_thread_t *t)

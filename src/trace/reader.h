@@ -152,9 +152,6 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
  * Returns false only when fn stopped the walk. */
 bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx);
 
-/* The module containing addr (newest snapshot first), or NULL. */
-const mk_module_t *mk_trace_module_of(const mk_trace_t *tr, uint64_t addr);
-
 /* The stack with this id, or NULL if it was never defined (id 0: no stack). */
 const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id);
 

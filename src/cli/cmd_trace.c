@@ -330,6 +330,7 @@ int mk_cmd_trace(int argc, char **argv)
     found_t *traces;
     size_t n = find_traces(o.prefix, run_id, &traces);
     const found_t *main_trace = NULL;
+    uint64_t main_calls = 0;
     for (size_t i = 0; i < n; i++)
         if (traces[i].pid == (uint32_t)pid)
             main_trace = &traces[i]; /* the last image the process exec'd */
@@ -338,12 +339,14 @@ int mk_cmd_trace(int argc, char **argv)
                 n ? "" : " (see any message above)");
     } else if (!o.quiet) {
         fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd[0], (int)pid);
-        mk_summarize_trace(main_trace->path, stderr, true, o.top, NULL);
+        mk_summarize_trace(main_trace->path, stderr, true, o.top, &main_calls);
     }
     for (size_t i = 0; i < n; i++) {
         if (n > 1 && !o.quiet) {
-            uint64_t calls = 0;
-            mk_summarize_trace(traces[i].path, stderr, false, 0, &calls);
+            uint64_t calls = main_calls;
+            /* The main trace was replayed for its summary already. */
+            if (&traces[i] != main_trace)
+                mk_summarize_trace(traces[i].path, stderr, false, 0, &calls);
             fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
                     traces[i].path, traces[i].pid, calls);
         } else {

@@ -7,62 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A live block in the address table (open addressing, backward-shift delete). */
-typedef struct mk_live {
-    uint64_t addr; /* 0: empty slot */
-    uint64_t size;
-    uint32_t stack;
-} live_t;
-
-static inline size_t home_of(uint64_t addr, size_t cap)
+/* The address table (kv_table.h): key address, a = size, b = stack id. */
+static void *zalloc(size_t n)
 {
-    return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 24) & (cap - 1);
+    return calloc(1, n);
 }
 
-static bool live_grow(mk_profile_t *p)
+static void release(void *p, size_t n)
 {
-    size_t cap = p->live_cap ? 2 * p->live_cap : 4096;
-    live_t *n = calloc(cap, sizeof *n);
-    if (!n)
-        return false;
-    for (size_t i = 0; i < p->live_cap; i++) {
-        if (!p->live[i].addr)
-            continue;
-        size_t j = home_of(p->live[i].addr, cap);
-        while (n[j].addr)
-            j = (j + 1) & (cap - 1);
-        n[j] = p->live[i];
-    }
-    free(p->live);
-    p->live = n;
-    p->live_cap = cap;
-    return true;
-}
-
-static live_t *live_find(const mk_profile_t *p, uint64_t addr)
-{
-    if (!p->live_cap)
-        return NULL;
-    for (size_t i = home_of(addr, p->live_cap);; i = (i + 1) & (p->live_cap - 1)) {
-        if (p->live[i].addr == addr)
-            return &p->live[i];
-        if (!p->live[i].addr)
-            return NULL;
-    }
-}
-
-static void live_remove(mk_profile_t *p, live_t *s)
-{
-    size_t mask = p->live_cap - 1, hole = (size_t)(s - p->live);
-    for (size_t i = (hole + 1) & mask; p->live[i].addr; i = (i + 1) & mask) {
-        size_t home = home_of(p->live[i].addr, p->live_cap);
-        if (((i - home) & mask) >= ((i - hole) & mask)) {
-            p->live[hole] = p->live[i];
-            hole = i;
-        }
-    }
-    p->live[hole].addr = 0;
-    p->live_used--;
+    (void)n;
+    free(p);
 }
 
 static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
@@ -86,24 +40,18 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev)
         p->failed++;
         return true;
     }
-    live_t *l = live_find(p, ev->addr);
-    if (l) {
+    bool fresh;
+    mk_kv_t *l = mk_kv_put(&p->live, ev->addr, &fresh);
+    if (!l)
+        return false;
+    if (!fresh) {
         /* Live already: its free was not seen (another thread's, inside the
          * same instant, or before tracing). Retire the old block. */
-        p->live_bytes -= l->size;
+        p->live_bytes -= l->a;
         p->live_blocks--;
-    } else {
-        if ((p->live_used + 1) * 4 > p->live_cap * 3 && !live_grow(p))
-            return false;
-        size_t i = home_of(ev->addr, p->live_cap);
-        while (p->live[i].addr)
-            i = (i + 1) & (p->live_cap - 1);
-        l = &p->live[i];
-        l->addr = ev->addr;
-        p->live_used++;
     }
-    l->size = ev->size;
-    l->stack = ev->stack;
+    l->a = ev->size;
+    l->b = ev->stack;
     p->live_bytes += ev->size;
     p->live_blocks++;
     p->total_allocated += ev->size;
@@ -117,12 +65,12 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev)
 /* A block dies; false if it was not live. */
 static bool block_dies(mk_profile_t *p, uint64_t addr)
 {
-    live_t *l = live_find(p, addr);
+    mk_kv_t *l = mk_kv_find(&p->live, addr);
     if (!l)
         return false;
-    p->live_bytes -= l->size;
+    p->live_bytes -= l->a;
     p->live_blocks--;
-    live_remove(p, l);
+    mk_kv_remove(&p->live, l);
     return true;
 }
 
@@ -261,6 +209,7 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * are not ordered by time. ns_per_tick is known once the walk calibrated
      * it; until then the default is close enough for a window. */
     p->tie_ns = (uint64_t)(2 * tr->ns_per_tick) + 1;
+    p->live = (mk_kv_table_t){.alloc = zalloc, .release = release};
     bool ok = mk_trace_walk(tr, replay_event, p);
     p->free_unknown += p->npending; /* held to the end: never allocated */
     p->npending = 0;
@@ -270,14 +219,14 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
     }
     derive_totals(p);
     /* What is still live is leaked at exit; charge it to its stacks. */
-    for (size_t i = 0; i < p->live_cap; i++) {
-        const live_t *l = &p->live[i];
-        if (!l->addr)
+    for (size_t i = 0; i < p->live.cap; i++) {
+        const mk_kv_t *l = &p->live.slots[i];
+        if (!l->key)
             continue;
-        mk_stack_agg_t *a = agg_of(p, l->stack);
+        mk_stack_agg_t *a = agg_of(p, (uint32_t)l->b);
         if (a) {
             a->leaked_blocks++;
-            a->leaked_bytes += l->size;
+            a->leaked_bytes += l->a;
         }
     }
     return ok;
@@ -286,7 +235,7 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
 void mk_profile_free(mk_profile_t *p)
 {
     free(p->stacks);
-    free(p->live);
+    free(p->live.slots);
     free(p->pending);
     memset(p, 0, sizeof *p);
 }

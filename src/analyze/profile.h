@@ -11,6 +11,7 @@
 #ifndef MEMKIT_ANALYZE_PROFILE_H
 #define MEMKIT_ANALYZE_PROFILE_H
 
+#include "../trace/kv_table.h"
 #include "../trace/reader.h"
 
 typedef struct mk_stack_agg {
@@ -33,9 +34,9 @@ typedef struct mk_profile {
     bool from_summary;      /* a --summary-only trace: no per-event data */
     mk_stack_agg_t *stacks; /* indexed by stack id; sparse */
     size_t stacks_cap;
-    /* the address table: live blocks during the replay */
-    struct mk_live *live;
-    size_t live_cap, live_used;
+    /* the address table: live blocks during the replay (key address,
+     * a = size, b = stack id) */
+    mk_kv_table_t live;
     /* frees of blocks not live yet, waiting a moment for their allocation
      * (another thread's, in the same clock tick) */
     struct mk_pending *pending;

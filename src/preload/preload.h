@@ -25,6 +25,7 @@
 
 #include "../trace/addr_index.h"
 #include "../trace/format.h"
+#include "../trace/kv_table.h"
 #include "../trace/reuse.h"
 
 #include <stdatomic.h>
@@ -95,8 +96,8 @@ struct mk_thread {
     uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
     unsigned since_sample;
-    uint64_t frees_live;  /* --summary-only: frees of blocks seen allocated */
-    struct kv *last_site; /* --summary-only: the site table's entry used last */
+    uint64_t frees_live; /* --summary-only: frees of blocks seen allocated */
+    mk_kv_t *last_site;  /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];
     mk_thread_t *next; /* all thread states, never unlinked */
 };

@@ -20,77 +20,20 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* ---- open-addressing tables in mmap'd memory ---- */
-
-typedef struct kv {
-    uintptr_t key; /* 0: empty */
-    uint64_t a, b; /* live map: size, -; site table: calls, bytes */
-} kv_t;
-
-typedef struct kv_table {
-    kv_t *slots;
-    size_t cap, used; /* cap is a power of two */
-} kv_table_t;
-
-static inline size_t slot_of(uintptr_t key, size_t cap)
+/* The tables (kv_table.h) live in mmap'd memory: the tracer never mallocs.
+ * Live map: key address, a = size. Site table: key site, a = calls, b = bytes. */
+static void *map_alloc(size_t n)
 {
-    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 20) & (cap - 1);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p; /* fresh mappings are zeroed */
 }
 
-static bool table_grow(kv_table_t *t)
+static void map_release(void *p, size_t n)
 {
-    size_t cap = t->cap ? t->cap * 2 : 1024;
-    kv_t *s = mmap(NULL, cap * sizeof(kv_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (s == MAP_FAILED)
-        return false;
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i].key)
-            continue;
-        size_t j = slot_of(t->slots[i].key, cap);
-        while (s[j].key)
-            j = (j + 1) & (cap - 1);
-        s[j] = t->slots[i];
-    }
-    if (t->slots)
-        munmap(t->slots, t->cap * sizeof(kv_t));
-    t->slots = s;
-    t->cap = cap;
-    return true;
+    munmap(p, n);
 }
 
-/* The slot holding key, or the empty slot where it goes (NULL: no memory). */
-static kv_t *table_find(kv_table_t *t, uintptr_t key, bool insert)
-{
-    if (insert && (t->used + 1) * 4 > t->cap * 3 && !table_grow(t))
-        return NULL;
-    if (!t->cap)
-        return NULL;
-    for (size_t i = slot_of(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
-        kv_t *s = &t->slots[i];
-        if (s->key == key)
-            return s;
-        if (!s->key)
-            return insert ? s : NULL;
-    }
-}
-
-/* Removes s, shifting later members of its probe run back (no tombstones). */
-static void table_remove(kv_table_t *t, kv_t *s)
-{
-    size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
-    for (size_t i = (hole + 1) & mask; t->slots[i].key; i = (i + 1) & mask) {
-        size_t home = slot_of(t->slots[i].key, t->cap);
-        /* Move i into the hole unless its home lies cyclically in (hole, i]. */
-        if (((i - home) & mask) >= ((i - hole) & mask)) {
-            t->slots[hole] = t->slots[i];
-            hole = i;
-        }
-    }
-    t->slots[hole].key = 0;
-    t->used--;
-}
+#define MMAP_TABLE ((mk_kv_table_t){.alloc = map_alloc, .release = map_release})
 
 /* ---- the live map ---- */
 
@@ -98,18 +41,19 @@ static void table_remove(kv_table_t *t, kv_t *s)
 
 typedef struct shard {
     atomic_int lock;
-    kv_table_t map;
-    char pad[64 - sizeof(atomic_int) - sizeof(kv_table_t) % 64];
+    mk_kv_table_t map;
+    char pad[64 - sizeof(atomic_int) - sizeof(mk_kv_table_t) % 64];
 } shard_t;
 
 #define PEAK_SAMPLE 64
 
-static shard_t shards[SHARDS];
+static shard_t shards[SHARDS] = {
+    [0 ... SHARDS - 1] = {.map = {.alloc = map_alloc, .release = map_release}}};
 static atomic_int multi; /* 0 while one thread has recorded events */
 static atomic_llong peak_bytes, peak_blocks;
 
 typedef struct mk_site_table {
-    kv_table_t t;
+    mk_kv_table_t t;
 } site_table_t;
 
 static inline shard_t *shard_for(uintptr_t addr)
@@ -195,16 +139,13 @@ void mk_summary_thread_added(mk_thread_t *t)
 static void count_site(mk_thread_t *t, uintptr_t site, size_t size)
 {
     if (!t->sites) {
-        site_table_t *st = mmap(NULL, sizeof *st, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        t->sites = st == MAP_FAILED ? NULL : st;
+        t->sites = map_alloc(sizeof *t->sites);
+        if (t->sites)
+            t->sites->t = MMAP_TABLE;
     }
-    kv_t *s = t->sites ? table_find(&t->sites->t, site, true) : NULL;
+    bool fresh;
+    mk_kv_t *s = t->sites ? mk_kv_put(&t->sites->t, site, &fresh) : NULL;
     if (s) {
-        if (!s->key) {
-            s->key = site;
-            t->sites->t.used++;
-        }
         s->a++;
         s->b += size;
     }
@@ -226,15 +167,12 @@ void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr
         return; /* failed: nothing became live */
     shard_t *sh = shard_for(addr);
     bool locked = shard_lock(sh);
-    kv_t *l = table_find(&sh->map, addr, true);
+    bool fresh;
+    mk_kv_t *l = mk_kv_put(&sh->map, addr, &fresh);
     long long was = -1;
     if (l) {
-        if (!l->key) {
-            l->key = addr;
-            sh->map.used++;
-        } else {
+        if (!fresh)
             was = (long long)l->a; /* still live to us: freed where we could not see */
-        }
         l->a = size;
     }
     shard_unlock(sh, locked);
@@ -256,11 +194,11 @@ void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr)
         return;
     shard_t *sh = shard_for(addr);
     bool locked = shard_lock(sh);
-    kv_t *l = table_find(&sh->map, addr, false);
+    mk_kv_t *l = mk_kv_find(&sh->map, addr);
     if (l) {
         size = l->a;
         found = true;
-        table_remove(&sh->map, l);
+        mk_kv_remove(&sh->map, l);
     }
     shard_unlock(sh, locked);
     if (found) {
@@ -277,7 +215,7 @@ void mk_summary_after_fork_child(void)
         memset(t->bytes, 0, sizeof t->bytes);
         t->frees_live = 0;
         if (t->sites) {
-            memset(t->sites->t.slots, 0, t->sites->t.cap * sizeof(kv_t));
+            memset(t->sites->t.slots, 0, t->sites->t.cap * sizeof(mk_kv_t));
             t->sites->t.used = 0;
         }
     }
@@ -293,7 +231,7 @@ void mk_summary_after_fork_child(void)
 void mk_summary_write(void)
 {
     uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, frees_live = 0;
-    kv_table_t all = {0};
+    mk_kv_table_t all = MMAP_TABLE;
 
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         for (int k = 0; k < MK_K_COUNT; k++) {
@@ -302,14 +240,11 @@ void mk_summary_write(void)
         }
         frees_live += t->frees_live;
         for (size_t i = 0; t->sites && i < t->sites->t.cap; i++) {
-            kv_t *s = &t->sites->t.slots[i];
-            kv_t *d = s->key ? table_find(&all, s->key, true) : NULL;
+            mk_kv_t *s = &t->sites->t.slots[i];
+            bool fresh;
+            mk_kv_t *d = s->key ? mk_kv_put(&all, s->key, &fresh) : NULL;
             if (!d)
                 continue;
-            if (!d->key) {
-                d->key = s->key;
-                all.used++;
-            }
             d->a += s->a;
             d->b += s->b;
         }
@@ -344,5 +279,5 @@ void mk_summary_write(void)
     mk_output_record(NULL, MK_REC_SUMMARY, raw, (size_t)(p - raw));
     munmap(raw, cap);
     if (all.slots)
-        munmap(all.slots, all.cap * sizeof(kv_t));
+        munmap(all.slots, all.cap * sizeof(mk_kv_t));
 }

@@ -1,0 +1,107 @@
+/*
+ * kv_table.h - an open-addressing hash table from a non-zero 64-bit key to
+ * two 64-bit values, with linear probing and backward-shift deletion (no
+ * tombstones, so probe runs stay short under churn). Header-only, with the
+ * memory supplied by the caller: the tracer uses mmap (it must not malloc),
+ * the analysis malloc. Used for the in-process summary's sites and live
+ * blocks and for the replay's live blocks.
+ *
+ * Invariant: every key sits in the probe run that starts at its home slot,
+ * with no empty slot between its home and itself.
+ */
+#ifndef MEMKIT_TRACE_KV_TABLE_H
+#define MEMKIT_TRACE_KV_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mk_kv {
+    uint64_t key; /* 0: an empty slot */
+    uint64_t a, b;
+} mk_kv_t;
+
+typedef struct mk_kv_table {
+    mk_kv_t *slots;
+    size_t cap, used;            /* cap: 0 or a power of two; used <= 3/4 cap */
+    void *(*alloc)(size_t size); /* must return zeroed memory */
+    void (*release)(void *p, size_t size);
+} mk_kv_table_t;
+
+static inline size_t mk_kv_home(uint64_t key, size_t cap)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+static inline bool mk_kv_grow(mk_kv_table_t *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 1024;
+    mk_kv_t *s = t->alloc(cap * sizeof *s);
+    if (!s)
+        return false;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].key)
+            continue;
+        size_t j = mk_kv_home(t->slots[i].key, cap);
+        while (s[j].key)
+            j = (j + 1) & (cap - 1);
+        s[j] = t->slots[i];
+    }
+    if (t->slots)
+        t->release(t->slots, t->cap * sizeof *t->slots);
+    t->slots = s;
+    t->cap = cap;
+    return true;
+}
+
+/* The slot holding key, or NULL. */
+static inline mk_kv_t *mk_kv_find(const mk_kv_table_t *t, uint64_t key)
+{
+    if (!t->cap)
+        return NULL;
+    for (size_t i = mk_kv_home(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+        if (t->slots[i].key == key)
+            return &t->slots[i];
+        if (!t->slots[i].key)
+            return NULL;
+    }
+}
+
+/* The slot holding key, made (values 0, *fresh set) if it was not there;
+ * NULL when memory ran out. */
+static inline mk_kv_t *mk_kv_put(mk_kv_table_t *t, uint64_t key, bool *fresh)
+{
+    if ((t->used + 1) * 4 > t->cap * 3 && !mk_kv_grow(t))
+        return NULL;
+    for (size_t i = mk_kv_home(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+        mk_kv_t *s = &t->slots[i];
+        if (s->key == key) {
+            *fresh = false;
+            return s;
+        }
+        if (!s->key) {
+            *s = (mk_kv_t){.key = key};
+            t->used++;
+            *fresh = true;
+            return s;
+        }
+    }
+}
+
+/* Removes s, shifting later members of its probe run back. */
+static inline void mk_kv_remove(mk_kv_table_t *t, mk_kv_t *s)
+{
+    size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
+    for (size_t i = (hole + 1) & mask; t->slots[i].key; i = (i + 1) & mask) {
+        size_t home = mk_kv_home(t->slots[i].key, t->cap);
+        /* Move i into the hole unless its home lies cyclically in (hole, i]. */
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            t->slots[hole] = t->slots[i];
+            hole = i;
+        }
+    }
+    t->slots[hole].key = 0;
+    t->used--;
+}
+
+#endif /* MEMKIT_TRACE_KV_TABLE_H */

@@ -14,6 +14,8 @@
  *   remove(i): the last entry moves into slot i (swap-remove).
  *
  * Memory comes from the caller's allocator (the tracer must not malloc).
+ * The map is not kv_table.h's: its deletion must also update where[] for
+ * every entry it shifts, which is what makes remove(i) lookup-free.
  */
 #ifndef MEMKIT_TRACE_ADDR_INDEX_H
 #define MEMKIT_TRACE_ADDR_INDEX_H

@@ -1,45 +1,344 @@
 /*
- * profile.c - replay: events in time order -> totals, stacks, peak, leaks.
+ * profile.c - replay: events in time order -> totals, stacks, peak, leaks,
+ * lifetimes, release orders, pairs.
+ *
+ * Every live block has a record (mk_block_t) reached from the address table.
+ * The per-event work is a hash lookup, a few counters and, for a stack with
+ * several live blocks, a search in its order window: O(1) amortized, so the
+ * replay runs at the speed of the trace decoder.
  */
 #define _GNU_SOURCE
 #include "profile.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The address table (kv_table.h): key address, a = size, b = stack id. */
+/* A live block. While on the free list, `serial` links to the next. */
+struct mk_block {
+    uint64_t time;        /* of its allocation */
+    uint64_t serial;      /* allocation number, all threads (pairs, temporaries) */
+    uint64_t prev_serial; /* the allocating thread's allocation before it */
+    uint64_t seq;         /* allocation number within its stack (order window) */
+    uint32_t stack, thread;
+    uint32_t chain; /* reallocs that led to this block */
+};
+
+/* Per thread: its latest allocation, and its latest free not yet paired. */
+struct mk_thread_state {
+    uint64_t last_alloc;             /* serial, 0: none */
+    uint64_t free_serial, free_prev; /* the last free's block, 0: none */
+    uint32_t free_stack;
+};
+
+/* A free of a block not live yet; see hold_free. */
+typedef struct mk_pending {
+    uint64_t addr, time;
+    uint32_t thread;
+    uint8_t kind;
+} pending_t;
+
 static void *zalloc(size_t n)
 {
     return calloc(1, n);
 }
 
-static void release(void *p, size_t n)
+static void release(void *ptr, size_t n)
 {
     (void)n;
-    free(p);
+    free(ptr);
 }
+
+void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
+{
+    memset(p, 0, sizeof *p);
+    p->live = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    p->pairs = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    p->opts.thread = -1;
+    if (opts)
+        p->opts = *opts;
+    p->filtered =
+        p->opts.stack_pass || p->opts.thread >= 0 || p->opts.from_ns || p->opts.to_ns;
+    p->peak_epoch = 1; /* stacks start at epoch 0: their first touch snapshots */
+    p->bucket_ns = 1;
+}
+
+/* ---- small helpers ---- */
 
 static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
 {
-    if (!mk_grow((void **)&p->stacks, &p->stacks_cap, (size_t)stack + 1,
-                 sizeof *p->stacks))
+    if (stack >= p->stacks_cap && !mk_grow((void **)&p->stacks, &p->stacks_cap,
+                                           (size_t)stack + 1, sizeof *p->stacks))
         return NULL;
-    p->stacks[stack].stack = stack;
     return &p->stacks[stack];
 }
 
-/* A block becomes live. Returns false when memory ran out. */
-static bool block_born(mk_profile_t *p, const mk_event_t *ev)
+static mk_thread_state_t *thread_of(mk_profile_t *p, uint32_t thread)
+{
+    if (thread >= p->thr_cap &&
+        !mk_grow((void **)&p->thr, &p->thr_cap, (size_t)thread + 1, sizeof *p->thr))
+        return NULL;
+    return &p->thr[thread];
+}
+
+static uint64_t new_block(mk_profile_t *p)
+{
+    if (p->free_block) {
+        uint64_t i = p->free_block - 1;
+        p->free_block = p->blocks[i].serial;
+        return i;
+    }
+    if (!mk_grow((void **)&p->blocks, &p->blocks_cap, p->blocks_used + 1,
+                 sizeof *p->blocks))
+        return UINT64_MAX;
+    return p->blocks_used++;
+}
+
+static void drop_block(mk_profile_t *p, uint64_t i)
+{
+    p->blocks[i].serial = p->free_block;
+    p->free_block = i + 1;
+}
+
+/* Peak snapshots, lazily: when the heap reaches a new peak the epoch moves
+ * on, and a stack's counters are copied the first time they change after
+ * that. So a stack's share of the latest peak is its snapshot if it changed
+ * since, else its current value: O(1) per event instead of a copy of every
+ * stack at every new peak. */
+static void touch(const mk_profile_t *p, mk_stack_agg_t *a)
+{
+    if (a->snap_epoch != p->peak_epoch) {
+        a->snap_bytes = a->live_bytes;
+        a->snap_blocks = a->live_blocks;
+        a->snap_epoch = p->peak_epoch;
+    }
+}
+
+/* ---- the timeline ---- */
+
+static void timeline_halve(mk_profile_t *p)
+{
+    mk_timeline_bucket_t *t = p->timeline;
+    for (uint32_t i = 0; i < MK_TIMELINE / 2; i++) {
+        mk_timeline_bucket_t a = t[2 * i], b = t[2 * i + 1];
+        bool b_used = 2 * i + 1 < p->nbuckets;
+        t[i] = (mk_timeline_bucket_t){
+            .allocs = a.allocs + b.allocs,
+            .bytes = a.bytes + b.bytes,
+            .max_live = a.max_live > b.max_live ? a.max_live : b.max_live,
+            .end_live = b_used ? b.end_live : a.end_live,
+            .max_blocks = a.max_blocks > b.max_blocks ? a.max_blocks : b.max_blocks,
+        };
+    }
+    memset(&t[MK_TIMELINE / 2], 0, sizeof t[0] * (MK_TIMELINE / 2));
+    p->nbuckets = (p->nbuckets + 1) / 2;
+    p->bucket_ns *= 2;
+}
+
+/* The bucket of time t, after carrying the heap through the empty ones. */
+static mk_timeline_bucket_t *timeline_at(mk_profile_t *p, uint64_t t)
+{
+    while (t / p->bucket_ns >= MK_TIMELINE)
+        timeline_halve(p);
+    uint32_t i = (uint32_t)(t / p->bucket_ns);
+    while (p->nbuckets <= i) {
+        mk_timeline_bucket_t *b = &p->timeline[p->nbuckets++];
+        b->max_live = b->end_live = p->live_bytes;
+        b->max_blocks = p->live_blocks;
+    }
+    return &p->timeline[i];
+}
+
+static void timeline_note(mk_profile_t *p, uint64_t t, uint64_t allocs, uint64_t bytes)
+{
+    mk_timeline_bucket_t *b = timeline_at(p, t);
+    b->allocs += allocs;
+    b->bytes += bytes;
+    b->end_live = p->live_bytes;
+    if (p->live_bytes > b->max_live)
+        b->max_live = p->live_bytes;
+    if (p->live_blocks > b->max_blocks)
+        b->max_blocks = p->live_blocks;
+}
+
+/* ---- the order window: is a free of the youngest or the oldest? ---- */
+
+static bool order_push(mk_order_window_t *w, uint64_t seq)
+{
+    if (w->len == w->cap) {
+        if (w->cap == MK_ORDER_WINDOW) { /* full: forget the oldest */
+            w->head = (w->head + 1) & (w->cap - 1);
+            w->len--;
+        } else {
+            uint32_t cap = w->cap ? w->cap * 2 : 4;
+            uint64_t *s = malloc(cap * sizeof *s);
+            if (!s)
+                return false;
+            for (uint32_t i = 0; i < w->len; i++)
+                s[i] = w->seq[(w->head + i) & (w->cap - 1)];
+            free(w->seq);
+            w->seq = s;
+            w->cap = cap;
+            w->head = 0;
+        }
+    }
+    w->seq[(w->head + w->len++) & (w->cap - 1)] = seq;
+    return true;
+}
+
+#define AT(w, i) ((w)->seq[((w)->head + (i)) & ((w)->cap - 1)])
+
+/* Takes seq out of the window. Returns 0 if the window did not hold it
+ * (forgotten), else 1 plus 2 if it was the youngest, plus 4 if the oldest. */
+static unsigned order_take(mk_order_window_t *w, uint64_t seq)
+{
+    if (!w->len || seq < AT(w, 0) || seq > AT(w, w->len - 1))
+        return 0;
+    uint32_t lo = 0, hi = w->len - 1; /* ascending: binary search */
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (AT(w, mid) < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (AT(w, lo) != seq)
+        return 0;
+    unsigned r = 1 | (lo == w->len - 1 ? 2u : 0u) | (lo == 0 ? 4u : 0u);
+    if (lo < w->len / 2) { /* close the gap from the shorter side */
+        for (uint32_t i = lo; i > 0; i--)
+            AT(w, i) = AT(w, i - 1);
+        w->head = (w->head + 1) & (w->cap - 1);
+    } else {
+        for (uint32_t i = lo; i + 1 < w->len; i++)
+            AT(w, i) = AT(w, i + 1);
+    }
+    w->len--;
+    return r;
+}
+
+#undef AT
+
+/* ---- blocks born and dying ---- */
+
+static bool note_pair(mk_profile_t *p, uint32_t older, uint32_t younger)
+{
+    bool fresh;
+    mk_kv_t *e = mk_kv_put(&p->pairs, ((uint64_t)older << 32 | younger) + 1, &fresh);
+    if (!e)
+        return false;
+    e->a++;
+    return true;
+}
+
+enum death { DIES_FREED, DIES_REALLOCATED, DIES_REPLACED };
+
+/* A block dies at event ev. Returns false if the address was not live. */
+static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
+                       enum death how, mk_block_t *was)
+{
+    mk_kv_t *l = mk_kv_find(&p->live, addr);
+    if (!l)
+        return false;
+    uint64_t size = l->a, bi = l->b;
+    mk_block_t b = p->blocks[bi];
+    mk_kv_remove(&p->live, l);
+    drop_block(p, bi);
+    if (was)
+        *was = b;
+    p->live_bytes -= size;
+    p->live_blocks--;
+
+    mk_stack_agg_t *a = &p->stacks[b.stack];
+    touch(p, a);
+    a->live_bytes -= size;
+    a->live_blocks--;
+    if (how == DIES_REPLACED) {
+        order_take(&a->order, b.seq);
+        return true;
+    }
+    a->frees++;
+    if (how == DIES_REALLOCATED) {
+        order_take(&a->order, b.seq);
+        return true;
+    }
+    uint64_t life = ev->time >= b.time ? ev->time - b.time : 0;
+    unsigned hb = mk_hist_bucket(life);
+    a->lifetime_ns += life;
+    a->life_hist[hb]++;
+    p->life_hist[hb]++;
+    unsigned ord = order_take(&a->order, b.seq);
+    if (ord) {
+        a->ordered_frees++;
+        a->lifo_frees += (ord & 2) != 0;
+        a->fifo_frees += (ord & 4) != 0;
+    }
+    if (ev->thread != b.thread) {
+        a->cross_thread++;
+        return true;
+    }
+    mk_thread_state_t *t = thread_of(p, ev->thread);
+    if (!t) {
+        p->oom = true;
+        return true;
+    }
+    if (t->last_alloc == b.serial) {
+        a->temporaries++;
+        p->temporaries++;
+    }
+    /* Two blocks allocated one after the other and now freed one after the
+     * other (either way round) were probably one object in two pieces. */
+    if (t->free_serial && t->free_stack != b.stack &&
+        (b.prev_serial == t->free_serial || t->free_prev == b.serial)) {
+        bool b_older = t->free_prev == b.serial;
+        if (!note_pair(p, b_older ? b.stack : t->free_stack,
+                       b_older ? t->free_stack : b.stack))
+            p->oom = true;
+        t->free_serial = 0; /* a block pairs once */
+    } else {
+        t->free_serial = b.serial;
+        t->free_prev = b.prev_serial;
+        t->free_stack = b.stack;
+    }
+    return true;
+}
+
+/* A block is born at ev (an allocation, or a realloc's new block with the
+ * old block's record in `from`). Returns false when memory ran out. */
+static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *from,
+                       uint64_t from_size)
 {
     mk_stack_agg_t *a = agg_of(p, ev->stack);
-    if (!a)
+    mk_thread_state_t *t = thread_of(p, ev->thread);
+    if (!a || !t)
         return false;
+    uint64_t size = ev->size;
+    if (!a->calls || size < a->min_size)
+        a->min_size = size;
+    if (size > a->max_size)
+        a->max_size = size;
     a->calls++;
-    a->bytes += ev->size;
+    a->bytes += size;
+    a->size_hist[mk_hist_bucket(size)]++;
+    p->size_hist[mk_hist_bucket(size)]++;
+    if (size < MK_TINY_SIZE) {
+        a->tiny++;
+        p->tiny++;
+    }
+    if (!a->first_thread)
+        a->first_thread = ev->thread + 1;
+    else if (a->first_thread != ev->thread + 1)
+        a->multi_thread = true;
+    if (from && size > from_size) {
+        a->realloc_grows++;
+        if (from->chain)
+            a->realloc_steps++;
+    }
     if (!ev->addr) {
         p->failed++;
         return true;
     }
+
     bool fresh;
     mk_kv_t *l = mk_kv_put(&p->live, ev->addr, &fresh);
     if (!l)
@@ -47,43 +346,57 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev)
     if (!fresh) {
         /* Live already: its free was not seen (another thread's, inside the
          * same instant, or before tracing). Retire the old block. */
-        p->live_bytes -= l->a;
-        p->live_blocks--;
+        block_dies(p, ev->addr, ev, DIES_REPLACED, NULL);
+        l = mk_kv_put(&p->live, ev->addr, &fresh);
+        assert(l && fresh);
     }
-    l->a = ev->size;
-    l->b = ev->stack;
-    p->live_bytes += ev->size;
+    uint64_t bi = new_block(p);
+    if (bi == UINT64_MAX) {
+        mk_kv_remove(&p->live, l);
+        return false;
+    }
+    p->serial++;
+    p->blocks[bi] = (mk_block_t){
+        .time = ev->time,
+        .serial = p->serial,
+        .prev_serial = t->last_alloc,
+        .seq = ++a->seq,
+        .stack = ev->stack,
+        .thread = ev->thread,
+        .chain = from ? from->chain + 1 : 0,
+    };
+    t->last_alloc = p->serial;
+    l->a = size;
+    l->b = bi;
+
+    touch(p, a);
+    a->live_bytes += size;
+    a->live_blocks++;
+    if (a->live_blocks > a->max_live_blocks)
+        a->max_live_blocks = a->live_blocks;
+    if (!order_push(&a->order, a->seq))
+        return false;
+
+    p->live_bytes += size;
     p->live_blocks++;
-    p->total_allocated += ev->size;
-    if (p->live_bytes > p->max_allocated)
+    p->total_allocated += size;
+    if (p->live_bytes > p->max_allocated) {
         p->max_allocated = p->live_bytes;
+        p->peak_time = ev->time;
+        p->peak_epoch++;
+    }
     if (p->live_blocks > p->peak_blocks)
         p->peak_blocks = p->live_blocks;
     return true;
 }
 
-/* A block dies; false if it was not live. */
-static bool block_dies(mk_profile_t *p, uint64_t addr)
-{
-    mk_kv_t *l = mk_kv_find(&p->live, addr);
-    if (!l)
-        return false;
-    p->live_bytes -= l->a;
-    p->live_blocks--;
-    mk_kv_remove(&p->live, l);
-    return true;
-}
+/* ---- frees that come before their allocation ---- */
 
 /* A free of a block that is not live: either its allocation is another
  * thread's event in the same tick that the time order put after it (a
  * producer/consumer pair), or it is a block allocated before tracing. Hold
  * it for a moment; an allocation of the address within the tie window takes
  * it, the rest are unknown frees. Few: a short array. */
-typedef struct mk_pending {
-    uint64_t addr, time;
-    uint8_t kind;
-} pending_t;
-
 static void expire_pending(mk_profile_t *p, uint64_t now)
 {
     size_t keep = 0;
@@ -101,7 +414,7 @@ static bool hold_free(mk_profile_t *p, const mk_event_t *ev)
     if (!mk_grow((void **)&p->pending, &p->pending_cap, p->npending + 1,
                  sizeof *p->pending))
         return false;
-    p->pending[p->npending++] = (pending_t){ev->addr, ev->time, ev->kind};
+    p->pending[p->npending++] = (pending_t){ev->addr, ev->time, ev->thread, ev->kind};
     return true;
 }
 
@@ -112,57 +425,129 @@ static void take_pending(mk_profile_t *p, const mk_event_t *ev)
     for (size_t i = 0; i < p->npending; i++) {
         if (p->pending[i].addr != ev->addr)
             continue;
-        unsigned kind = p->pending[i].kind;
+        pending_t h = p->pending[i];
         p->pending[i] = p->pending[--p->npending];
-        if (block_dies(p, ev->addr) && kind == MK_K_FREE)
-            p->frees++;
+        mk_event_t fe = *ev;
+        fe.thread = h.thread;
+        fe.kind = h.kind;
+        if (block_dies(p, ev->addr, &fe, DIES_FREED, NULL)) {
+            p->calls[h.kind]++;
+            if (h.kind == MK_K_FREE)
+                p->frees++;
+        }
         return;
     }
 }
 
-static bool replay_event(void *ctx, const mk_event_t *ev)
-{
-    mk_profile_t *p = ctx;
-    unsigned k = ev->kind;
+/* ---- one event ---- */
 
+static bool passes(const mk_profile_t *p, const mk_event_t *ev)
+{
+    const mk_profile_opts_t *o = &p->opts;
+    if (ev->time < o->from_ns || (o->to_ns && ev->time > o->to_ns))
+        return false;
+    return o->thread < 0 || ev->thread == (uint64_t)o->thread;
+}
+
+static bool stack_passes(const mk_profile_t *p, uint32_t stack)
+{
+    return !p->opts.stack_pass || p->opts.stack_pass(p->opts.filter_ctx, stack);
+}
+
+static bool on_alloc(mk_profile_t *p, const mk_event_t *ev)
+{
+    if (!stack_passes(p, ev->stack))
+        return true;
+    p->calls[ev->kind]++;
+    p->bytes[ev->kind] += ev->size;
+    if (!block_born(p, ev, NULL, 0))
+        return false;
+    if (p->npending && ev->addr)
+        take_pending(p, ev);
+    timeline_note(p, ev->time, 1, ev->size);
+    return true;
+}
+
+static bool on_free(mk_profile_t *p, const mk_event_t *ev)
+{
+    if (!ev->addr) {
+        if (!p->filtered) {
+            p->calls[ev->kind]++;
+            p->free_null++;
+        }
+        return true;
+    }
+    if (!block_dies(p, ev->addr, ev, DIES_FREED, NULL))
+        /* With a filter, a block not live is most likely one filtered out. */
+        return p->filtered ? true : (p->calls[ev->kind]++, hold_free(p, ev));
+    p->calls[ev->kind]++;
+    if (ev->kind == MK_K_FREE)
+        p->frees++;
+    timeline_note(p, ev->time, 0, 0);
+    return true;
+}
+
+static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
+{
+    bool old_live = ev->old_addr && mk_kv_find(&p->live, ev->old_addr);
+    if (!old_live && !stack_passes(p, ev->stack))
+        return true;
+    p->calls[ev->kind]++;
+    p->bytes[ev->kind] += ev->size;
+    /* NULL back with a size: failed, the old block stays. NULL back for size
+     * 0: the old block was freed. */
+    mk_block_t old;
+    uint64_t old_size = 0;
+    bool moved = false;
+    if (old_live && (ev->addr || ev->size == 0)) {
+        old_size = mk_kv_find(&p->live, ev->old_addr)->a;
+        moved = block_dies(p, ev->old_addr, ev, DIES_REALLOCATED, &old);
+    }
+    if (!ev->addr && ev->size == 0) {
+        mk_stack_agg_t *a = agg_of(p, ev->stack);
+        if (a)
+            a->calls++;
+        timeline_note(p, ev->time, 1, 0);
+        return a != NULL;
+    }
+    if (!block_born(p, ev, moved ? &old : NULL, old_size))
+        return false;
+    timeline_note(p, ev->time, 1, ev->size);
+    return true;
+}
+
+bool mk_profile_event(mk_profile_t *p, const mk_event_t *ev)
+{
+    unsigned k = ev->kind;
+    if (k >= MK_K_COUNT || !passes(p, ev))
+        return true;
     p->events++;
-    if (ev->thread > p->threads)
-        p->threads = ev->thread;
-    p->calls[k]++;
-    p->bytes[k] += ev->size;
+    if (ev->thread >= p->threads)
+        p->threads = ev->thread + 1;
+    p->last_time = ev->time;
     if (p->npending)
         expire_pending(p, ev->time);
+    bool ok;
     switch (mk_kind_class(k)) {
     case MK_CLASS_ALLOC:
-        if (!block_born(p, ev))
-            return false;
-        if (p->npending && ev->addr)
-            take_pending(p, ev);
-        return true;
+        ok = on_alloc(p, ev);
+        break;
     case MK_CLASS_FREE:
-        if (!ev->addr)
-            p->free_null++;
-        else if (!block_dies(p, ev->addr))
-            return hold_free(p, ev);
-        else if (k == MK_K_FREE)
-            p->frees++;
-        return true;
+        ok = on_free(p, ev);
+        break;
     case MK_CLASS_REALLOC:
-        /* NULL back with a size: failed, the old block stays. NULL back for
-         * size 0: the old block was freed. */
-        if (ev->old_addr && (ev->addr || ev->size == 0))
-            block_dies(p, ev->old_addr);
-        if (!ev->addr && ev->size == 0) {
-            mk_stack_agg_t *a = agg_of(p, ev->stack);
-            if (a)
-                a->calls++;
-            return a != NULL;
-        }
-        return block_born(p, ev);
+        ok = on_realloc(p, ev);
+        break;
     default:
-        return true; /* the memory system calls are not heap blocks */
+        p->calls[k]++; /* the memory system calls are not heap blocks */
+        ok = true;
     }
+    if (!ok)
+        p->oom = true;
+    return ok;
 }
+
+/* ---- the end ---- */
 
 static void derive_totals(mk_profile_t *p)
 {
@@ -184,8 +569,32 @@ static void derive_totals(mk_profile_t *p)
                           c[MK_K_PVALLOC];
 }
 
-/* A --summary-only trace carries its totals; per-site data are by caller. */
-static void from_summary(mk_profile_t *p, const mk_trace_t *tr)
+void mk_profile_finish(mk_profile_t *p)
+{
+    p->free_unknown += p->npending; /* held to the end: never allocated */
+    p->npending = 0;
+    derive_totals(p);
+    /* What is still live is leaked at the end; charge it to its stacks. */
+    for (size_t i = 0; i < p->live.cap; i++) {
+        const mk_kv_t *l = &p->live.slots[i];
+        if (!l->key)
+            continue;
+        mk_stack_agg_t *a = &p->stacks[p->blocks[l->b].stack];
+        a->leaked_blocks++;
+        a->leaked_bytes += l->a;
+    }
+    /* Each stack's share of the latest peak (see touch). */
+    for (size_t i = 0; i < p->stacks_cap; i++) {
+        mk_stack_agg_t *a = &p->stacks[i];
+        bool changed = a->snap_epoch == p->peak_epoch;
+        a->peak_bytes = changed ? a->snap_bytes : a->live_bytes;
+        a->peak_blocks = changed ? a->snap_blocks : a->live_blocks;
+    }
+}
+
+/* A --summary-only trace carries its totals and its sites (by calling
+ * instruction): site i becomes stack i + 1. */
+static bool from_summary(mk_profile_t *p, const mk_trace_t *tr)
 {
     const mk_trace_summary_t *s = &tr->summary;
     memcpy(p->calls, s->counts, sizeof p->calls);
@@ -197,10 +606,24 @@ static void from_summary(mk_profile_t *p, const mk_trace_t *tr)
     p->from_summary = true;
     derive_totals(p);
     p->frees = s->frees_live;
+    p->total_allocated = 0;
     for (int k = 0; k < MK_K_COUNT; k++)
         if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
             mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
             p->total_allocated += s->bytes[k];
+    for (size_t i = 0; i < s->nsites; i++) {
+        mk_stack_agg_t *a = agg_of(p, (uint32_t)i + 1);
+        if (!a)
+            return false;
+        a->calls = s->sites[i].calls;
+        a->bytes = s->sites[i].bytes;
+    }
+    return true;
+}
+
+static bool walk_event(void *ctx, const mk_event_t *ev)
+{
+    return mk_profile_event(ctx, ev);
 }
 
 bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
@@ -209,84 +632,25 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * are not ordered by time. ns_per_tick is known once the walk calibrated
      * it; until then the default is close enough for a window. */
     p->tie_ns = (uint64_t)(2 * tr->ns_per_tick) + 1;
-    p->live = (mk_kv_table_t){.alloc = zalloc, .release = release};
-    bool ok = mk_trace_walk(tr, replay_event, p);
-    p->free_unknown += p->npending; /* held to the end: never allocated */
-    p->npending = 0;
+    p->bucket_ns = 1000; /* a microsecond; doubles as needed */
+    bool ok = mk_trace_walk(tr, walk_event, p);
     if (tr->summary.present) {
-        from_summary(p, tr);
-        return true;
+        memset(p->stacks, 0, p->stacks_cap * sizeof *p->stacks);
+        return from_summary(p, tr);
     }
-    derive_totals(p);
-    /* What is still live is leaked at exit; charge it to its stacks. */
-    for (size_t i = 0; i < p->live.cap; i++) {
-        const mk_kv_t *l = &p->live.slots[i];
-        if (!l->key)
-            continue;
-        mk_stack_agg_t *a = agg_of(p, (uint32_t)l->b);
-        if (a) {
-            a->leaked_blocks++;
-            a->leaked_bytes += l->a;
-        }
-    }
-    return ok;
+    mk_profile_finish(p);
+    return ok && !p->oom;
 }
 
 void mk_profile_free(mk_profile_t *p)
 {
+    for (size_t i = 0; i < p->stacks_cap; i++)
+        free(p->stacks[i].order.seq);
     free(p->stacks);
     free(p->live.slots);
+    free(p->pairs.slots);
+    free(p->blocks);
+    free(p->thr);
     free(p->pending);
     memset(p, 0, sizeof *p);
-}
-
-static int by_calls(const void *a, const void *b)
-{
-    const mk_site_t *x = a, *y = b;
-    if (x->calls != y->calls)
-        return x->calls < y->calls ? 1 : -1;
-    return x->pc < y->pc ? -1 : x->pc > y->pc;
-}
-
-size_t mk_profile_sites(const mk_profile_t *p, const mk_trace_t *tr, mk_site_t **out)
-{
-    size_t n = 0, cap = 0;
-    mk_site_t *sites = NULL;
-
-    if (p->from_summary) {
-        const mk_trace_summary_t *s = &tr->summary;
-        sites = calloc(s->nsites ? s->nsites : 1, sizeof *sites);
-        for (size_t i = 0; sites && i < s->nsites; i++)
-            sites[n++] = (mk_site_t){.pc = s->sites[i].pc,
-                                     .calls = s->sites[i].calls,
-                                     .bytes = s->sites[i].bytes};
-    } else {
-        /* Group stacks by their innermost frame; a small table keyed by pc. */
-        for (size_t id = 0; id < p->stacks_cap; id++) {
-            const mk_stack_agg_t *a = &p->stacks[id];
-            if (!a->calls && !a->leaked_blocks)
-                continue;
-            const mk_stack_def_t *d = mk_trace_stack(tr, (uint32_t)id);
-            uint64_t pc = d && d->depth ? d->frames[0] : 0;
-            size_t j;
-            for (j = 0; j < n && sites[j].pc != pc; j++)
-                ;
-            if (j == n) {
-                if (!mk_grow((void **)&sites, &cap, n + 1, sizeof *sites))
-                    break;
-                sites[n++] = (mk_site_t){.pc = pc};
-            }
-            mk_site_t *s = &sites[j];
-            if (a->calls > (s->example_stack ? p->stacks[s->example_stack].calls : 0))
-                s->example_stack = (uint32_t)id;
-            s->calls += a->calls;
-            s->bytes += a->bytes;
-            s->leaked_blocks += a->leaked_blocks;
-            s->leaked_bytes += a->leaked_bytes;
-        }
-    }
-    if (sites)
-        qsort(sites, n, sizeof *sites, by_calls);
-    *out = sites;
-    return sites ? n : 0;
 }

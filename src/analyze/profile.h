@@ -1,6 +1,12 @@
 /*
- * profile.h - the analysis core: replay a trace's events in time order into
- * totals, per-stack aggregates, the peak and what is live at exit.
+ * profile.h - the analysis core: allocation events in time order in, totals,
+ * per-stack aggregates, the peak, lifetimes, orders of release and what is
+ * live at the end out. Streaming: memory grows with live blocks and stacks,
+ * never with the length of the input.
+ *
+ * Two inputs feed it: a memkit trace (mk_profile_build walks it) and a curl
+ * memdebug log (memdebug.c turns its lines into the same events, one
+ * "stack" per file:line).
  *
  * Counts follow curl's memanalyze where it has a word for them (Mallocs,
  * Reallocs, Callocs, Strdups, Wcsdups, Frees, Allocations, Maximum allocated,
@@ -14,14 +20,81 @@
 #include "../trace/kv_table.h"
 #include "../trace/reader.h"
 
+/* Histograms are by powers of two: bucket b holds values in [2^(b-1), 2^b),
+ * bucket 0 the value 0. */
+#define MK_HIST_BUCKETS 48
+
+static inline unsigned mk_hist_bucket(uint64_t v)
+{
+    unsigned b = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
+    return b < MK_HIST_BUCKETS ? b : MK_HIST_BUCKETS - 1;
+}
+
+/* Allocations smaller than this cost more in bookkeeping than they carry. */
+#define MK_TINY_SIZE 32
+
+/* The live blocks of one stack in allocation order (their per-stack serial
+ * numbers), to tell whether frees come in LIFO or FIFO order. Bounded: a
+ * stack with more live blocks than this forgets its oldest. */
+#define MK_ORDER_WINDOW 256
+
+typedef struct mk_order_window {
+    uint64_t *seq;           /* a ring, oldest at seq[head]; ascending */
+    uint32_t head, len, cap; /* cap: 0 or a power of two <= MK_ORDER_WINDOW */
+} mk_order_window_t;
+
 typedef struct mk_stack_agg {
-    uint32_t stack;
-    uint64_t calls, bytes; /* allocating calls from this stack */
-    uint64_t leaked_blocks, leaked_bytes;
+    uint64_t calls, bytes; /* allocating calls from this stack, bytes asked */
+    uint64_t frees;        /* its blocks freed (or reallocated away) */
+    uint64_t min_size, max_size;
+    uint64_t tiny;                    /* calls for < MK_TINY_SIZE bytes */
+    uint64_t live_blocks, live_bytes; /* now, during the replay */
+    uint64_t max_live_blocks;         /* its own high-water mark */
+    uint64_t peak_bytes, peak_blocks; /* held at the heap's peak */
+    uint64_t snap_bytes, snap_blocks; /* see profile.c: peak snapshots */
+    uint64_t snap_epoch;
+    uint32_t first_thread;                 /* the first allocating thread + 1 */
+    bool multi_thread;                     /* allocated by more than one thread */
+    uint64_t leaked_blocks, leaked_bytes;  /* live at the end */
+    uint64_t lifetime_ns;                  /* sum over freed blocks */
+    uint64_t temporaries;                  /* freed before the thread's next allocation */
+    uint64_t lifo_frees, fifo_frees;       /* frees of its youngest / oldest live block */
+    uint64_t ordered_frees;                /* frees the order window could judge */
+    uint64_t cross_thread;                 /* freed by another thread */
+    uint64_t realloc_grows, realloc_steps; /* grew a block; grew one grown before */
+    uint32_t size_hist[MK_HIST_BUCKETS];
+    uint32_t life_hist[MK_HIST_BUCKETS]; /* ns */
+    uint64_t seq;                        /* blocks allocated so far: the next serial */
+    mk_order_window_t order;             /* its live blocks, for lifo/fifo_frees */
 } mk_stack_agg_t;
 
+/* The heap over time: fixed buckets whose width doubles as the input grows. */
+#define MK_TIMELINE 256
+
+typedef struct mk_timeline_bucket {
+    uint64_t allocs;     /* allocating calls in the bucket */
+    uint64_t bytes;      /* bytes they asked */
+    uint64_t max_live;   /* highest live bytes in the bucket */
+    uint64_t end_live;   /* live bytes at its end */
+    uint64_t max_blocks; /* highest live blocks */
+} mk_timeline_bucket_t;
+
+/* Which events count: a stack passes or not (decided once per stack by the
+ * caller, see mk_profile_filter_fn), and a time window. */
+typedef bool (*mk_stack_filter_fn)(void *ctx, uint32_t stack);
+
+typedef struct mk_profile_opts {
+    mk_stack_filter_fn stack_pass; /* NULL: every stack */
+    void *filter_ctx;
+    int64_t thread;          /* only this thread (as numbered in the trace); -1: all */
+    uint64_t from_ns, to_ns; /* window, to_ns 0: to the end */
+} mk_profile_opts_t;
+
+typedef struct mk_thread_state mk_thread_state_t;
+typedef struct mk_block mk_block_t;
+
 typedef struct mk_profile {
-    uint64_t calls[MK_K_COUNT]; /* every recorded call, by kind */
+    uint64_t calls[MK_K_COUNT]; /* every counted call, by kind */
     uint64_t bytes[MK_K_COUNT]; /* requested bytes, by kind */
     /* memanalyze's numbers */
     uint64_t mallocs, reallocs, callocs, strdups, wcsdups, frees, allocations;
@@ -29,34 +102,60 @@ typedef struct mk_profile {
     /* memkit's own */
     uint64_t news, deletes, aligned, allocation_calls;
     uint64_t live_bytes, live_blocks, peak_blocks;
+    uint64_t peak_time; /* when max_allocated was reached */
     uint64_t free_null, free_unknown, failed;
-    uint64_t events, threads;
-    bool from_summary;      /* a --summary-only trace: no per-event data */
+    uint64_t temporaries, tiny;
+    uint64_t events, threads, last_time;
+    bool from_summary; /* a --summary-only trace: no per-event data */
+    bool filtered;     /* opts narrowed the events */
+    uint32_t size_hist[MK_HIST_BUCKETS];
+    uint32_t life_hist[MK_HIST_BUCKETS];
+    mk_timeline_bucket_t timeline[MK_TIMELINE];
+    uint64_t bucket_ns;     /* width of a timeline bucket */
+    uint32_t nbuckets;      /* buckets in use */
     mk_stack_agg_t *stacks; /* indexed by stack id; sparse */
     size_t stacks_cap;
-    /* the address table: live blocks during the replay (key address,
-     * a = size, b = stack id) */
-    mk_kv_table_t live;
-    /* frees of blocks not live yet, waiting a moment for their allocation
-     * (another thread's, in the same clock tick) */
+    /* pairs of stacks whose blocks are allocated one after the other and
+     * freed one after the other: key (older stack << 32 | younger) + 1,
+     * a = times seen */
+    mk_kv_table_t pairs;
+    mk_profile_opts_t opts;
+    /* private to profile.c */
+    mk_kv_table_t live; /* address -> a = size, b = index into blocks */
+    mk_block_t *blocks;
+    size_t blocks_cap, blocks_used;
+    uint64_t free_block; /* head of the free list of block records, + 1 */
+    mk_thread_state_t *thr;
+    size_t thr_cap;
     struct mk_pending *pending;
     size_t npending, pending_cap;
     uint64_t tie_ns; /* two events closer than this may be in either order */
+    uint64_t serial; /* allocations so far, all threads */
+    uint64_t peak_epoch;
+    bool oom;
 } mk_profile_t;
 
-/* Replays the trace into p (zeroed by the caller). Returns false only when
+/* Starts an empty profile; opts may be NULL (everything counts). */
+void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts);
+
+/* Feeds one event; events come in time order. False when memory ran out
+ * (the profile is then partial). */
+bool mk_profile_event(mk_profile_t *p, const mk_event_t *ev);
+
+/* Ends the input: what is live becomes leaked, totals are derived. */
+void mk_profile_finish(mk_profile_t *p);
+
+/* Replays a trace into p (init'ed by the caller). Returns false only when
  * memory ran out; damage in the file is in tr->damage. */
 bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr);
 void mk_profile_free(mk_profile_t *p);
 
-/* A call site: the innermost frame of the stacks that allocate there. */
-typedef struct mk_site {
-    uint64_t pc; /* return address into the allocating function */
-    uint64_t calls, bytes, leaked_blocks, leaked_bytes;
-    uint32_t example_stack; /* the busiest stack through this site */
-} mk_site_t;
-
-/* Sites sorted by calls, most first. Caller frees *out. */
-size_t mk_profile_sites(const mk_profile_t *p, const mk_trace_t *tr, mk_site_t **out);
+/* The aggregate of a stack id, or NULL if it never allocated. */
+static inline const mk_stack_agg_t *mk_profile_stack(const mk_profile_t *p, uint32_t id)
+{
+    if (id >= p->stacks_cap || (!p->stacks[id].calls && !p->stacks[id].leaked_blocks))
+        return NULL;
+    return &p->stacks[id];
+}
 
 #endif /* MEMKIT_ANALYZE_PROFILE_H */

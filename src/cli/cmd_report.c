@@ -1,79 +1,266 @@
 /*
- * cmd_report.c - `memkit report [--top N] TRACE...`: the summary of traces
- * written by `memkit trace`. (Sites, lifetimes, findings and the JSON and
- * HTML renderers build on this: see the README's planned parts.)
+ * cmd_report.c - `memkit report [options] INPUT...`: a trace or a curl
+ * memdebug log as text, JSON, HTML or folded stacks; and the filter options
+ * that `diff` and `check` share.
  */
+#define _GNU_SOURCE
 #include "cli.h"
 
-#include "../analyze/profile.h"
-#include "../analyze/summary.h"
+#include "../analyze/report.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls)
+static bool parse_seconds(const char *s, double *out)
 {
-    char err[512];
-    mk_trace_t *tr = mk_trace_open(path, err, sizeof err);
-    mk_profile_t p = {0};
-    int rc = MK_EXIT_OK;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < 0)
+        return false;
+    *out = v;
+    return true;
+}
 
-    if (!tr) {
+int mk_filter_option(int argc, char **argv, int *i, mk_report_opts_t *o)
+{
+    const char *a = argv[*i];
+    uint64_t v;
+    static const char *const with_value[] = {"--module",    "--function", "--file",
+                                             "--thread",    "--from",     "--to",
+                                             "--min-count", "--cost-ns"};
+    bool known = false;
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+        known |= strcmp(a, with_value[k]) == 0;
+    if (!known)
+        return 0;
+    if (*i + 1 >= argc)
+        return mk_usage_error("%s wants a value", a), -1;
+    const char *val = argv[++*i];
+    if (strcmp(a, "--module") == 0) {
+        o->module = val;
+    } else if (strcmp(a, "--function") == 0) {
+        o->function = val;
+    } else if (strcmp(a, "--file") == 0) {
+        o->file = val;
+    } else if (strcmp(a, "--thread") == 0) {
+        if (!mk_parse_count(val, &v) || v > INT32_MAX)
+            return mk_usage_error("--thread wants a thread number, not '%s'", val), -1;
+        o->thread = (int64_t)v;
+    } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) {
+        double *d = a[2] == 'f' ? &o->from_s : &o->to_s;
+        if (!parse_seconds(val, d))
+            return mk_usage_error("%s wants seconds since the start, not '%s'", a, val),
+                   -1;
+    } else if (strcmp(a, "--min-count") == 0) {
+        if (!mk_parse_count(val, &v) || v == 0)
+            return mk_usage_error("--min-count wants a positive number, not '%s'", val),
+                   -1;
+        o->min_count = v;
+    } else {
+        if (!parse_seconds(val, &o->cost_ns) || o->cost_ns <= 0)
+            return mk_usage_error("--cost-ns wants a positive number, not '%s'", val), -1;
+    }
+    if (o->to_s > 0 && o->to_s <= o->from_s)
+        return mk_usage_error("--to must be after --from"), -1;
+    return 1;
+}
+
+int mk_load_input(mk_report_t *r, const char *path, const mk_report_opts_t *o)
+{
+    char err[1024];
+    if (mk_report_load(r, path, o, err, sizeof err) != 0) {
         fprintf(stderr, "memkit: %s\n", err);
         return MK_EXIT_USAGE;
     }
-    if (!mk_profile_build(&p, tr))
-        fprintf(stderr, "memkit: out of memory analyzing %s; the summary is partial\n",
-                path);
+    if (r->problem[0])
+        fprintf(stderr, "memkit: %s\n", r->problem);
+    /* Damage is bad input: the exit status says so even though the part
+     * before it was analysed. A missing end record (a killed program) is not. */
+    return r->tr && r->tr->damage[0] ? MK_EXIT_USAGE : MK_EXIT_OK;
+}
+
+int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls)
+{
+    mk_report_t r;
+    mk_report_opts_t o;
+    mk_report_opts_default(&o);
+    if (!full)
+        o.cost_ns = 1; /* not shown: skip measuring it */
+    int rc = mk_load_input(&r, path, &o);
+    if (rc != MK_EXIT_OK && !r.tr)
+        return rc;
     if (full)
-        mk_summary_print(out, tr, &p, top);
-    if (tr->damage[0]) {
-        fprintf(stderr, "memkit: %s is damaged: %s; %s\n", path, tr->damage,
-                full ? "the summary covers what came before" : "read up to there");
-        rc = MK_EXIT_USAGE;
-    } else if (!tr->end.present && full) {
-        fprintf(stderr,
-                "memkit: %s has no end record (the process was killed?); the summary "
-                "covers what was flushed\n",
-                path);
-    }
+        mk_render_text(&r, out, top, false, true);
     if (calls)
-        *calls = p.allocation_calls;
-    mk_profile_free(&p);
-    mk_trace_close(tr);
+        *calls = r.prof.allocation_calls;
+    mk_report_free(&r);
     return rc;
 }
 
+static const char usage[] =
+    "usage: memkit report [options] INPUT...\n"
+    "\n"
+    "INPUT is a trace written by `memkit trace` or a curl memdebug log\n"
+    "(CURL_MEMDEBUG). Prints totals, sites, the peak, leaks and findings.\n"
+    "\n"
+    "  --format F        text (default), json, html or collapsed (folded stacks)\n"
+    "  -o FILE           write to FILE instead of standard output\n"
+    "  --top N           rows per table (default 10; json: all unless given)\n"
+    "  --weight W        collapsed: calls (default), bytes, peak or leaked\n"
+    "  --module M        only allocations made directly by code in object M\n"
+    "                    (what an in-library wrapper like curl's memdebug counts)\n"
+    "  --function F      only allocations with F on their stack\n"
+    "  --file F          only allocations with a frame in source file F\n"
+    "  --thread N        only thread N (as numbered in the trace)\n"
+    "  --from S, --to S  only events in this window, seconds from the start\n"
+    "  --min-count N     a site needs N allocations for a finding (default 100)\n"
+    "  --cost-ns X       price a malloc+free at X ns (default: measured here)\n"
+    "  --color, --no-color  colour text output (default: on a terminal)\n"
+    "  --memanalyze[=2017]  print exactly what curl's memanalyze.pl -v prints for a\n"
+    "                    memdebug log (=2017: the script of curl 7.53)\n";
+
+enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED };
+
 int mk_cmd_report(int argc, char **argv)
 {
-    int top = 10, rc = MK_EXIT_OK, files = 0;
+    mk_report_opts_t o;
+    mk_report_opts_default(&o);
+    int top = -1, color = -1, memanalyze = 0;
+    enum format fmt = FMT_TEXT;
+    enum mk_weight weight = MK_WEIGHT_CALLS;
+    const char *outpath = NULL;
+    char **inputs = calloc((size_t)argc, sizeof *inputs);
+    int ninputs = 0;
+    if (!inputs)
+        return mk_usage_error("out of memory");
 
     for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
         uint64_t v;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf(
-                "usage: memkit report [--top N] TRACE...\n\n"
-                "Prints the summary of each trace: memanalyze's counts, peak, leaks and\n"
-                "the N call sites with the most allocations (default 10).\n");
-            return MK_EXIT_OK;
-        }
-        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            if (!mk_parse_count(argv[++i], &v) || v > 100000)
-                return mk_usage_error("--top wants a number, not '%s'", argv[i]);
+        int f = mk_filter_option(argc, argv, &i, &o);
+        if (f < 0)
+            return free(inputs), MK_EXIT_USAGE;
+        if (f > 0)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return free(inputs), MK_EXIT_OK;
+        } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
+            if (!mk_parse_count(argv[++i], &v) || v > 1000000)
+                return free(inputs),
+                       mk_usage_error("--top wants a number, not '%s'", argv[i]);
             top = (int)v;
+        } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
+            const char *f2 = argv[++i];
+            if (strcmp(f2, "text") == 0)
+                fmt = FMT_TEXT;
+            else if (strcmp(f2, "json") == 0)
+                fmt = FMT_JSON;
+            else if (strcmp(f2, "html") == 0)
+                fmt = FMT_HTML;
+            else if (strcmp(f2, "collapsed") == 0)
+                fmt = FMT_COLLAPSED;
+            else
+                return free(inputs),
+                       mk_usage_error("--format: text, json, html or collapsed, not '%s'",
+                                      f2);
+        } else if (strcmp(a, "--weight") == 0 && i + 1 < argc) {
+            const char *w = argv[++i];
+            if (strcmp(w, "calls") == 0)
+                weight = MK_WEIGHT_CALLS;
+            else if (strcmp(w, "bytes") == 0)
+                weight = MK_WEIGHT_BYTES;
+            else if (strcmp(w, "peak") == 0)
+                weight = MK_WEIGHT_PEAK;
+            else if (strcmp(w, "leaked") == 0)
+                weight = MK_WEIGHT_LEAKED;
+            else
+                return free(inputs),
+                       mk_usage_error("--weight: calls, bytes, peak or leaked, not '%s'",
+                                      w);
+        } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+            outpath = argv[++i];
+        } else if (strcmp(a, "--color") == 0) {
+            color = 1;
+        } else if (strcmp(a, "--no-color") == 0) {
+            color = 0;
+        } else if (strcmp(a, "--memanalyze") == 0) {
+            memanalyze = 1;
+        } else if (strncmp(a, "--memanalyze=", 13) == 0) {
+            if (strcmp(a + 13, "2017") == 0)
+                memanalyze = 2017;
+            else if (strcmp(a + 13, "current") == 0)
+                memanalyze = 1;
+            else
+                return free(inputs),
+                       mk_usage_error("--memanalyze=: 2017 or current, not '%s'", a + 13);
+        } else if (a[0] == '-' && a[1]) {
+            return free(inputs),
+                   mk_usage_error("unknown report option '%s' (memkit report --help)", a);
+        } else {
+            inputs[ninputs++] = argv[i];
+        }
+    }
+    if (!ninputs)
+        return free(inputs),
+               mk_usage_error("report: no input given (memkit report TRACE)");
+    if (ninputs > 1 && fmt != FMT_TEXT)
+        return free(inputs), mk_usage_error("report: --format %s takes one input",
+                                            fmt == FMT_JSON   ? "json"
+                                            : fmt == FMT_HTML ? "html"
+                                                              : "collapsed");
+
+    FILE *out = stdout;
+    if (outpath && !(out = fopen(outpath, "w"))) {
+        int e = errno;
+        free(inputs);
+        return mk_usage_error("cannot write %s: %s", outpath, strerror(e));
+    }
+    if (color < 0)
+        color =
+            !outpath && fmt == FMT_TEXT && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+
+    int rc = MK_EXIT_OK;
+    for (int k = 0; k < ninputs; k++) {
+        if (memanalyze) {
+            char err[1024];
+            if (!mk_memanalyze(inputs[k], out, memanalyze, err, sizeof err)) {
+                fprintf(stderr, "memkit: %s\n", err);
+                rc = MK_EXIT_USAGE;
+            }
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1])
-            return mk_usage_error("unknown report option '%s' (memkit report --help)",
-                                  argv[i]);
-        if (files++)
-            printf("\n");
-        if (argc > 2)
-            printf("== %s\n", argv[i]);
-        int r = mk_summarize_trace(argv[i], stdout, true, top, NULL);
-        if (r != MK_EXIT_OK)
-            rc = r;
+        mk_report_t r;
+        int lr = mk_load_input(&r, inputs[k], &o);
+        if (lr != MK_EXIT_OK)
+            rc = lr;
+        if (lr != MK_EXIT_OK && !r.tr)
+            continue;
+        if (ninputs > 1)
+            fprintf(out, "%s== %s\n", k ? "\n" : "", inputs[k]);
+        switch (fmt) {
+        case FMT_TEXT:
+            mk_render_text(&r, out, top < 0 ? 10 : top, color, false);
+            break;
+        case FMT_JSON:
+            mk_render_json(&r, out, top < 0 ? 0 : top);
+            break;
+        case FMT_HTML:
+            mk_render_html(&r, out, top < 0 ? 50 : top);
+            break;
+        case FMT_COLLAPSED:
+            mk_render_collapsed(&r, out, weight);
+            break;
+        }
+        mk_report_free(&r);
     }
-    if (!files)
-        return mk_usage_error("report: no trace given (memkit report TRACE)");
+    free(inputs);
+    if (out != stdout && fclose(out) != 0)
+        return mk_usage_error("cannot write %s: %s", outpath, strerror(errno));
+    if (fflush(stdout) != 0)
+        return mk_usage_error("cannot write the report: %s", strerror(errno));
     return rc;
 }

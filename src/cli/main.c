@@ -19,9 +19,10 @@ typedef struct command {
 
 static const command_t commands[] = {
     {"trace", mk_cmd_trace, "run a program and record every allocation, then summarize"},
-    {"report", mk_cmd_report, "summarize a trace (sites, findings and advice: planned)"},
-    {"diff", NULL, "compare two traces (planned)"},
-    {"check", NULL, "fail CI when allocation counts regress (planned)"},
+    {"report", mk_cmd_report,
+     "a trace or curl memdebug log: sites, peak, leaks, findings"},
+    {"diff", mk_cmd_diff, "compare two traces: totals with ratios, sites that changed"},
+    {"check", mk_cmd_check, "fail CI when allocation counts regress"},
     {"bench", mk_cmd_bench, "benchmark allocators on classic workloads"},
     {"tune", NULL, "find the allocator and glibc settings that suit a program (planned)"},
 };

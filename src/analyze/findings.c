@@ -1,0 +1,226 @@
+/*
+ * findings.c - from per-stack aggregates to advice: which allocations a
+ * known change removes, with the evidence and the saving.
+ *
+ * Each stack gets at most one finding about how its blocks live and die
+ * (the first that applies, most specific first: cross-thread, hoist,
+ * temporary, LIFO, FIFO, pool; tiny if none does), and independently one
+ * about realloc growth. Pairs of stacks are judged on their own.
+ *
+ * Thresholds are ratios of a stack's own counts, with a floor on the count
+ * (opts.min_count) so a handful of calls never makes a finding.
+ */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[MK_F_KINDS] = {
+    [MK_F_HOIST] = "hoist",
+    [MK_F_TEMPORARY] = "temporary",
+    [MK_F_LIFO] = "lifo",
+    [MK_F_FIFO] = "fifo",
+    [MK_F_CROSS_THREAD] = "cross_thread",
+    [MK_F_POOL] = "pool",
+    [MK_F_TINY] = "tiny",
+    [MK_F_PAIRED] = "paired",
+    [MK_F_REALLOC_CHAIN] = "realloc_chain",
+};
+
+const char *mk_finding_name(enum mk_finding_kind k)
+{
+    return k < MK_F_KINDS ? kind_names[k] : "?";
+}
+
+static const char *const fixes[MK_F_KINDS] = {
+    [MK_F_HOIST] = "allocate the block once, outside the loop, and reuse it",
+    [MK_F_TEMPORARY] = "use a local buffer (mk_localbuf) or an array on the stack",
+    [MK_F_LIFO] = "allocate from an mk_stack frame and release the frame at once",
+    [MK_F_FIFO] = "allocate from an mk_fifo: blocks are released in the order they came",
+    [MK_F_CROSS_THREAD] =
+        "allocate from an mk_ring: the consumer thread releases cheaply",
+    [MK_F_POOL] = "take the blocks from an mk_pool of this size",
+    [MK_F_TINY] = "embed the value in its owner, or take it from an mk_pool",
+    [MK_F_PAIRED] = "allocate the two as one block (a struct with both parts)",
+    [MK_F_REALLOC_CHAIN] = "reserve the final size once instead of growing step by step",
+};
+
+/* a >= ratio * b, in integers */
+static bool at_least(uint64_t a, unsigned percent, uint64_t b)
+{
+    return (unsigned __int128)a * 100 >= (unsigned __int128)b * percent;
+}
+
+static bool add(mk_report_t *r, size_t *cap, mk_finding_t f)
+{
+    if (!mk_grow((void **)&r->findings, cap, r->nfindings + 1, sizeof *r->findings))
+        return false;
+    f.fix = fixes[f.kind];
+    f.saving_ns = (double)f.removable * r->cost_ns;
+    r->findings[r->nfindings++] = f;
+    return true;
+}
+
+/* The one finding about how this stack's blocks live and die, if any. */
+static bool lifetime_finding(const mk_report_t *r, uint32_t stack,
+                             const mk_stack_agg_t *a, mk_finding_t *f)
+{
+    char life[32];
+    uint64_t frees = a->frees;
+    *f = (mk_finding_t){.stack = stack};
+    if (!frees)
+        return false;
+    mk_fmt_ns(a->lifetime_ns ? (double)a->lifetime_ns / (double)frees : 0, life,
+              sizeof life);
+    if (at_least(a->cross_thread, 50, frees)) {
+        f->kind = MK_F_CROSS_THREAD;
+        f->count = f->removable = a->cross_thread;
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%" PRIu64 " of %" PRIu64 " blocks are freed by another thread than the "
+                 "one that allocated them",
+                 a->cross_thread, frees);
+        return true;
+    }
+    if (a->max_live_blocks == 1 && a->min_size == a->max_size &&
+        at_least(frees, 90, a->calls)) {
+        f->kind = MK_F_HOIST;
+        f->count = a->calls;
+        f->removable = a->calls - 1;
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%" PRIu64 " allocations of %" PRIu64 " bytes, never two alive at once "
+                 "(each lives %s on average)",
+                 a->calls, a->max_size, life);
+        return true;
+    }
+    if (at_least(a->temporaries, 50, a->calls)) {
+        f->kind = MK_F_TEMPORARY;
+        f->count = f->removable = a->temporaries;
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%" PRIu64 " of %" PRIu64 " blocks are freed before their thread "
+                 "allocates anything else (%s on average)",
+                 a->temporaries, a->calls, life);
+        return true;
+    }
+    bool judged = a->max_live_blocks >= 2 && at_least(a->ordered_frees, 80, frees);
+    if (judged && at_least(a->lifo_frees, 90, a->ordered_frees) &&
+        a->lifo_frees > a->fifo_frees) {
+        f->kind = MK_F_LIFO;
+        f->count = f->removable = a->lifo_frees;
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%" PRIu64 " of %" PRIu64
+                 " frees release the youngest live block of the "
+                 "site (LIFO), up to %" PRIu64 " alive at once",
+                 a->lifo_frees, frees, a->max_live_blocks);
+        return true;
+    }
+    if (judged && at_least(a->fifo_frees, 90, a->ordered_frees) &&
+        a->fifo_frees > a->lifo_frees) {
+        f->kind = MK_F_FIFO;
+        f->count = f->removable = a->fifo_frees;
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%" PRIu64 " of %" PRIu64 " frees release the oldest live block of the "
+                 "site (FIFO), up to %" PRIu64 " alive at once",
+                 a->fifo_frees, frees, a->max_live_blocks);
+        return true;
+    }
+    if (a->min_size == a->max_size && at_least(frees, 50, a->calls)) {
+        f->kind = MK_F_POOL;
+        f->count = f->removable = frees;
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%" PRIu64 " allocations, all of %" PRIu64 " bytes, %" PRIu64
+                 " freed again: fixed-size churn",
+                 a->calls, a->max_size, frees);
+        return true;
+    }
+    (void)r;
+    return false;
+}
+
+static bool tiny_finding(uint32_t stack, const mk_stack_agg_t *a, mk_finding_t *f)
+{
+    if (!at_least(a->tiny, 50, a->calls))
+        return false;
+    *f = (mk_finding_t){
+        .kind = MK_F_TINY, .stack = stack, .count = a->tiny, .removable = a->tiny};
+    snprintf(f->evidence, sizeof f->evidence,
+             "%" PRIu64 " of %" PRIu64 " allocations are under %d bytes, where malloc's "
+             "own header and rounding cost more than the data",
+             a->tiny, a->calls, MK_TINY_SIZE);
+    return true;
+}
+
+static bool realloc_finding(uint32_t stack, const mk_stack_agg_t *a, uint64_t min,
+                            mk_finding_t *f)
+{
+    if (a->realloc_grows < min || !at_least(a->realloc_steps, 50, a->realloc_grows))
+        return false;
+    *f = (mk_finding_t){.kind = MK_F_REALLOC_CHAIN,
+                        .stack = stack,
+                        .count = a->realloc_grows,
+                        .removable = a->realloc_steps};
+    snprintf(f->evidence, sizeof f->evidence,
+             "%" PRIu64 " reallocs grew a block, %" PRIu64 " of them a block that "
+             "realloc had grown before; sizes reach %" PRIu64 " bytes",
+             a->realloc_grows, a->realloc_steps, a->max_size);
+    return true;
+}
+
+static int by_saving(const void *x, const void *y)
+{
+    const mk_finding_t *a = x, *b = y;
+    if (a->removable != b->removable)
+        return a->removable < b->removable ? 1 : -1;
+    if (a->kind != b->kind)
+        return (int)a->kind - (int)b->kind;
+    return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+bool mk_findings_compute(mk_report_t *r)
+{
+    size_t cap = 0;
+    uint64_t min = r->opts.min_count ? r->opts.min_count : 1;
+    const mk_profile_t *p = &r->prof;
+    if (p->from_summary)
+        return true; /* no lifetimes in a summary */
+    for (size_t i = 0; i < r->nsites; i++) {
+        const mk_stack_agg_t *a = &r->sites[i].agg;
+        uint32_t stack = r->sites[i].stack;
+        mk_finding_t f;
+        if (a->calls >= min &&
+            (lifetime_finding(r, stack, a, &f) || tiny_finding(stack, a, &f)) &&
+            !add(r, &cap, f))
+            return false;
+        if (realloc_finding(stack, a, min, &f) && !add(r, &cap, f))
+            return false;
+    }
+    for (size_t i = 0; i < p->pairs.cap; i++) {
+        const mk_kv_t *e = &p->pairs.slots[i];
+        if (!e->key || e->a < min)
+            continue;
+        uint32_t older = (uint32_t)((e->key - 1) >> 32), younger = (uint32_t)(e->key - 1);
+        const mk_stack_agg_t *a = mk_profile_stack(p, older),
+                             *b = mk_profile_stack(p, younger);
+        if (!a || !b)
+            continue;
+        uint64_t fewer = a->calls < b->calls ? a->calls : b->calls;
+        if (!at_least(e->a, 80, fewer))
+            continue;
+        mk_finding_t f = {.kind = MK_F_PAIRED,
+                          .stack = older,
+                          .stack2 = younger,
+                          .count = e->a,
+                          .removable = e->a};
+        snprintf(f.evidence, sizeof f.evidence,
+                 "%" PRIu64
+                 " times a block from here was allocated right before one from "
+                 "the second site, and the two were freed together",
+                 e->a);
+        if (!add(r, &cap, f))
+            return false;
+    }
+    if (r->findings)
+        qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving);
+    return true;
+}

@@ -1,0 +1,281 @@
+/*
+ * names.c - stack ids to symbolized frames, cached; source locations of a
+ * log as one-frame stacks. Strings are interned: each distinct name is
+ * stored once and compared by pointer afterwards.
+ */
+#define _GNU_SOURCE
+#include "names.h"
+
+#include "../trace/kv_table.h"
+#include "symbolize.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct interned {
+    char *s;
+    size_t len;
+    uint64_t hash;
+    uint32_t id; /* for a log's locations: the stack id */
+} interned_t;
+
+typedef struct stack_names {
+    mk_frame_t *frames;
+    uint32_t depth;
+    bool resolved;
+} stack_names_t;
+
+struct mk_names {
+    const mk_trace_t *tr; /* NULL for a log */
+    mk_symbolizer_t *sym;
+    bool sym_tried;
+    interned_t *strings; /* open addressing, cap a power of two */
+    size_t nstrings, strings_cap;
+    mk_kv_table_t pcs; /* return address -> a = index into pc_frames */
+    mk_frame_t *pc_frames;
+    size_t npc, pc_cap;
+    stack_names_t *stacks; /* by id */
+    size_t stacks_cap;
+    uint32_t next_location;
+};
+
+static void *zalloc(size_t n)
+{
+    return calloc(1, n);
+}
+
+static void release(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static bool strings_grow(mk_names_t *n)
+{
+    size_t cap = n->strings_cap ? n->strings_cap * 2 : 256;
+    interned_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < n->strings_cap; i++) {
+        if (!n->strings[i].s)
+            continue;
+        size_t j = n->strings[i].hash & (cap - 1);
+        while (t[j].s)
+            j = (j + 1) & (cap - 1);
+        t[j] = n->strings[i];
+    }
+    free(n->strings);
+    n->strings = t;
+    n->strings_cap = cap;
+    return true;
+}
+
+/* The one stored copy of s[0..len); NULL when memory ran out. */
+static interned_t *intern(mk_names_t *n, const char *s, size_t len)
+{
+    if ((n->nstrings + 1) * 2 > n->strings_cap && !strings_grow(n))
+        return NULL;
+    uint64_t h = hash_bytes(s, len);
+    size_t i = h & (n->strings_cap - 1);
+    for (; n->strings[i].s; i = (i + 1) & (n->strings_cap - 1))
+        if (n->strings[i].hash == h && n->strings[i].len == len &&
+            memcmp(n->strings[i].s, s, len) == 0)
+            return &n->strings[i];
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    n->strings[i] = (interned_t){copy, len, h, 0};
+    n->nstrings++;
+    return &n->strings[i];
+}
+
+static const char *intern_str(mk_names_t *n, const char *s)
+{
+    if (!s)
+        return NULL;
+    interned_t *e = intern(n, s, strlen(s));
+    return e ? e->s : NULL;
+}
+
+mk_names_t *mk_names_new(void)
+{
+    mk_names_t *n = calloc(1, sizeof *n);
+    if (n)
+        n->pcs = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    return n;
+}
+
+mk_names_t *mk_names_for_trace(const mk_trace_t *tr)
+{
+    mk_names_t *n = mk_names_new();
+    if (n)
+        n->tr = tr;
+    return n;
+}
+
+void mk_names_free(mk_names_t *n)
+{
+    if (!n)
+        return;
+    mk_symbolizer_free(n->sym);
+    for (size_t i = 0; i < n->strings_cap; i++)
+        free(n->strings[i].s);
+    free(n->strings);
+    free(n->pcs.slots);
+    free(n->pc_frames);
+    for (size_t i = 0; i < n->stacks_cap; i++)
+        free(n->stacks[i].frames);
+    free(n->stacks);
+    free(n);
+}
+
+static stack_names_t *stack_slot(mk_names_t *n, uint32_t id)
+{
+    if (id >= n->stacks_cap &&
+        !mk_grow((void **)&n->stacks, &n->stacks_cap, (size_t)id + 1, sizeof *n->stacks))
+        return NULL;
+    return &n->stacks[id];
+}
+
+uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len, int line)
+{
+    char key[4200];
+    if (file_len > 4096)
+        file_len = 4096;
+    int kl = snprintf(key, sizeof key, "%.*s:%d", (int)file_len, file, line);
+    interned_t *e = intern(n, key, (size_t)kl);
+    if (!e)
+        return 0;
+    if (e->id)
+        return e->id;
+    uint32_t id = ++n->next_location;
+    stack_names_t *s = stack_slot(n, id);
+    mk_frame_t *f = calloc(1, sizeof *f);
+    interned_t *fe = intern(n, file, file_len);
+    if (!s || !f || !fe) {
+        free(f);
+        return 0;
+    }
+    const char *fs = fe->s;
+    /* intern() may have moved the table: look the key up again */
+    e = intern(n, key, (size_t)kl);
+    if (!e) {
+        free(f);
+        return 0;
+    }
+    e->id = id;
+    *f = (mk_frame_t){.file = fs, .line = line};
+    *s = (stack_names_t){f, 1, true};
+    return id;
+}
+
+/* The frame of a return address, symbolized once. */
+static mk_frame_t frame_of_pc(mk_names_t *n, uint64_t pc)
+{
+    mk_kv_t *c = mk_kv_find(&n->pcs, pc + 1);
+    if (c)
+        return n->pc_frames[c->a];
+    if (!n->sym_tried) {
+        n->sym = mk_symbolizer_new(n->tr);
+        n->sym_tried = true;
+    }
+    mk_symbol_t s;
+    mk_symbolize(n->sym, pc, &s);
+    mk_frame_t f = {
+        .function = intern_str(n, s.function),
+        .file = intern_str(n, s.file),
+        .line = s.line,
+        .module = intern_str(n, s.module),
+        .offset = s.offset,
+    };
+    bool fresh;
+    if (mk_grow((void **)&n->pc_frames, &n->pc_cap, n->npc + 1, sizeof *n->pc_frames) &&
+        (c = mk_kv_put(&n->pcs, pc + 1, &fresh)) != NULL) {
+        n->pc_frames[n->npc] = f;
+        c->a = n->npc++;
+    }
+    return f;
+}
+
+const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
+{
+    static const mk_frame_t none[1];
+    *depth = 0;
+    stack_names_t *s = stack < n->stacks_cap ? &n->stacks[stack] : NULL;
+    if (s && s->resolved) {
+        *depth = s->depth;
+        return s->frames ? s->frames : none;
+    }
+    if (!n->tr || !stack || !(s = stack_slot(n, stack)))
+        return none;
+    const mk_trace_t *tr = n->tr;
+    uint64_t one_pc;
+    const uint64_t *pcs = NULL;
+    uint32_t d = 0;
+    if (tr->summary.present) {
+        if (stack - 1 < tr->summary.nsites) {
+            one_pc = tr->summary.sites[stack - 1].pc;
+            pcs = &one_pc;
+            d = one_pc != 0;
+        }
+    } else {
+        const mk_stack_def_t *def = mk_trace_stack(tr, stack);
+        if (def) {
+            pcs = def->frames;
+            d = def->depth;
+        }
+    }
+    s->resolved = true;
+    if (!d)
+        return none;
+    s->frames = malloc(d * sizeof *s->frames);
+    if (!s->frames)
+        return none;
+    for (uint32_t i = 0; i < d; i++)
+        s->frames[i] = frame_of_pc(n, pcs[i]);
+    s->depth = d;
+    *depth = d;
+    return s->frames;
+}
+
+bool mk_frame_known(const mk_frame_t *f)
+{
+    return f->function || f->file;
+}
+
+const char *mk_frame_label(const mk_frame_t *f, char *buf, size_t cap)
+{
+    if (f->function && f->file)
+        snprintf(buf, cap, "%s (%s:%d)", f->function, f->file, f->line);
+    else if (f->function)
+        snprintf(buf, cap, "%s (%s)", f->function, f->module ? f->module : "?");
+    else if (f->file)
+        snprintf(buf, cap, "%s:%d", f->file, f->line);
+    else if (f->module)
+        snprintf(buf, cap, "%s+0x%" PRIx64, f->module, f->offset);
+    else
+        snprintf(buf, cap, "0x%" PRIx64, f->offset);
+    return buf;
+}
+
+const char *mk_frame_long(const mk_frame_t *f, char *buf, size_t cap)
+{
+    if (f->function && f->file)
+        snprintf(buf, cap, "%s at %s:%d (%s)", f->function, f->file, f->line,
+                 f->module ? f->module : "?");
+    else
+        mk_frame_label(f, buf, cap);
+    return buf;
+}

@@ -1,0 +1,474 @@
+/*
+ * report.c - load an input (trace or curl log), filter it, roll its stacks
+ * up into sites, functions and lines, and find what is worth fixing.
+ */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void mk_report_opts_default(mk_report_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->thread = -1;
+    o->min_count = 100;
+}
+
+/* ---- filters ---- */
+
+typedef struct filter {
+    mk_report_t *r;
+    int8_t *memo; /* per stack: 0 not decided, 1 passes, -1 not */
+    size_t cap;
+} filter_t;
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0 && (n == m || s[n - m - 1] == '/');
+}
+
+static bool module_matches(const char *module, const char *want)
+{
+    /* "libcurl.so" matches libcurl.so.4.8.0 */
+    size_t m = strlen(want);
+    return module && strncmp(module, want, m) == 0 &&
+           (module[m] == 0 || module[m] == '.');
+}
+
+static bool stack_matches(mk_report_t *r, uint32_t stack)
+{
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
+    const mk_report_opts_t *o = &r->opts;
+    if (o->module && (!depth || !module_matches(f[0].module, o->module)))
+        return false;
+    bool fn = !o->function, file = !o->file;
+    for (uint32_t i = 0; i < depth && !(fn && file); i++) {
+        if (!fn && f[i].function && strcmp(f[i].function, o->function) == 0)
+            fn = true;
+        if (!file && f[i].file && ends_with(f[i].file, o->file))
+            file = true;
+    }
+    return fn && file;
+}
+
+static bool filter_stack(void *ctx, uint32_t stack)
+{
+    filter_t *f = ctx;
+    if (stack >= f->cap &&
+        !mk_grow((void **)&f->memo, &f->cap, (size_t)stack + 1, sizeof *f->memo))
+        return true;
+    if (!f->memo[stack])
+        f->memo[stack] = stack_matches(f->r, stack) ? 1 : -1;
+    return f->memo[stack] > 0;
+}
+
+/* ---- rows ---- */
+
+static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
+{
+    if (s->calls && (!d->calls || s->min_size < d->min_size))
+        d->min_size = s->min_size;
+    if (s->max_size > d->max_size)
+        d->max_size = s->max_size;
+    d->calls += s->calls;
+    d->bytes += s->bytes;
+    d->frees += s->frees;
+    d->tiny += s->tiny;
+    d->max_live_blocks += s->max_live_blocks; /* an upper bound for a sum */
+    d->peak_bytes += s->peak_bytes;
+    d->peak_blocks += s->peak_blocks;
+    d->leaked_blocks += s->leaked_blocks;
+    d->leaked_bytes += s->leaked_bytes;
+    d->lifetime_ns += s->lifetime_ns;
+    d->temporaries += s->temporaries;
+    d->lifo_frees += s->lifo_frees;
+    d->fifo_frees += s->fifo_frees;
+    d->ordered_frees += s->ordered_frees;
+    d->cross_thread += s->cross_thread;
+    d->realloc_grows += s->realloc_grows;
+    d->realloc_steps += s->realloc_steps;
+    for (int i = 0; i < MK_HIST_BUCKETS; i++) {
+        d->size_hist[i] += s->size_hist[i];
+        d->life_hist[i] += s->life_hist[i];
+    }
+}
+
+static int by_calls(const void *a, const void *b)
+{
+    const mk_row_t *x = a, *y = b;
+    if (x->agg.calls != y->agg.calls)
+        return x->agg.calls < y->agg.calls ? 1 : -1;
+    if (x->agg.bytes != y->agg.bytes)
+        return x->agg.bytes < y->agg.bytes ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The name a stack rolls up to: its allocating function, or its line. */
+static const char *rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
+                               size_t cap)
+{
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
+    if (!depth)
+        return "(no stack)";
+    if (by_line && f->file) {
+        snprintf(buf, cap, "%s:%d", f->file, f->line);
+        return buf;
+    }
+    if (!by_line && f->function)
+        return f->function;
+    return mk_frame_label(f, buf, cap);
+}
+
+static void *zalloc(size_t n)
+{
+    return calloc(1, n);
+}
+
+static void release(void *ptr, size_t n)
+{
+    (void)n;
+    free(ptr);
+}
+
+/* Rolls the stack rows up by name into *out (names are copied, freed with
+ * the rows). Rows are found by the name's hash; a hash shared by two names
+ * falls back to a search. */
+static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
+{
+    mk_kv_table_t index = {.alloc = zalloc, .release = release};
+    mk_row_t *rows = NULL;
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (size_t i = 0; i < r->nsites; i++) {
+        char buf[1024];
+        const char *name = rollup_name(r, r->sites[i].stack, by_line, buf, sizeof buf);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (const char *c = name; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        bool fresh;
+        mk_kv_t *e = mk_kv_put(&index, h | 1, &fresh);
+        if (!e)
+            break;
+        size_t j = n;
+        if (!fresh && strcmp(rows[e->a].name, name) == 0)
+            j = e->a;
+        else if (!fresh)
+            for (j = 0; j < n && strcmp(rows[j].name, name) != 0; j++)
+                ;
+        if (j == n) {
+            char *copy = strdup(name);
+            if (!copy || !mk_grow((void **)&rows, &cap, n + 1, sizeof *rows)) {
+                free(copy);
+                break;
+            }
+            rows[n] = (mk_row_t){.stack = r->sites[i].stack, .name = copy};
+            if (fresh)
+                e->a = n;
+            n++;
+        }
+        agg_add(&rows[j].agg, &r->sites[i].agg);
+    }
+    free(index.slots);
+    if (rows)
+        qsort(rows, n, sizeof *rows, by_calls);
+    *out = rows;
+    return n;
+}
+
+static bool build_rows(mk_report_t *r)
+{
+    const mk_profile_t *p = &r->prof;
+    size_t cap = 0;
+    for (size_t id = 0; id < p->stacks_cap; id++) {
+        const mk_stack_agg_t *a = mk_profile_stack(p, (uint32_t)id);
+        if (!a)
+            continue;
+        if (!mk_grow((void **)&r->sites, &cap, r->nsites + 1, sizeof *r->sites))
+            return false;
+        mk_row_t *row = &r->sites[r->nsites++];
+        row->stack = (uint32_t)id;
+        row->agg = *a;
+        row->agg.order = (mk_order_window_t){0};
+    }
+    if (r->sites)
+        qsort(r->sites, r->nsites, sizeof *r->sites, by_calls);
+    r->nfunctions = rollup(r, false, &r->functions);
+    r->nlines = rollup(r, true, &r->lines);
+    return true;
+}
+
+/* ---- loading ---- */
+
+static int load_trace(mk_report_t *r, const char *path, filter_t *flt, char *err,
+                      size_t errlen)
+{
+    r->tr = mk_trace_open(path, err, errlen);
+    if (!r->tr)
+        return 2;
+    r->kind = MK_INPUT_TRACE;
+    r->time_unit = "ns";
+    r->names = mk_names_for_trace(r->tr);
+    mk_profile_opts_t po = {.thread = r->opts.thread};
+    if (r->opts.module || r->opts.function || r->opts.file) {
+        po.stack_pass = filter_stack;
+        po.filter_ctx = flt;
+    }
+    if (r->opts.from_s > 0)
+        po.from_ns = (uint64_t)(r->opts.from_s * 1e9);
+    if (r->opts.to_s > 0)
+        po.to_ns = (uint64_t)(r->opts.to_s * 1e9);
+    mk_profile_init(&r->prof, &po);
+    if (!r->names || !mk_profile_build(&r->prof, r->tr))
+        snprintf(r->problem, sizeof r->problem,
+                 "%s: out of memory while analysing; the report is partial", path);
+    if (r->tr->damage[0]) {
+        r->partial = true;
+        snprintf(r->problem, sizeof r->problem,
+                 "%s is damaged: %s; the report covers what came before", path,
+                 r->tr->damage);
+    } else if (!r->tr->end.present) {
+        r->partial = true;
+        snprintf(r->problem, sizeof r->problem,
+                 "%s has no end record (the process was killed?); the report covers "
+                 "what was flushed",
+                 path);
+    }
+    if (r->tr->end.present)
+        r->duration_s = (double)r->tr->end.duration_ns / 1e9;
+    else if (r->prof.last_time)
+        r->duration_s = (double)r->prof.last_time / 1e9;
+    return 0;
+}
+
+static int load_log(mk_report_t *r, const char *path, filter_t *flt, char *err,
+                    size_t errlen)
+{
+    if (r->opts.thread >= 0 || r->opts.from_s > 0 || r->opts.to_s > 0) {
+        snprintf(err, errlen,
+                 "%s is a curl memdebug log: it has no threads or times to filter by",
+                 path);
+        return 2;
+    }
+    r->kind = MK_INPUT_MEMDEBUG;
+    r->time_unit = "line";
+    r->names = mk_names_new();
+    mk_profile_opts_t po = {.thread = -1};
+    if (r->opts.module) {
+        snprintf(err, errlen, "%s is a curl memdebug log: it names no modules", path);
+        return 2;
+    }
+    if (r->opts.function || r->opts.file) {
+        po.stack_pass = filter_stack;
+        po.filter_ctx = flt;
+    }
+    mk_profile_init(&r->prof, &po);
+    if (!r->names)
+        return snprintf(err, errlen, "out of memory"), 2;
+    if (!mk_memdebug_profile(path, &r->prof, r->names, &r->md, err, errlen))
+        return 2;
+    return 0;
+}
+
+/* What the file is, from its first bytes. */
+static int sniff(const char *path, bool *is_log, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return 2;
+    }
+    unsigned char head[16];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (n == 0) {
+        snprintf(err, errlen, "%s: empty file, not a trace or a memdebug log", path);
+        return 2;
+    }
+    *is_log = mk_memdebug_sniff(head, n);
+    return 0;
+}
+
+int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opts,
+                   char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    if (opts)
+        r->opts = *opts;
+    else
+        mk_report_opts_default(&r->opts);
+    bool is_log = false;
+    if (sniff(path, &is_log, err, errlen))
+        return 2;
+    filter_t *flt = calloc(1, sizeof *flt);
+    if (!flt)
+        return snprintf(err, errlen, "out of memory"), 2;
+    flt->r = r;
+    int rc = is_log ? load_log(r, path, flt, err, errlen)
+                    : load_trace(r, path, flt, err, errlen);
+    free(flt->memo);
+    free(flt);
+    if (rc) {
+        mk_report_free(r);
+        return rc;
+    }
+    if (!build_rows(r))
+        snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
+                 path);
+    r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : mk_measure_malloc_free_ns();
+    mk_findings_compute(r);
+    return 0;
+}
+
+static void free_rows(mk_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free((char *)rows[i].name);
+    free(rows);
+}
+
+void mk_report_free(mk_report_t *r)
+{
+    free(r->sites);
+    free_rows(r->functions, r->nfunctions);
+    free_rows(r->lines, r->nlines);
+    free(r->findings);
+    mk_profile_free(&r->prof);
+    mk_names_free(r->names);
+    if (r->tr)
+        mk_trace_close(r->tr);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- helpers for the renderers ---- */
+
+uint64_t mk_hist_median(const uint32_t *hist)
+{
+    uint64_t total = 0, seen = 0;
+    for (int i = 0; i < MK_HIST_BUCKETS; i++)
+        total += hist[i];
+    if (!total)
+        return 0;
+    for (int i = 0; i < MK_HIST_BUCKETS; i++) {
+        seen += hist[i];
+        if (seen * 2 >= total)
+            return i == 0 ? 0 : (3ull << (i - 1)) / 2; /* middle of [2^(i-1), 2^i) */
+    }
+    return 0;
+}
+
+uint64_t mk_agg_median_size(const mk_stack_agg_t *a)
+{
+    uint64_t m = mk_hist_median(a->size_hist);
+    return m < a->min_size ? a->min_size : m > a->max_size ? a->max_size : m;
+}
+
+const char *mk_report_stack_key(mk_report_t *r, uint32_t stack, char *buf, size_t cap)
+{
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
+    size_t used = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < depth && used + 1 < cap; i++) {
+        char label[1024];
+        mk_frame_label(&f[i], label, sizeof label);
+        int w = snprintf(buf + used, cap - used, "%s%s", i ? ";" : "", label);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (!depth)
+        snprintf(buf, cap, "(no stack)");
+    return buf;
+}
+
+const char *mk_row_label(mk_report_t *r, const mk_row_t *row, char *buf, size_t cap)
+{
+    if (row->name)
+        return row->name;
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(r->names, row->stack, &depth);
+    return depth ? mk_frame_label(f, buf, cap) : "(no stack)";
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double mk_measure_malloc_free_ns(void)
+{
+    /* Sizes cycle over small classes, as real programs' do; the pointer is
+     * published through a volatile so the pair is not optimized away. */
+    enum { N = 100000, RUNS = 5 };
+    void *volatile sink;
+    double t[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now_ns();
+        for (int i = 0; i < N; i++) {
+            sink = malloc(16 + (size_t)(i & 15) * 16);
+            free(sink);
+        }
+        t[r] = (now_ns() - t0) / N;
+    }
+    qsort(t, RUNS, sizeof t[0], by_double);
+    return t[RUNS / 2];
+}
+
+const char *mk_fmt_bytes(uint64_t v, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    double d = (double)v;
+    int u = 0;
+    while (d >= 1024 && u < 4) {
+        d /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%" PRIu64 " B", v);
+    else
+        snprintf(buf, cap, "%.1f %s", d, units[u]);
+    return buf;
+}
+
+const char *mk_fmt_count(uint64_t v, char *buf, size_t cap)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < cap; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+const char *mk_fmt_ns(double ns, char *buf, size_t cap)
+{
+    if (ns < 1e3)
+        snprintf(buf, cap, "%.0f ns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, cap, "%.1f us", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, cap, "%.1f ms", ns / 1e6);
+    else
+        snprintf(buf, cap, "%.2f s", ns / 1e9);
+    return buf;
+}

@@ -1,0 +1,126 @@
+/*
+ * report.h - one analysed input, ready for the renderers: the profile, the
+ * names of its stacks, sites rolled up three ways, and the findings.
+ *
+ * Input is a memkit trace or a curl memdebug log, told apart by content.
+ */
+#ifndef MEMKIT_ANALYZE_REPORT_H
+#define MEMKIT_ANALYZE_REPORT_H
+
+#include "memdebug.h"
+#include "names.h"
+#include "profile.h"
+
+#include <stdio.h>
+
+enum mk_input_kind { MK_INPUT_TRACE, MK_INPUT_MEMDEBUG };
+
+/* What to look at. Strings may be NULL. */
+typedef struct mk_report_opts {
+    const char *module;   /* the allocating frame is in this object (libcurl.so) */
+    const char *function; /* some frame is this function */
+    const char *file;     /* some frame is in this source file */
+    int64_t thread;       /* -1: all */
+    double from_s, to_s;  /* time window in seconds from the start; to 0: end */
+    uint64_t min_count;   /* a site needs this many allocations for a finding */
+    double cost_ns;       /* malloc+free cost; 0: measure it on this machine */
+} mk_report_opts_t;
+
+void mk_report_opts_default(mk_report_opts_t *o);
+
+/* A row: one stack, or every stack with the same allocating function or
+ * source line. agg sums its stacks (without their order windows). */
+typedef struct mk_row {
+    uint32_t stack;   /* the stack, or the row's busiest stack */
+    const char *name; /* the function or line; NULL for a stack row */
+    mk_stack_agg_t agg;
+} mk_row_t;
+
+enum mk_finding_kind {
+    MK_F_HOIST,         /* one block at a time, one size: allocate it once */
+    MK_F_TEMPORARY,     /* freed before the thread's next allocation */
+    MK_F_LIFO,          /* freed in reverse order: mk_stack frames */
+    MK_F_FIFO,          /* freed in allocation order: the FIFO allocator */
+    MK_F_CROSS_THREAD,  /* freed on another thread: the ring allocator */
+    MK_F_POOL,          /* one size, churning: mk_pool */
+    MK_F_TINY,          /* under MK_TINY_SIZE bytes */
+    MK_F_PAIRED,        /* two sites allocated and freed together */
+    MK_F_REALLOC_CHAIN, /* grown step by step: reserve once */
+    MK_F_KINDS
+};
+
+/* The JSON and text name of a finding kind ("lifo", "temporary", ...). */
+const char *mk_finding_name(enum mk_finding_kind k);
+
+typedef struct mk_finding {
+    enum mk_finding_kind kind;
+    uint32_t stack, stack2; /* stack2: the other site of a pair */
+    uint64_t count;         /* allocations showing the pattern */
+    uint64_t removable;     /* malloc/free pairs the fix removes */
+    double saving_ns;       /* removable x the measured malloc+free cost */
+    char evidence[256];
+    const char *fix;
+} mk_finding_t;
+
+typedef struct mk_report {
+    const char *path;
+    enum mk_input_kind kind;
+    mk_trace_t *tr; /* NULL for a log */
+    mk_memdebug_info_t md;
+    mk_profile_t prof;
+    mk_names_t *names;
+    mk_report_opts_t opts;
+    bool partial;                        /* damaged or cut: what came before the fault */
+    char problem[512];                   /* the warning about partial input, "" if none */
+    mk_row_t *sites, *functions, *lines; /* by calls, most first */
+    size_t nsites, nfunctions, nlines;
+    mk_finding_t *findings; /* by saving, most first */
+    size_t nfindings;
+    double cost_ns;        /* malloc+free pair used for savings */
+    double duration_s;     /* of the traced run; 0 when unknown */
+    const char *time_unit; /* "ns" for a trace, "line" for a log */
+} mk_report_t;
+
+/* Reads and analyses path. Returns 0 with r filled (r->partial and
+ * r->problem say when the input was cut or damaged), or 2 with a one-line
+ * reason in err when nothing could be read. */
+int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opts,
+                   char *err, size_t errlen);
+void mk_report_free(mk_report_t *r);
+
+/* Findings (findings.c), run by mk_report_load. */
+bool mk_findings_compute(mk_report_t *r);
+
+/* The median of a power-of-two histogram, as the middle of its bucket. */
+uint64_t mk_hist_median(const uint32_t *hist);
+
+/* A row's median request size: its histogram's, kept within its min and max
+ * (exact when every request had one size). */
+uint64_t mk_agg_median_size(const mk_stack_agg_t *a);
+
+/* A stack as one string: frame labels joined by ';', innermost first. Used
+ * to match sites across runs. */
+const char *mk_report_stack_key(mk_report_t *r, uint32_t stack, char *buf, size_t cap);
+
+/* The label of a row: its name, or its stack's innermost frame. */
+const char *mk_row_label(mk_report_t *r, const mk_row_t *row, char *buf, size_t cap);
+
+/* The cost of a malloc+free pair here, in ns (median of a few short runs). */
+double mk_measure_malloc_free_ns(void);
+
+/* Renderers (report_text.c, report_json.c, report_html.c, report_collapsed.c). */
+/* brief: the summary `memkit trace` prints (totals, top sites, top findings). */
+void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief);
+void mk_render_json(mk_report_t *r, FILE *out, int top);
+bool mk_render_html(mk_report_t *r, FILE *out, int top);
+enum mk_weight { MK_WEIGHT_CALLS, MK_WEIGHT_BYTES, MK_WEIGHT_PEAK, MK_WEIGHT_LEAKED };
+void mk_render_collapsed(mk_report_t *r, FILE *out, enum mk_weight w);
+
+/* Human sizes: "1.2 MB"; into buf. */
+const char *mk_fmt_bytes(uint64_t v, char *buf, size_t cap);
+/* 33961 -> "33,961" */
+const char *mk_fmt_count(uint64_t v, char *buf, size_t cap);
+/* ns -> "12 ns", "3.4 us", "1.2 ms", "2.5 s" */
+const char *mk_fmt_ns(double ns, char *buf, size_t cap);
+
+#endif /* MEMKIT_ANALYZE_REPORT_H */

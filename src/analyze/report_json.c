@@ -1,0 +1,271 @@
+/*
+ * report_json.c - the report as JSON, schema "memkit-report" version 1
+ * (docs/report-json.md). Fields are only ever added within a version.
+ */
+#define _GNU_SOURCE
+#include "json.h"
+#include "report.h"
+
+#include <string.h>
+
+#define MK_REPORT_SCHEMA_VERSION 1
+
+static void key_uint(mk_json *j, const char *k, uint64_t v)
+{
+    mk_json_key(j, k);
+    mk_json_uint(j, v);
+}
+
+static void key_str(mk_json *j, const char *k, const char *v)
+{
+    mk_json_key(j, k);
+    if (v)
+        mk_json_string(j, v);
+    else
+        mk_json_null(j);
+}
+
+static void frames(mk_json *j, mk_report_t *r, uint32_t stack)
+{
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
+    mk_json_begin_array(j);
+    for (uint32_t i = 0; i < depth; i++) {
+        mk_json_begin_object(j);
+        key_str(j, "function", f[i].function);
+        key_str(j, "file", f[i].file);
+        key_uint(j, "line", f[i].file ? (uint64_t)f[i].line : 0);
+        key_str(j, "module", f[i].module);
+        key_uint(j, "offset", f[i].module ? f[i].offset : 0);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+}
+
+static void hist(mk_json *j, const char *k, const uint32_t *h)
+{
+    int last = MK_HIST_BUCKETS - 1;
+    while (last >= 0 && !h[last])
+        last--;
+    mk_json_key(j, k);
+    mk_json_begin_array(j);
+    for (int i = 0; i <= last; i++)
+        mk_json_uint(j, h[i]);
+    mk_json_end_array(j);
+}
+
+static void agg_fields(mk_json *j, const mk_stack_agg_t *a)
+{
+    key_uint(j, "calls", a->calls);
+    key_uint(j, "bytes", a->bytes);
+    key_uint(j, "frees", a->frees);
+    key_uint(j, "min_size", a->min_size);
+    key_uint(j, "max_size", a->max_size);
+    key_uint(j, "median_size", mk_agg_median_size(a));
+    key_uint(j, "peak_bytes", a->peak_bytes);
+    key_uint(j, "peak_blocks", a->peak_blocks);
+    key_uint(j, "leaked_blocks", a->leaked_blocks);
+    key_uint(j, "leaked_bytes", a->leaked_bytes);
+    key_uint(j, "median_lifetime", mk_hist_median(a->life_hist));
+    key_uint(j, "temporaries", a->temporaries);
+    key_uint(j, "tiny", a->tiny);
+    key_uint(j, "lifo_frees", a->lifo_frees);
+    key_uint(j, "fifo_frees", a->fifo_frees);
+    key_uint(j, "cross_thread_frees", a->cross_thread);
+    key_uint(j, "realloc_grows", a->realloc_grows);
+    hist(j, "size_histogram", a->size_hist);
+    hist(j, "lifetime_histogram", a->life_hist);
+}
+
+static void totals(mk_json *j, mk_report_t *r)
+{
+    const mk_profile_t *p = &r->prof;
+    mk_json_key(j, "totals");
+    mk_json_begin_object(j);
+    key_uint(j, "mallocs", p->mallocs);
+    key_uint(j, "reallocs", p->reallocs);
+    key_uint(j, "callocs", p->callocs);
+    key_uint(j, "strdups", p->strdups);
+    key_uint(j, "wcsdups", p->wcsdups);
+    key_uint(j, "frees", p->frees);
+    key_uint(j, "allocations", p->allocations);
+    key_uint(j, "max_allocated", p->max_allocated);
+    key_uint(j, "total_allocated", p->total_allocated);
+    key_uint(j, "allocation_calls", p->allocation_calls);
+    key_uint(j, "news", p->news);
+    key_uint(j, "deletes", p->deletes);
+    key_uint(j, "aligned", p->aligned);
+    key_uint(j, "peak_live_blocks", p->peak_blocks);
+    key_uint(j, "peak_time", p->peak_time);
+    key_uint(j, "leaked_blocks", p->live_blocks);
+    key_uint(j, "leaked_bytes", p->live_bytes);
+    key_uint(j, "temporaries", p->temporaries);
+    key_uint(j, "tiny", p->tiny);
+    key_uint(j, "free_null", p->free_null);
+    key_uint(j, "free_unknown", p->free_unknown);
+    key_uint(j, "failed", p->failed);
+    if (r->kind == MK_INPUT_MEMDEBUG)
+        key_uint(j, "sockets", r->md.sockets);
+    mk_json_key(j, "allocations_per_second");
+    if (r->duration_s > 0 && r->kind == MK_INPUT_TRACE)
+        mk_json_double(j, (double)p->allocation_calls / r->duration_s);
+    else
+        mk_json_null(j);
+    mk_json_key(j, "allocations_per_mb_io");
+    const mk_trace_t *tr = r->tr;
+    uint64_t io = 0;
+    if (tr && tr->end.present) {
+        uint64_t own =
+            tr->end.trace_bytes < tr->end.wchar ? tr->end.trace_bytes : tr->end.wchar;
+        io = tr->end.rchar + tr->end.wchar - own;
+    }
+    if (io)
+        mk_json_double(j, (double)p->allocation_calls / ((double)io / 1e6));
+    else
+        mk_json_null(j);
+    mk_json_end_object(j);
+}
+
+static void input(mk_json *j, mk_report_t *r)
+{
+    mk_json_key(j, "input");
+    mk_json_begin_object(j);
+    key_str(j, "path", r->path);
+    key_str(j, "format", r->kind == MK_INPUT_TRACE ? "memkit-trace" : "curl-memdebug");
+    key_str(j, "time_unit", r->time_unit);
+    if (r->tr) {
+        key_str(j, "command", r->tr->header.cmdline);
+        key_str(j, "executable", r->tr->header.exe);
+        key_uint(j, "pid", r->tr->header.pid);
+        key_uint(j, "threads", r->prof.threads);
+        mk_json_key(j, "duration_s");
+        mk_json_double(j, r->duration_s);
+        mk_json_key(j, "summary_only");
+        mk_json_bool(j, r->prof.from_summary);
+        if (r->tr->end.present) {
+            key_uint(j, "max_rss_kb", r->tr->end.maxrss_kb);
+            key_uint(j, "minor_faults", r->tr->end.minflt);
+            key_uint(j, "major_faults", r->tr->end.majflt);
+        }
+    } else {
+        key_uint(j, "lines", r->md.lines);
+        key_uint(j, "unrecognized_lines", r->md.unrecognized);
+    }
+    mk_json_key(j, "partial");
+    mk_json_bool(j, r->partial);
+    key_str(j, "problem", r->problem[0] ? r->problem : NULL);
+    mk_json_key(j, "filter");
+    mk_json_begin_object(j);
+    key_str(j, "module", r->opts.module);
+    key_str(j, "function", r->opts.function);
+    key_str(j, "file", r->opts.file);
+    mk_json_key(j, "thread");
+    if (r->opts.thread >= 0)
+        mk_json_uint(j, (uint64_t)r->opts.thread);
+    else
+        mk_json_null(j);
+    mk_json_key(j, "from_s");
+    mk_json_double(j, r->opts.from_s);
+    mk_json_key(j, "to_s");
+    mk_json_double(j, r->opts.to_s);
+    mk_json_end_object(j);
+    mk_json_end_object(j);
+}
+
+static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, size_t n,
+                 int top)
+{
+    mk_json_key(j, k);
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < n && (top <= 0 || i < (size_t)top); i++) {
+        mk_json_begin_object(j);
+        if (rw[i].name)
+            key_str(j, "name", rw[i].name);
+        key_uint(j, "stack", rw[i].stack);
+        if (!rw[i].name) {
+            mk_json_key(j, "frames");
+            frames(j, r, rw[i].stack);
+        }
+        agg_fields(j, &rw[i].agg);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+}
+
+static void findings(mk_json *j, mk_report_t *r)
+{
+    mk_json_key(j, "findings");
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const mk_finding_t *f = &r->findings[i];
+        mk_json_begin_object(j);
+        key_str(j, "kind", mk_finding_name(f->kind));
+        mk_json_key(j, "site");
+        mk_json_begin_object(j);
+        key_uint(j, "stack", f->stack);
+        mk_json_key(j, "frames");
+        frames(j, r, f->stack);
+        mk_json_end_object(j);
+        if (f->kind == MK_F_PAIRED) {
+            mk_json_key(j, "site2");
+            mk_json_begin_object(j);
+            key_uint(j, "stack", f->stack2);
+            mk_json_key(j, "frames");
+            frames(j, r, f->stack2);
+            mk_json_end_object(j);
+        }
+        key_uint(j, "count", f->count);
+        key_uint(j, "removable", f->removable);
+        mk_json_key(j, "estimated_saving_ns");
+        mk_json_double(j, f->saving_ns);
+        key_str(j, "evidence", f->evidence);
+        key_str(j, "fix", f->fix);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+}
+
+static void timeline(mk_json *j, const mk_profile_t *p)
+{
+    mk_json_key(j, "timeline");
+    mk_json_begin_object(j);
+    key_uint(j, "bucket", p->bucket_ns);
+    mk_json_key(j, "buckets");
+    mk_json_begin_array(j);
+    for (uint32_t i = 0; i < p->nbuckets; i++) {
+        const mk_timeline_bucket_t *b = &p->timeline[i];
+        mk_json_begin_array(
+            j); /* compact: [allocs, bytes, max_live, end_live, max_blocks] */
+        mk_json_uint(j, b->allocs);
+        mk_json_uint(j, b->bytes);
+        mk_json_uint(j, b->max_live);
+        mk_json_uint(j, b->end_live);
+        mk_json_uint(j, b->max_blocks);
+        mk_json_end_array(j);
+    }
+    mk_json_end_array(j);
+    mk_json_end_object(j);
+}
+
+void mk_render_json(mk_report_t *r, FILE *out, int top)
+{
+    mk_json j = {.out = out};
+    mk_json_begin_object(&j);
+    key_str(&j, "schema", "memkit-report");
+    key_uint(&j, "version", MK_REPORT_SCHEMA_VERSION);
+    input(&j, r);
+    totals(&j, r);
+    mk_json_key(&j, "malloc_free_ns");
+    mk_json_double(&j, r->cost_ns);
+    mk_json_key(&j, "histograms");
+    mk_json_begin_object(&j);
+    hist(&j, "size", r->prof.size_hist);
+    hist(&j, "lifetime", r->prof.life_hist);
+    mk_json_end_object(&j);
+    timeline(&j, &r->prof);
+    rows(&j, r, "sites", r->sites, r->nsites, top);
+    rows(&j, r, "functions", r->functions, r->nfunctions, top);
+    rows(&j, r, "lines", r->lines, r->nlines, top);
+    findings(&j, r);
+    mk_json_end_object(&j);
+}

@@ -1,0 +1,256 @@
+/*
+ * report_text.c - the report as text: memanalyze-style "Name: value" totals
+ * (scripts written for memanalyze.pl parse them unchanged), then sites in
+ * aligned columns, the peak, leaks and findings. Colour only on a terminal.
+ */
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct text {
+    mk_report_t *r;
+    FILE *out;
+    bool color;
+} text_t;
+
+static void heading(const text_t *t, const char *s)
+{
+    fprintf(t->out, t->color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", s);
+}
+
+static void totals(const text_t *t)
+{
+    const mk_profile_t *p = &t->r->prof;
+    FILE *out = t->out;
+    fprintf(out, "Mallocs: %" PRIu64 "\n", p->mallocs);
+    fprintf(out, "Reallocs: %" PRIu64 "\n", p->reallocs);
+    fprintf(out, "Callocs: %" PRIu64 "\n", p->callocs);
+    fprintf(out, "Strdups: %" PRIu64 "\n", p->strdups);
+    fprintf(out, "Wcsdups: %" PRIu64 "\n", p->wcsdups);
+    fprintf(out, "Frees: %" PRIu64 "\n", p->frees);
+    if (t->r->kind == MK_INPUT_MEMDEBUG)
+        fprintf(out, "Sockets: %" PRIu64 "\n", t->r->md.sockets);
+    fprintf(out, "Allocations: %" PRIu64 "\n", p->allocations);
+    fprintf(out, "Maximum allocated: %" PRIu64 "\n", p->max_allocated);
+    fprintf(out, "Total allocated: %" PRIu64 "\n", p->total_allocated);
+    fprintf(out, "News: %" PRIu64 "\n", p->news);
+    fprintf(out, "Deletes: %" PRIu64 "\n", p->deletes);
+    fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
+    fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
+    fprintf(out, "Peak live blocks: %" PRIu64 "\n", p->peak_blocks);
+    fprintf(out, "Leaks at exit: %" PRIu64 " blocks, %" PRIu64 " bytes\n", p->live_blocks,
+            p->live_bytes);
+    if (!p->from_summary)
+        fprintf(out, "Temporaries: %" PRIu64 "\n", p->temporaries);
+    if (p->free_unknown || p->failed)
+        fprintf(out,
+                "Frees of unknown blocks: %" PRIu64 "; failed allocations: %" PRIu64 "\n",
+                p->free_unknown, p->failed);
+    if (t->r->duration_s > 0 && t->r->kind == MK_INPUT_TRACE)
+        fprintf(out, "Allocations per second: %.0f\n",
+                (double)p->allocation_calls / t->r->duration_s);
+    const mk_trace_t *tr = t->r->tr;
+    if (!tr || !tr->end.present)
+        return;
+    fprintf(out, "Peak RSS: %" PRIu64 " KB\n", tr->end.maxrss_kb);
+    fprintf(out, "Page faults: %" PRIu64 " minor, %" PRIu64 " major\n", tr->end.minflt,
+            tr->end.majflt);
+    /* The tracer's own trace writes are not the program's I/O. */
+    uint64_t wrote =
+        tr->end.wchar -
+        (tr->end.trace_bytes < tr->end.wchar ? tr->end.trace_bytes : tr->end.wchar);
+    uint64_t io = tr->end.rchar + wrote;
+    fprintf(out, "I/O bytes: %" PRIu64 " read, %" PRIu64 " written", tr->end.rchar,
+            wrote);
+    if (p->allocation_calls && io >= p->allocation_calls)
+        fprintf(out, " (one allocation per %.1f bytes)",
+                (double)io / (double)p->allocation_calls);
+    else if (io)
+        fprintf(out, " (%.1f allocations per byte)",
+                (double)p->allocation_calls / (double)io);
+    fputc('\n', out);
+}
+
+/* "  1. 10 calls, 205 bytes: main at basic.c:12 (basic)" */
+static void top_list(const text_t *t, int top)
+{
+    mk_report_t *r = t->r;
+    if (!r->nsites || top <= 0)
+        return;
+    fprintf(t->out, "Top call sites by allocations%s:\n",
+            r->prof.from_summary ? " (calling instruction)" : "");
+    for (size_t i = 0; i < r->nsites && i < (size_t)top; i++) {
+        uint32_t depth;
+        const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
+        char where[1024];
+        fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
+                r->sites[i].agg.calls, r->sites[i].agg.bytes,
+                depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+    }
+}
+
+static void stack_lines(const text_t *t, uint32_t stack, int max_frames,
+                        const char *indent)
+{
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(t->r->names, stack, &depth);
+    for (uint32_t i = 0; i < depth && i < (uint32_t)max_frames; i++) {
+        char where[1024];
+        fprintf(t->out, "%s%s %s\n", indent, i ? "from" : "at  ",
+                mk_frame_long(&f[i], where, sizeof where));
+    }
+    if (depth > (uint32_t)max_frames)
+        fprintf(t->out, "%s... %u more frames\n", indent, depth - (uint32_t)max_frames);
+}
+
+static void site_table(const text_t *t, const char *title, const mk_row_t *rows, size_t n,
+                       int top)
+{
+    char head[256], a[32], b[32], c[32], d[32], e[32], s[32], label[1024];
+    if (!n || top <= 0)
+        return;
+    snprintf(head, sizeof head, "%s (top %zu of %zu)", title,
+             n < (size_t)top ? n : (size_t)top, n);
+    heading(t, head);
+    bool lines = strcmp(t->r->time_unit, "line") == 0;
+    fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n", "calls", "bytes", "at peak",
+            "leaked", lines ? "life/lines" : "median life", "med size", "site");
+    for (size_t i = 0; i < n && i < (size_t)top; i++) {
+        const mk_stack_agg_t *g = &rows[i].agg;
+        uint64_t life = mk_hist_median(g->life_hist);
+        if (lines)
+            snprintf(e, sizeof e, "%" PRIu64, life);
+        else
+            mk_fmt_ns((double)life, e, sizeof e);
+        fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n",
+                mk_fmt_count(g->calls, a, sizeof a), mk_fmt_bytes(g->bytes, b, sizeof b),
+                mk_fmt_bytes(g->peak_bytes, c, sizeof c),
+                mk_fmt_bytes(g->leaked_bytes, d, sizeof d), g->frees ? e : "-",
+                mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s),
+                mk_row_label(t->r, &rows[i], label, sizeof label));
+    }
+}
+
+static int by_peak(const void *x, const void *y)
+{
+    const mk_row_t *a = x, *b = y;
+    return a->agg.peak_bytes < b->agg.peak_bytes   ? 1
+           : a->agg.peak_bytes > b->agg.peak_bytes ? -1
+                                                   : 0;
+}
+
+static int by_leaked(const void *x, const void *y)
+{
+    const mk_row_t *a = x, *b = y;
+    return a->agg.leaked_bytes < b->agg.leaked_bytes   ? 1
+           : a->agg.leaked_bytes > b->agg.leaked_bytes ? -1
+                                                       : 0;
+}
+
+static void peak_and_leaks(const text_t *t, int top)
+{
+    mk_report_t *r = t->r;
+    char a[32], b[64], c[32], head[256];
+    if (!r->nsites || r->prof.from_summary)
+        return;
+    mk_row_t *rows = malloc(r->nsites * sizeof *rows);
+    if (!rows)
+        return;
+    memcpy(rows, r->sites, r->nsites * sizeof *rows);
+
+    qsort(rows, r->nsites, sizeof *rows, by_peak);
+    if (strcmp(r->time_unit, "ns") == 0)
+        mk_fmt_ns((double)r->prof.peak_time, b, sizeof b);
+    else
+        snprintf(b, sizeof b, "line %" PRIu64, r->prof.peak_time);
+    snprintf(head, sizeof head, "Peak: %s in %s blocks at %s, held by",
+             mk_fmt_bytes(r->prof.max_allocated, a, sizeof a),
+             mk_fmt_count(r->prof.peak_blocks, c, sizeof c), b);
+    heading(t, head);
+    for (size_t i = 0; i < r->nsites && i < (size_t)top && rows[i].agg.peak_bytes; i++) {
+        char label[1024];
+        fprintf(t->out, "%10s in %8s blocks  %s\n",
+                mk_fmt_bytes(rows[i].agg.peak_bytes, a, sizeof a),
+                mk_fmt_count(rows[i].agg.peak_blocks, c, sizeof c),
+                mk_row_label(r, &rows[i], label, sizeof label));
+    }
+
+    if (r->prof.live_blocks) {
+        qsort(rows, r->nsites, sizeof *rows, by_leaked);
+        snprintf(head, sizeof head, "Leaks: %s blocks, %s still allocated at the end",
+                 mk_fmt_count(r->prof.live_blocks, c, sizeof c),
+                 mk_fmt_bytes(r->prof.live_bytes, a, sizeof a));
+        heading(t, head);
+        for (size_t i = 0; i < r->nsites && i < (size_t)top && rows[i].agg.leaked_blocks;
+             i++) {
+            fprintf(t->out, "%10s in %8s blocks\n",
+                    mk_fmt_bytes(rows[i].agg.leaked_bytes, a, sizeof a),
+                    mk_fmt_count(rows[i].agg.leaked_blocks, c, sizeof c));
+            stack_lines(t, rows[i].stack, 6, "    ");
+        }
+    }
+    free(rows);
+}
+
+static void findings(const text_t *t, int top, bool brief)
+{
+    mk_report_t *r = t->r;
+    char a[32], b[32], c[32], head[256];
+    if (!r->nfindings) {
+        if (!brief && !r->prof.from_summary)
+            heading(t, "Findings: none (no site shows a pattern a known fix removes)");
+        return;
+    }
+    if (brief) {
+        fprintf(t->out, "Findings (malloc+free costs %s here):\n",
+                mk_fmt_ns(r->cost_ns, c, sizeof c));
+    } else {
+        snprintf(head, sizeof head,
+                 "Findings (%zu; malloc+free costs %s on this machine)", r->nfindings,
+                 mk_fmt_ns(r->cost_ns, c, sizeof c));
+        heading(t, head);
+    }
+    for (size_t i = 0; i < r->nfindings && i < (size_t)top; i++) {
+        const mk_finding_t *f = &r->findings[i];
+        uint32_t depth;
+        const mk_frame_t *fr = mk_names_stack(r->names, f->stack, &depth);
+        char where[1024];
+        fprintf(t->out,
+                t->color ? "  %zu. \033[1m%s\033[0m: %s allocations, saves ~%s: %s\n"
+                         : "  %zu. %s: %s allocations, saves ~%s: %s\n",
+                i + 1, mk_finding_name(f->kind), mk_fmt_count(f->removable, a, sizeof a),
+                mk_fmt_ns(f->saving_ns, b, sizeof b),
+                depth ? mk_frame_long(fr, where, sizeof where) : "(no stack)");
+        if (brief)
+            continue;
+        fprintf(t->out, "     %s\n", f->evidence);
+        fprintf(t->out, "     fix: %s\n", f->fix);
+        stack_lines(t, f->stack, 4, "       ");
+        if (f->kind == MK_F_PAIRED) {
+            fprintf(t->out, "     paired with:\n");
+            stack_lines(t, f->stack2, 4, "       ");
+        }
+    }
+}
+
+void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
+{
+    text_t t = {r, out, color};
+    totals(&t);
+    if (brief) {
+        top_list(&t, top);
+        findings(&t, 3, true);
+        return;
+    }
+    if (r->kind == MK_INPUT_MEMDEBUG && r->md.unrecognized)
+        fprintf(out, "Lines not understood: %" PRIu64 "\n", r->md.unrecognized);
+    site_table(&t, "Sites by allocations", r->sites, r->nsites, top);
+    if (r->kind == MK_INPUT_TRACE)
+        site_table(&t, "Functions by allocations", r->functions, r->nfunctions, top);
+    site_table(&t, "Source lines by allocations", r->lines, r->nlines, top);
+    peak_and_leaks(&t, top);
+    findings(&t, top, false);
+}

@@ -1,0 +1,274 @@
+/*
+ * cmd_check.c - `memkit check INPUT --max-allocations N ...`: a regression
+ * guard for CI. Exit status 1 and one line per limit breached; limits can
+ * also come from a small file in the user's repository (--config).
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include "../analyze/report.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct limit {
+    const char *name; /* option name without "--" and config key */
+    const char *what; /* in messages */
+    bool size;        /* a byte size (K/M/G are powers of 1024) */
+    bool set;
+    uint64_t max;
+} limit_t;
+
+enum {
+    L_ALLOCATIONS,
+    L_PEAK,
+    L_LEAKED,
+    L_LEAKED_BLOCKS,
+    L_TOTAL,
+    L_PEAK_BLOCKS,
+    L_TEMPORARIES,
+    L_FINDINGS,
+    L_COUNT
+};
+
+static bool parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !isdigit((unsigned char)*s))
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return false;
+    uint64_t mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K':
+        mul = 1ull << 10;
+        break;
+    case 'M':
+        mul = 1ull << 20;
+        break;
+    case 'G':
+        mul = 1ull << 30;
+        break;
+    case 'T':
+        mul = 1ull << 40;
+        break;
+    case 0:
+        break;
+    case 'B':
+        if (!end[1]) {
+            *out = v;
+            return true;
+        }
+        return false;
+    default:
+        return false;
+    }
+    if (mul > 1) {
+        end++;
+        if (strcmp(end, "") != 0 && strcasecmp(end, "B") != 0 &&
+            strcasecmp(end, "iB") != 0)
+            return false;
+    }
+    if (v > UINT64_MAX / mul)
+        return false;
+    *out = v * mul;
+    return true;
+}
+
+static int set_limit(limit_t *l, const char *val, const char *from)
+{
+    bool ok = l->size ? parse_size(val, &l->max) : mk_parse_count(val, &l->max);
+    if (!ok)
+        return mk_usage_error("%s%s wants %s, not '%s'", from, l->name,
+                              l->size ? "a size (e.g. 64K, 10M)" : "a count", val);
+    l->set = true;
+    return MK_EXIT_OK;
+}
+
+static limit_t *limit_named(limit_t *limits, const char *name, size_t len)
+{
+    for (int i = 0; i < L_COUNT; i++)
+        if (strlen(limits[i].name) == len && strncmp(limits[i].name, name, len) == 0)
+            return &limits[i];
+    return NULL;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
+    return s;
+}
+
+/* "max-allocations = 1000" per line; '#' starts a comment. Command-line
+ * limits given before or after win over the file's (set_by_cli). */
+static int read_config(const char *path, limit_t *limits, const bool *set_by_cli)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return mk_usage_error("cannot read check config %s: %s", path, strerror(errno));
+    char line[1024];
+    int lineno = 0, rc = MK_EXIT_OK;
+    while (rc == MK_EXIT_OK && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = mk_usage_error("%s:%d: expected 'name = value'", path, lineno);
+            break;
+        }
+        *eq = 0;
+        char *name = trim(s), *val = trim(eq + 1);
+        limit_t *l = limit_named(limits, name, strlen(name));
+        if (!l) {
+            rc = mk_usage_error("%s:%d: unknown limit '%s'", path, lineno, name);
+            break;
+        }
+        if (set_by_cli[l - limits])
+            continue;
+        char from[1100];
+        snprintf(from, sizeof from, "%s:%d: ", path, lineno);
+        rc = set_limit(l, val, from);
+    }
+    fclose(f);
+    return rc;
+}
+
+static uint64_t measured(const mk_report_t *r, int i)
+{
+    const mk_profile_t *p = &r->prof;
+    switch (i) {
+    case L_ALLOCATIONS:
+        return p->allocation_calls;
+    case L_PEAK:
+        return p->max_allocated;
+    case L_LEAKED:
+        return p->live_bytes;
+    case L_LEAKED_BLOCKS:
+        return p->live_blocks;
+    case L_TOTAL:
+        return p->total_allocated;
+    case L_PEAK_BLOCKS:
+        return p->peak_blocks;
+    case L_TEMPORARIES:
+        return p->temporaries;
+    default:
+        return r->nfindings;
+    }
+}
+
+static const char usage[] =
+    "usage: memkit check [options] INPUT\n"
+    "\n"
+    "Exit status 1, with one line per limit exceeded, when the trace or curl\n"
+    "memdebug log goes over a limit; 0 when it is within all of them.\n"
+    "\n"
+    "  --max-allocations N    allocation calls (malloc family and new)\n"
+    "  --max-peak SIZE        maximum allocated bytes (K, M, G: powers of 1024)\n"
+    "  --max-leaked SIZE      bytes still allocated at the end\n"
+    "  --max-leaked-blocks N  blocks still allocated at the end\n"
+    "  --max-total SIZE       bytes allocated over the run\n"
+    "  --max-peak-blocks N    live blocks at the highest point\n"
+    "  --max-temporaries N    blocks freed before their thread's next allocation\n"
+    "  --max-findings N       findings (see memkit report)\n"
+    "  --config FILE          limits as 'max-peak = 10M' lines (# comments);\n"
+    "                         the command line wins over the file\n"
+    "  and the filters of memkit report (--module, --function, --file, ...).\n";
+
+int mk_cmd_check(int argc, char **argv)
+{
+    limit_t limits[L_COUNT] = {
+        [L_ALLOCATIONS] = {"max-allocations", "allocation calls", false, false, 0},
+        [L_PEAK] = {"max-peak", "maximum allocated bytes", true, false, 0},
+        [L_LEAKED] = {"max-leaked", "leaked bytes", true, false, 0},
+        [L_LEAKED_BLOCKS] = {"max-leaked-blocks", "leaked blocks", false, false, 0},
+        [L_TOTAL] = {"max-total", "total allocated bytes", true, false, 0},
+        [L_PEAK_BLOCKS] = {"max-peak-blocks", "peak live blocks", false, false, 0},
+        [L_TEMPORARIES] = {"max-temporaries", "temporaries", false, false, 0},
+        [L_FINDINGS] = {"max-findings", "findings", false, false, 0},
+    };
+    bool set_by_cli[L_COUNT] = {0};
+    mk_report_opts_t o;
+    mk_report_opts_default(&o);
+    const char *input = NULL, *config = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int f = mk_filter_option(argc, argv, &i, &o);
+        if (f < 0)
+            return MK_EXIT_USAGE;
+        if (f > 0)
+            continue;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return MK_EXIT_OK;
+        }
+        limit_t *l =
+            strncmp(a, "--", 2) == 0 ? limit_named(limits, a + 2, strlen(a + 2)) : NULL;
+        if (l) {
+            if (i + 1 >= argc)
+                return mk_usage_error("%s wants a value", a);
+            if (set_limit(l, argv[++i], "--") != MK_EXIT_OK)
+                return MK_EXIT_USAGE;
+            set_by_cli[l - limits] = true;
+        } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
+            config = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            return mk_usage_error("unknown check option '%s' (memkit check --help)", a);
+        } else if (!input) {
+            input = a;
+        } else {
+            return mk_usage_error("check takes one input");
+        }
+    }
+    if (config && read_config(config, limits, set_by_cli) != MK_EXIT_OK)
+        return MK_EXIT_USAGE;
+    if (!input)
+        return mk_usage_error("check: no input given (memkit check TRACE --max-...)");
+    bool any = false;
+    for (int i = 0; i < L_COUNT; i++)
+        any |= limits[i].set;
+    if (!any)
+        return mk_usage_error("check: no limit given (memkit check --help lists them)");
+    if (!limits[L_FINDINGS].set)
+        o.cost_ns = 1; /* findings are not checked: skip measuring */
+
+    mk_report_t r;
+    int rc = mk_load_input(&r, input, &o);
+    if (rc != MK_EXIT_OK) {
+        if (r.tr)
+            mk_report_free(&r);
+        fprintf(stderr, "memkit check: cannot judge %s\n", input);
+        return MK_EXIT_USAGE;
+    }
+    int breached = 0;
+    for (int i = 0; i < L_COUNT; i++) {
+        if (!limits[i].set)
+            continue;
+        uint64_t v = measured(&r, i);
+        if (v > limits[i].max) {
+            printf("memkit check: %s: %s %" PRIu64 " > limit %" PRIu64 "\n", input,
+                   limits[i].what, v, limits[i].max);
+            breached++;
+        }
+    }
+    if (!breached)
+        printf("memkit check: %s: within all limits (%" PRIu64 " allocation calls, "
+               "%" PRIu64 " bytes at peak, %" PRIu64 " bytes leaked)\n",
+               input, r.prof.allocation_calls, r.prof.max_allocated, r.prof.live_bytes);
+    mk_report_free(&r);
+    return breached ? MK_EXIT_FAIL : MK_EXIT_OK;
+}

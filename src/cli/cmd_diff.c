@@ -1,0 +1,264 @@
+/*
+ * cmd_diff.c - `memkit diff BEFORE AFTER`: totals side by side with ratios,
+ * then the sites that changed most, matched across the two runs by their
+ * symbolized stacks (addresses differ from run to run; names do not).
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include "../analyze/report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct change {
+    char *key; /* the symbolized stack */
+    const mk_row_t *before, *after;
+    int64_t delta; /* calls after - before */
+} change_t;
+
+static int by_delta(const void *x, const void *y)
+{
+    const change_t *a = x, *b = y;
+    int64_t da = a->delta < 0 ? -a->delta : a->delta,
+            db = b->delta < 0 ? -b->delta : b->delta;
+    if (da != db)
+        return da < db ? 1 : -1;
+    return strcmp(a->key, b->key);
+}
+
+/* Matches the two runs' sites by stack key. */
+static size_t match_sites(mk_report_t *b, mk_report_t *a, change_t **out)
+{
+    size_t n = 0, cap = 0;
+    change_t *c = NULL;
+    char key[8192];
+    for (int side = 0; side < 2; side++) {
+        mk_report_t *r = side ? a : b;
+        for (size_t i = 0; i < r->nsites; i++) {
+            mk_report_stack_key(r, r->sites[i].stack, key, sizeof key);
+            size_t j;
+            /* the AFTER side looks its key up among BEFORE's; sites are few
+             * enough for a sorted merge to be overkill here */
+            for (j = 0; side && j < n; j++)
+                if (!c[j].after && strcmp(c[j].key, key) == 0)
+                    break;
+            if (!side || j == n) {
+                if (!mk_grow((void **)&c, &cap, n + 1, sizeof *c))
+                    break;
+                c[n] = (change_t){.key = strdup(key)};
+                j = n++;
+            }
+            if (side)
+                c[j].after = &r->sites[i];
+            else
+                c[j].before = &r->sites[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        c[i].delta = (int64_t)(c[i].after ? c[i].after->agg.calls : 0) -
+                     (int64_t)(c[i].before ? c[i].before->agg.calls : 0);
+    if (c)
+        qsort(c, n, sizeof *c, by_delta);
+    *out = c;
+    return n;
+}
+
+static void ratio_line(FILE *out, const char *name, uint64_t b, uint64_t a)
+{
+    char x[32], y[32];
+    fprintf(out, "%-20s %14s %14s", name, mk_fmt_count(b, x, sizeof x),
+            mk_fmt_count(a, y, sizeof y));
+    if (b == a)
+        fprintf(out, "  same\n");
+    else if (b && a)
+        fprintf(out, "  x%.4g (%.3g times %s)\n", (double)a / (double)b,
+                a < b ? (double)b / (double)a : (double)a / (double)b,
+                a < b ? "fewer" : "more");
+    else
+        fprintf(out, "  %s\n", a ? "new" : "gone");
+}
+
+typedef struct total {
+    const char *name, *json;
+    size_t off;
+} total_t;
+
+#define T(n, j, f)                                                                       \
+    {                                                                                    \
+        n, j, offsetof(mk_profile_t, f)                                                  \
+    }
+static const total_t totals[] = {
+    T("Allocation calls", "allocation_calls", allocation_calls),
+    T("Allocations", "allocations", allocations),
+    T("Mallocs", "mallocs", mallocs),
+    T("Callocs", "callocs", callocs),
+    T("Reallocs", "reallocs", reallocs),
+    T("Strdups", "strdups", strdups),
+    T("News", "news", news),
+    T("Frees", "frees", frees),
+    T("Maximum allocated", "max_allocated", max_allocated),
+    T("Total allocated", "total_allocated", total_allocated),
+    T("Peak live blocks", "peak_live_blocks", peak_blocks),
+    T("Leaked bytes", "leaked_bytes", live_bytes),
+    T("Temporaries", "temporaries", temporaries),
+};
+#undef T
+
+static uint64_t total_of(const mk_report_t *r, const total_t *t)
+{
+    return *(const uint64_t *)((const char *)&r->prof + t->off);
+}
+
+static void label_of(mk_report_t *r, const change_t *c, char *buf, size_t cap)
+{
+    const mk_row_t *row = c->after ? c->after : c->before;
+    mk_report_t *side = r;
+    mk_row_label(side, row, buf, cap);
+}
+
+static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, size_t n,
+                      int top)
+{
+    char x[32], y[32], z[32], label[1024];
+    fprintf(out, "%-20s %14s %14s\n", "", "before", "after");
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
+        ratio_line(out, totals[i].name, total_of(b, &totals[i]), total_of(a, &totals[i]));
+    size_t shown = 0;
+    for (size_t i = 0; i < n && shown < (size_t)top; i++)
+        if (c[i].delta)
+            shown++;
+    if (!shown) {
+        fprintf(out, "\nNo site changed its allocation count.\n");
+        return;
+    }
+    fprintf(out, "\nSites that changed most (%zu of %zu sites changed):\n", shown, n);
+    fprintf(out, "%14s %14s %14s  %s\n", "before", "after", "change", "site");
+    for (size_t i = 0, k = 0; i < n && k < shown; i++) {
+        if (!c[i].delta)
+            continue;
+        k++;
+        label_of(c[i].after ? a : b, &c[i], label, sizeof label);
+        fprintf(out, "%14s %14s %14s  %s%s\n",
+                mk_fmt_count(c[i].before ? c[i].before->agg.calls : 0, x, sizeof x),
+                mk_fmt_count(c[i].after ? c[i].after->agg.calls : 0, y, sizeof y),
+                c[i].delta < 0
+                    ? (z[0] = '-',
+                       mk_fmt_count((uint64_t)-c[i].delta, z + 1, sizeof z - 1), z)
+                    : (z[0] = '+',
+                       mk_fmt_count((uint64_t)c[i].delta, z + 1, sizeof z - 1), z),
+                label,
+                !c[i].before  ? " (new)"
+                : !c[i].after ? " (gone)"
+                              : "");
+    }
+}
+
+static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, size_t n,
+                      int top)
+{
+    mk_json j = {.out = out};
+    mk_json_begin_object(&j);
+    mk_json_key(&j, "schema");
+    mk_json_string(&j, "memkit-diff");
+    mk_json_key(&j, "version");
+    mk_json_uint(&j, 1);
+    for (int side = 0; side < 2; side++) {
+        mk_report_t *r = side ? a : b;
+        mk_json_key(&j, side ? "after" : "before");
+        mk_json_begin_object(&j);
+        mk_json_key(&j, "path");
+        mk_json_string(&j, r->path);
+        for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++) {
+            mk_json_key(&j, totals[i].json);
+            mk_json_uint(&j, total_of(r, &totals[i]));
+        }
+        mk_json_end_object(&j);
+    }
+    mk_json_key(&j, "sites");
+    mk_json_begin_array(&j);
+    for (size_t i = 0; i < n && (top <= 0 || i < (size_t)top); i++) {
+        mk_json_begin_object(&j);
+        mk_json_key(&j, "stack");
+        mk_json_string(&j, c[i].key);
+        mk_json_key(&j, "before_calls");
+        mk_json_uint(&j, c[i].before ? c[i].before->agg.calls : 0);
+        mk_json_key(&j, "after_calls");
+        mk_json_uint(&j, c[i].after ? c[i].after->agg.calls : 0);
+        mk_json_key(&j, "before_bytes");
+        mk_json_uint(&j, c[i].before ? c[i].before->agg.bytes : 0);
+        mk_json_key(&j, "after_bytes");
+        mk_json_uint(&j, c[i].after ? c[i].after->agg.bytes : 0);
+        mk_json_end_object(&j);
+    }
+    mk_json_end_array(&j);
+    mk_json_end_object(&j);
+}
+
+int mk_cmd_diff(int argc, char **argv)
+{
+    mk_report_opts_t o;
+    mk_report_opts_default(&o);
+    o.cost_ns = 1; /* findings are not shown: skip measuring */
+    const char *in[2] = {NULL, NULL};
+    int nin = 0, top = 10;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        uint64_t v;
+        int f = mk_filter_option(argc, argv, &i, &o);
+        if (f < 0)
+            return MK_EXIT_USAGE;
+        if (f > 0)
+            continue;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: memkit diff [options] BEFORE AFTER\n\n"
+                   "Compares two traces or curl memdebug logs: totals with ratios, then\n"
+                   "the sites whose allocation counts changed most, matched by their\n"
+                   "symbolized stacks. Options: --top N, --format text|json, and the\n"
+                   "filters of memkit report (--module, --function, --file, ...).\n");
+            return MK_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
+            if (!mk_parse_count(argv[++i], &v) || v > 1000000)
+                return mk_usage_error("--top wants a number, not '%s'", argv[i]);
+            top = (int)v;
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "json") == 0)
+                json = true;
+            else if (strcmp(argv[i], "text") != 0)
+                return mk_usage_error("diff --format: text or json, not '%s'", argv[i]);
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return mk_usage_error("unknown diff option '%s' (memkit diff --help)",
+                                  argv[i]);
+        } else if (nin < 2) {
+            in[nin++] = argv[i];
+        } else {
+            return mk_usage_error("diff takes two inputs, BEFORE and AFTER");
+        }
+    }
+    if (nin != 2)
+        return mk_usage_error("diff takes two inputs: memkit diff BEFORE AFTER");
+    mk_report_t b, a;
+    int rb = mk_load_input(&b, in[0], &o);
+    if (rb != MK_EXIT_OK && !b.tr)
+        return rb;
+    int ra = mk_load_input(&a, in[1], &o);
+    if (ra != MK_EXIT_OK && !a.tr) {
+        mk_report_free(&b);
+        return ra;
+    }
+    change_t *c;
+    size_t n = match_sites(&b, &a, &c);
+    if (json)
+        diff_json(stdout, &b, &a, c, n, top);
+    else
+        diff_text(stdout, &b, &a, c, n, top);
+    for (size_t i = 0; i < n; i++)
+        free(c[i].key);
+    free(c);
+    mk_report_free(&b);
+    mk_report_free(&a);
+    return rb != MK_EXIT_OK ? rb : ra;
+}

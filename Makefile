@@ -3,7 +3,8 @@
 #   make test    build and run every test through ctest
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
-#       make fuzz (the trace reader under libFuzzer, FUZZ_SECONDS long; needs clang),
+#       make fuzz (the trace reader, curl-log reader and JSON escaping under libFuzzer,
+#                  FUZZ_SECONDS each; needs clang),
 #       make bench-trace (the tracer's overhead next to heaptrack's)
 
 BUILD     ?= build
@@ -56,13 +57,22 @@ fuzz:
 	@test -n "$(CLANG)" || { echo "make fuzz needs clang (apt-get install clang)"; exit 2; }
 	@$(CMAKE) -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(CLANG) \
 	    -DMEMKIT_WERROR=OFF -DMEMKIT_FUZZ=ON -DMEMKIT_SANITIZE=address,undefined,fuzzer-no-link >/dev/null
-	@$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_trace memkit_cli memkit_preload \
-	    trace_basic trace_threads trace_forkexec >/dev/null
-	@rm -rf $(BUILD)-fuzz/seeds && mkdir -p $(BUILD)-fuzz/seeds $(BUILD)-fuzz/corpus
+	@$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_trace fuzz_memdebug fuzz_json \
+	    memkit_cli memkit_preload trace_basic trace_threads trace_forkexec >/dev/null
+	@rm -rf $(BUILD)-fuzz/seeds && mkdir -p $(BUILD)-fuzz/seeds $(BUILD)-fuzz/seeds-log \
+	    $(BUILD)-fuzz/corpus $(BUILD)-fuzz/corpus-log $(BUILD)-fuzz/corpus-json
 	@for p in basic threads forkexec; do \
 	    $(BUILD)-fuzz/memkit trace -q -o $(BUILD)-fuzz/seeds/$$p -- $(BUILD)-fuzz/tests/trace/$$p >/dev/null 2>&1; done
-	@ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_trace -max_total_time=$(FUZZ_SECONDS) \
-	    -max_len=65536 -timeout=10 $(BUILD)-fuzz/corpus $(BUILD)-fuzz/seeds 2>&1 | tail -3
+	@cp tests/report/data/curl-memdebug/*.log $(BUILD)-fuzz/seeds-log/
+	@echo "fuzz_trace:"; ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_trace \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	    $(BUILD)-fuzz/corpus $(BUILD)-fuzz/seeds 2>&1 | grep -E "^Done|ERROR|SUMMARY|DEADLY" | tail -3
+	@echo "fuzz_memdebug:"; ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_memdebug \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
+	    $(BUILD)-fuzz/corpus-log $(BUILD)-fuzz/seeds-log 2>&1 | grep -E "^Done|ERROR|SUMMARY|DEADLY" | tail -3
+	@echo "fuzz_json:"; ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_json \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    $(BUILD)-fuzz/corpus-json 2>&1 | grep -E "^Done|ERROR|SUMMARY|DEADLY" | tail -3
 
 install: build
 	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -118,6 +118,20 @@ typedef struct state {
     char where[4200];
 } state_t;
 
+/* Perl's numbers turn into floats past 2^53; memkit's saturate instead of
+ * overflowing (only absurd logs get there). */
+static void add_to(int64_t *x, int64_t v)
+{
+    if (__builtin_add_overflow(*x, v, x))
+        *x = v < 0 ? INT64_MIN : INT64_MAX;
+}
+
+static void sub_from(int64_t *x, int64_t v)
+{
+    if (__builtin_sub_overflow(*x, v, x))
+        *x = v > 0 ? INT64_MIN : INT64_MAX;
+}
+
 static void newtotal(state_t *s)
 {
     if (s->totalmem > s->maxmem) {
@@ -154,8 +168,8 @@ static void block_at(state_t *s, mk_span_t addr, int64_t size, bool warn_twice,
     }
     e->val = size;
     set_where(e, s->where);
-    s->totalmem += size;
-    s->memsum += size;
+    add_to(&s->totalmem, size);
+    add_to(&s->memsum, size);
     newtotal(s);
 }
 
@@ -175,7 +189,7 @@ static void mem_line(state_t *s, const mk_md_line_t *l, const char *line, size_t
             fprintf(s->out, "FREE ERROR: Previously freed at: %s\n",
                     e->where ? e->where : "");
         } else {
-            s->totalmem -= e->val;
+            sub_from(&s->totalmem, e->val);
             newtotal(s);
             s->frees++;
             e->val = -1;
@@ -202,14 +216,14 @@ static void mem_line(state_t *s, const mk_md_line_t *l, const char *line, size_t
         if (has_old || s->old) {
             entry_t *e = map_get(&s->size_at, old, true);
             if (e) {
-                s->totalmem -= e->val;
+                sub_from(&s->totalmem, e->val);
                 e->val = 0;
                 set_where(e, "");
             }
         }
         int64_t size = num(c.n1);
-        s->totalmem += size;
-        s->memsum += size;
+        add_to(&s->totalmem, size);
+        add_to(&s->memsum, size);
         entry_t *n = map_get(&s->size_at, c.addr, true);
         if (n) {
             n->val = size;

@@ -36,8 +36,9 @@ struct mk_names {
     mk_kv_table_t pcs; /* return address -> a = index into pc_frames */
     mk_frame_t *pc_frames;
     size_t npc, pc_cap;
-    stack_names_t *stacks; /* by id */
-    size_t stacks_cap;
+    stack_names_t *stacks; /* dense, found by id through stack_index */
+    size_t nstacks, stacks_cap;
+    mk_kv_table_t stack_index; /* id + 1 -> a = index */
     uint32_t next_location;
 };
 
@@ -112,17 +113,35 @@ static const char *intern_str(mk_names_t *n, const char *s)
 mk_names_t *mk_names_new(void)
 {
     mk_names_t *n = calloc(1, sizeof *n);
-    if (n)
+    if (n) {
         n->pcs = (mk_kv_table_t){.alloc = zalloc, .release = release};
+        n->stack_index = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    }
     return n;
 }
 
-mk_names_t *mk_names_for_trace(const mk_trace_t *tr)
+mk_names_t *mk_names_for_trace(const mk_trace_t *tr, bool symbols)
 {
     mk_names_t *n = mk_names_new();
-    if (n)
+    if (n) {
         n->tr = tr;
+        n->sym_tried = !symbols; /* never make a symbolizer */
+    }
     return n;
+}
+
+/* The module holding pc, from the map alone: the newest snapshot wins. */
+static void module_of(const mk_trace_t *tr, uint64_t pc, mk_symbol_t *s)
+{
+    for (size_t i = tr->nmodules; i-- > 0;) {
+        const mk_module_t *m = &tr->modules[i];
+        if (pc >= m->lo && pc < m->hi) {
+            const char *slash = strrchr(m->path, '/');
+            s->module = slash ? slash + 1 : m->path;
+            s->offset = pc - m->base;
+            return;
+        }
+    }
 }
 
 void mk_names_free(mk_names_t *n)
@@ -135,18 +154,31 @@ void mk_names_free(mk_names_t *n)
     free(n->strings);
     free(n->pcs.slots);
     free(n->pc_frames);
-    for (size_t i = 0; i < n->stacks_cap; i++)
+    for (size_t i = 0; i < n->nstacks; i++)
         free(n->stacks[i].frames);
     free(n->stacks);
+    free(n->stack_index.slots);
     free(n);
 }
 
-static stack_names_t *stack_slot(mk_names_t *n, uint32_t id)
+/* The entry of a stack id, or NULL when there is none and !create (or
+ * memory ran out). */
+static stack_names_t *stack_slot(mk_names_t *n, uint32_t id, bool create)
 {
-    if (id >= n->stacks_cap &&
-        !mk_grow((void **)&n->stacks, &n->stacks_cap, (size_t)id + 1, sizeof *n->stacks))
+    bool fresh = false;
+    mk_kv_t *e = create ? mk_kv_put(&n->stack_index, (uint64_t)id + 1, &fresh)
+                        : mk_kv_find(&n->stack_index, (uint64_t)id + 1);
+    if (!e)
         return NULL;
-    return &n->stacks[id];
+    if (fresh) {
+        if (!mk_grow((void **)&n->stacks, &n->stacks_cap, n->nstacks + 1,
+                     sizeof *n->stacks)) {
+            mk_kv_remove(&n->stack_index, e);
+            return NULL;
+        }
+        e->a = n->nstacks++;
+    }
+    return &n->stacks[e->a];
 }
 
 uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len, int line)
@@ -161,7 +193,7 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
     if (e->id)
         return e->id;
     uint32_t id = ++n->next_location;
-    stack_names_t *s = stack_slot(n, id);
+    stack_names_t *s = stack_slot(n, id, true);
     mk_frame_t *f = calloc(1, sizeof *f);
     interned_t *fe = intern(n, file, file_len);
     if (!s || !f || !fe) {
@@ -193,6 +225,8 @@ static mk_frame_t frame_of_pc(mk_names_t *n, uint64_t pc)
     }
     mk_symbol_t s;
     mk_symbolize(n->sym, pc, &s);
+    if (!n->sym)
+        module_of(n->tr, pc, &s);
     mk_frame_t f = {
         .function = intern_str(n, s.function),
         .file = intern_str(n, s.file),
@@ -213,12 +247,12 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
 {
     static const mk_frame_t none[1];
     *depth = 0;
-    stack_names_t *s = stack < n->stacks_cap ? &n->stacks[stack] : NULL;
+    stack_names_t *s = stack_slot(n, stack, false);
     if (s && s->resolved) {
         *depth = s->depth;
         return s->frames ? s->frames : none;
     }
-    if (!n->tr || !stack || !(s = stack_slot(n, stack)))
+    if (!n->tr || !stack || !(s = stack_slot(n, stack, true)))
         return none;
     const mk_trace_t *tr = n->tr;
     uint64_t one_pc;

@@ -22,8 +22,10 @@ typedef struct mk_frame {
 typedef struct mk_names mk_names_t;
 
 /* Names for a trace's stacks (the trace must outlive them). For a
- * --summary-only trace, stack i + 1 is its summary's site i. */
-mk_names_t *mk_names_for_trace(const mk_trace_t *tr);
+ * --summary-only trace, stack i + 1 is its summary's site i. Without
+ * symbols, frames are module+offset from the trace's module map alone
+ * (no debug information is read: fast, and enough to tell sites apart). */
+mk_names_t *mk_names_for_trace(const mk_trace_t *tr, bool symbols);
 
 /* Names for a log: stacks are added with mk_names_add_location. */
 mk_names_t *mk_names_new(void);

@@ -20,8 +20,8 @@ struct mk_block {
     uint64_t serial;      /* allocation number, all threads (pairs, temporaries) */
     uint64_t prev_serial; /* the allocating thread's allocation before it */
     uint64_t seq;         /* allocation number within its stack (order window) */
-    uint32_t stack, thread;
-    uint32_t chain; /* reallocs that led to this block */
+    uint32_t agg, thread; /* agg: index of its stack's aggregate */
+    uint32_t chain;       /* reallocs that led to this block */
 };
 
 /* Per thread: its latest allocation, and its latest free not yet paired. */
@@ -29,6 +29,7 @@ struct mk_thread_state {
     uint64_t last_alloc;             /* serial, 0: none */
     uint64_t free_serial, free_prev; /* the last free's block, 0: none */
     uint32_t free_stack;
+    bool seen; /* counted in mk_profile_t.threads */
 };
 
 /* A free of a block not live yet; see hold_free. */
@@ -54,6 +55,7 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
     memset(p, 0, sizeof *p);
     p->live = (mk_kv_table_t){.alloc = zalloc, .release = release};
     p->pairs = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    p->stack_index = (mk_kv_table_t){.alloc = zalloc, .release = release};
     p->opts.thread = -1;
     if (opts)
         p->opts = *opts;
@@ -67,10 +69,20 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 
 static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
 {
-    if (stack >= p->stacks_cap && !mk_grow((void **)&p->stacks, &p->stacks_cap,
-                                           (size_t)stack + 1, sizeof *p->stacks))
+    bool fresh;
+    mk_kv_t *e = mk_kv_put(&p->stack_index, (uint64_t)stack + 1, &fresh);
+    if (!e)
         return NULL;
-    return &p->stacks[stack];
+    if (fresh) {
+        if (!mk_grow((void **)&p->stacks, &p->stacks_cap, p->nstacks + 1,
+                     sizeof *p->stacks)) {
+            mk_kv_remove(&p->stack_index, e);
+            return NULL;
+        }
+        e->a = p->nstacks++;
+        p->stacks[e->a].stack = stack;
+    }
+    return &p->stacks[e->a];
 }
 
 static mk_thread_state_t *thread_of(mk_profile_t *p, uint32_t thread)
@@ -249,7 +261,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     p->live_bytes -= size;
     p->live_blocks--;
 
-    mk_stack_agg_t *a = &p->stacks[b.stack];
+    mk_stack_agg_t *a = &p->stacks[b.agg];
     touch(p, a);
     a->live_bytes -= size;
     a->live_blocks--;
@@ -288,17 +300,17 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     }
     /* Two blocks allocated one after the other and now freed one after the
      * other (either way round) were probably one object in two pieces. */
-    if (t->free_serial && t->free_stack != b.stack &&
+    if (t->free_serial && t->free_stack != a->stack &&
         (b.prev_serial == t->free_serial || t->free_prev == b.serial)) {
         bool b_older = t->free_prev == b.serial;
-        if (!note_pair(p, b_older ? b.stack : t->free_stack,
-                       b_older ? t->free_stack : b.stack))
+        if (!note_pair(p, b_older ? a->stack : t->free_stack,
+                       b_older ? t->free_stack : a->stack))
             p->oom = true;
         t->free_serial = 0; /* a block pairs once */
     } else {
         t->free_serial = b.serial;
         t->free_prev = b.prev_serial;
-        t->free_stack = b.stack;
+        t->free_stack = a->stack;
     }
     return true;
 }
@@ -361,7 +373,7 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         .serial = p->serial,
         .prev_serial = t->last_alloc,
         .seq = ++a->seq,
-        .stack = ev->stack,
+        .agg = (uint32_t)(a - p->stacks),
         .thread = ev->thread,
         .chain = from ? from->chain + 1 : 0,
     };
@@ -409,8 +421,18 @@ static void expire_pending(mk_profile_t *p, uint64_t now)
     p->npending = keep;
 }
 
+/* Frees held at once, at most: real traces hold a handful (one clock
+ * tick's worth); a damaged one could hold thousands and make every event
+ * pay for scanning them. Past this, the oldest is judged unknown at once. */
+#define MK_PENDING_MAX 256
+
 static bool hold_free(mk_profile_t *p, const mk_event_t *ev)
 {
+    if (p->npending == MK_PENDING_MAX) {
+        p->free_unknown++;
+        memmove(p->pending, p->pending + 1, (p->npending - 1) * sizeof *p->pending);
+        p->npending--;
+    }
     if (!mk_grow((void **)&p->pending, &p->pending_cap, p->npending + 1,
                  sizeof *p->pending))
         return false;
@@ -522,8 +544,15 @@ bool mk_profile_event(mk_profile_t *p, const mk_event_t *ev)
     if (k >= MK_K_COUNT || !passes(p, ev))
         return true;
     p->events++;
-    if (ev->thread >= p->threads)
-        p->threads = ev->thread + 1;
+    mk_thread_state_t *t = thread_of(p, ev->thread);
+    if (!t) {
+        p->oom = true;
+        return false;
+    }
+    if (!t->seen) {
+        t->seen = true;
+        p->threads++;
+    }
     p->last_time = ev->time;
     if (p->npending)
         expire_pending(p, ev->time);
@@ -579,12 +608,12 @@ void mk_profile_finish(mk_profile_t *p)
         const mk_kv_t *l = &p->live.slots[i];
         if (!l->key)
             continue;
-        mk_stack_agg_t *a = &p->stacks[p->blocks[l->b].stack];
+        mk_stack_agg_t *a = &p->stacks[p->blocks[l->b].agg];
         a->leaked_blocks++;
         a->leaked_bytes += l->a;
     }
     /* Each stack's share of the latest peak (see touch). */
-    for (size_t i = 0; i < p->stacks_cap; i++) {
+    for (size_t i = 0; i < p->nstacks; i++) {
         mk_stack_agg_t *a = &p->stacks[i];
         bool changed = a->snap_epoch == p->peak_epoch;
         a->peak_bytes = changed ? a->snap_bytes : a->live_bytes;
@@ -635,7 +664,12 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
     p->bucket_ns = 1000; /* a microsecond; doubles as needed */
     bool ok = mk_trace_walk(tr, walk_event, p);
     if (tr->summary.present) {
-        memset(p->stacks, 0, p->stacks_cap * sizeof *p->stacks);
+        for (size_t i = 0; i < p->nstacks; i++)
+            free(p->stacks[i].order.seq);
+        p->nstacks = 0;
+        free(p->stack_index.slots);
+        p->stack_index.slots = NULL;
+        p->stack_index.cap = p->stack_index.used = 0;
         return from_summary(p, tr);
     }
     mk_profile_finish(p);
@@ -644,9 +678,10 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
 
 void mk_profile_free(mk_profile_t *p)
 {
-    for (size_t i = 0; i < p->stacks_cap; i++)
+    for (size_t i = 0; i < p->nstacks; i++)
         free(p->stacks[i].order.seq);
     free(p->stacks);
+    free(p->stack_index.slots);
     free(p->live.slots);
     free(p->pairs.slots);
     free(p->blocks);

@@ -44,6 +44,7 @@ typedef struct mk_order_window {
 } mk_order_window_t;
 
 typedef struct mk_stack_agg {
+    uint32_t stack;        /* its stack id */
     uint64_t calls, bytes; /* allocating calls from this stack, bytes asked */
     uint64_t frees;        /* its blocks freed (or reallocated away) */
     uint64_t min_size, max_size;
@@ -105,16 +106,20 @@ typedef struct mk_profile {
     uint64_t peak_time; /* when max_allocated was reached */
     uint64_t free_null, free_unknown, failed;
     uint64_t temporaries, tiny;
-    uint64_t events, threads, last_time;
-    bool from_summary; /* a --summary-only trace: no per-event data */
-    bool filtered;     /* opts narrowed the events */
+    uint64_t events, threads, last_time; /* threads: how many had events */
+    bool from_summary;                   /* a --summary-only trace: no per-event data */
+    bool filtered;                       /* opts narrowed the events */
     uint32_t size_hist[MK_HIST_BUCKETS];
     uint32_t life_hist[MK_HIST_BUCKETS];
     mk_timeline_bucket_t timeline[MK_TIMELINE];
-    uint64_t bucket_ns;     /* width of a timeline bucket */
-    uint32_t nbuckets;      /* buckets in use */
-    mk_stack_agg_t *stacks; /* indexed by stack id; sparse */
-    size_t stacks_cap;
+    uint64_t bucket_ns; /* width of a timeline bucket */
+    uint32_t nbuckets;  /* buckets in use */
+    /* One aggregate per stack seen, in order of first sight; found by id
+     * through stack_index (key id + 1, a = index). Dense, so a damaged
+     * trace's huge stack ids cost nothing. */
+    mk_stack_agg_t *stacks;
+    size_t nstacks, stacks_cap;
+    mk_kv_table_t stack_index;
     /* pairs of stacks whose blocks are allocated one after the other and
      * freed one after the other: key (older stack << 32 | younger) + 1,
      * a = times seen */
@@ -153,9 +158,10 @@ void mk_profile_free(mk_profile_t *p);
 /* The aggregate of a stack id, or NULL if it never allocated. */
 static inline const mk_stack_agg_t *mk_profile_stack(const mk_profile_t *p, uint32_t id)
 {
-    if (id >= p->stacks_cap || (!p->stacks[id].calls && !p->stacks[id].leaked_blocks))
+    const mk_kv_t *e = mk_kv_find(&p->stack_index, (uint64_t)id + 1);
+    if (!e || (!p->stacks[e->a].calls && !p->stacks[e->a].leaked_blocks))
         return NULL;
-    return &p->stacks[id];
+    return &p->stacks[e->a];
 }
 
 #endif /* MEMKIT_ANALYZE_PROFILE_H */

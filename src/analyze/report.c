@@ -20,10 +20,20 @@ void mk_report_opts_default(mk_report_opts_t *o)
 
 /* ---- filters ---- */
 
+static void *zalloc(size_t n)
+{
+    return calloc(1, n);
+}
+
+static void release(void *ptr, size_t n)
+{
+    (void)n;
+    free(ptr);
+}
+
 typedef struct filter {
     mk_report_t *r;
-    int8_t *memo; /* per stack: 0 not decided, 1 passes, -1 not */
-    size_t cap;
+    mk_kv_table_t memo; /* stack id + 1 -> a: 1 passes, 2 does not */
 } filter_t;
 
 static bool ends_with(const char *s, const char *suffix)
@@ -60,12 +70,13 @@ static bool stack_matches(mk_report_t *r, uint32_t stack)
 static bool filter_stack(void *ctx, uint32_t stack)
 {
     filter_t *f = ctx;
-    if (stack >= f->cap &&
-        !mk_grow((void **)&f->memo, &f->cap, (size_t)stack + 1, sizeof *f->memo))
-        return true;
-    if (!f->memo[stack])
-        f->memo[stack] = stack_matches(f->r, stack) ? 1 : -1;
-    return f->memo[stack] > 0;
+    bool fresh;
+    mk_kv_t *e = mk_kv_put(&f->memo, (uint64_t)stack + 1, &fresh);
+    if (!e)
+        return stack_matches(f->r, stack);
+    if (fresh)
+        e->a = stack_matches(f->r, stack) ? 1 : 2;
+    return e->a == 1;
 }
 
 /* ---- rows ---- */
@@ -126,17 +137,6 @@ static const char *rollup_name(mk_report_t *r, uint32_t stack, bool by_line, cha
     return mk_frame_label(f, buf, cap);
 }
 
-static void *zalloc(size_t n)
-{
-    return calloc(1, n);
-}
-
-static void release(void *ptr, size_t n)
-{
-    (void)n;
-    free(ptr);
-}
-
 /* Rolls the stack rows up by name into *out (names are copied, freed with
  * the rows). Rows are found by the name's hash; a hash shared by two names
  * falls back to a search. */
@@ -186,14 +186,14 @@ static bool build_rows(mk_report_t *r)
 {
     const mk_profile_t *p = &r->prof;
     size_t cap = 0;
-    for (size_t id = 0; id < p->stacks_cap; id++) {
-        const mk_stack_agg_t *a = mk_profile_stack(p, (uint32_t)id);
-        if (!a)
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const mk_stack_agg_t *a = &p->stacks[i];
+        if (!a->calls && !a->leaked_blocks)
             continue;
         if (!mk_grow((void **)&r->sites, &cap, r->nsites + 1, sizeof *r->sites))
             return false;
         mk_row_t *row = &r->sites[r->nsites++];
-        row->stack = (uint32_t)id;
+        row->stack = a->stack;
         row->agg = *a;
         row->agg.order = (mk_order_window_t){0};
     }
@@ -214,7 +214,7 @@ static int load_trace(mk_report_t *r, const char *path, filter_t *flt, char *err
         return 2;
     r->kind = MK_INPUT_TRACE;
     r->time_unit = "ns";
-    r->names = mk_names_for_trace(r->tr);
+    r->names = mk_names_for_trace(r->tr, !r->opts.no_symbols);
     mk_profile_opts_t po = {.thread = r->opts.thread};
     if (r->opts.module || r->opts.function || r->opts.file) {
         po.stack_pass = filter_stack;
@@ -311,9 +311,10 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
     if (!flt)
         return snprintf(err, errlen, "out of memory"), 2;
     flt->r = r;
+    flt->memo = (mk_kv_table_t){.alloc = zalloc, .release = release};
     int rc = is_log ? load_log(r, path, flt, err, errlen)
                     : load_trace(r, path, flt, err, errlen);
-    free(flt->memo);
+    free(flt->memo.slots);
     free(flt);
     if (rc) {
         mk_report_free(r);

@@ -24,6 +24,7 @@ typedef struct mk_report_opts {
     double from_s, to_s;  /* time window in seconds from the start; to 0: end */
     uint64_t min_count;   /* a site needs this many allocations for a finding */
     double cost_ns;       /* malloc+free cost; 0: measure it on this machine */
+    bool no_symbols;      /* frames as module+offset: no debug information read */
 } mk_report_opts_t;
 
 void mk_report_opts_default(mk_report_opts_t *o);

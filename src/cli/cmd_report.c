@@ -28,6 +28,10 @@ int mk_filter_option(int argc, char **argv, int *i, mk_report_opts_t *o)
 {
     const char *a = argv[*i];
     uint64_t v;
+    if (strcmp(a, "--no-symbols") == 0) {
+        o->no_symbols = true;
+        return 1;
+    }
     static const char *const with_value[] = {"--module",    "--function", "--file",
                                              "--thread",    "--from",     "--to",
                                              "--min-count", "--cost-ns"};
@@ -114,10 +118,12 @@ static const char usage[] =
     "                    (what an in-library wrapper like curl's memdebug counts)\n"
     "  --function F      only allocations with F on their stack\n"
     "  --file F          only allocations with a frame in source file F\n"
-    "  --thread N        only thread N (as numbered in the trace)\n"
+    "  --thread N        only thread N: threads are numbered from 1 (the main\n"
+    "                    thread) in the order they start\n"
     "  --from S, --to S  only events in this window, seconds from the start\n"
     "  --min-count N     a site needs N allocations for a finding (default 100)\n"
     "  --cost-ns X       price a malloc+free at X ns (default: measured here)\n"
+    "  --no-symbols      frames as module+offset, without reading debug information\n"
     "  --color, --no-color  colour text output (default: on a terminal)\n"
     "  --memanalyze[=2017]  print exactly what curl's memanalyze.pl -v prints for a\n"
     "                    memdebug log (=2017: the script of curl 7.53)\n";

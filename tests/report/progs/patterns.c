@@ -1,0 +1,285 @@
+/*
+ * patterns.c - one allocation pattern per run, for the findings tests:
+ * `patterns KIND` runs the pattern whose finding is KIND, at a site in a
+ * function named after it, a known number of times. `patterns none` shows no
+ * pattern at all (the control). Built -O0 -fno-builtin so every call stays.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUNDS 1000
+
+static void *must(void *p)
+{
+    if (!p)
+        abort();
+    return p;
+}
+
+/* A small deterministic generator: the same run every time. */
+static unsigned rng = 12345;
+static unsigned next_random(void)
+{
+    rng = rng * 1103515245u + 12345u;
+    return rng >> 8;
+}
+
+/* 1000 frames of 8 blocks, released youngest first: 8000 LIFO frees. */
+__attribute__((noinline)) static void *lifo_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void lifo(void)
+{
+    void *frame[8];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < 8; i++)
+            frame[i] = lifo_site(40 + (size_t)i * 8);
+        for (int i = 8; i-- > 0;)
+            free(frame[i]);
+    }
+}
+
+/* A queue 16 deep: each round adds one and releases the oldest. */
+__attribute__((noinline)) static void *fifo_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void fifo(void)
+{
+    void *q[16];
+    for (int i = 0; i < 16; i++)
+        q[i] = fifo_site(64 + (size_t)i);
+    for (int r = 0; r < 10 * ROUNDS; r++) {
+        free(q[r % 16]);
+        q[r % 16] = fifo_site(64 + (size_t)(r % 7));
+    }
+    for (int r = 10 * ROUNDS; r < 10 * ROUNDS + 16; r++)
+        free(q[r % 16]);
+}
+
+/* A scratch buffer of varying size, freed before anything else is
+ * allocated: 1000 temporaries. */
+__attribute__((noinline)) static char *temporary_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void temporary(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        char *buf = temporary_site(100 + (size_t)(r % 50));
+        memset(buf, 'x', 100);
+        free(buf);
+    }
+}
+
+/* The same 256 bytes every round, one at a time, with other work between
+ * the allocation and the free: hoist it out of the loop. */
+__attribute__((noinline)) static char *hoist_site(void)
+{
+    return must(malloc(256));
+}
+
+static void hoist(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        char *buf = hoist_site();
+        char *other = must(malloc(64 + (size_t)(r % 100))); /* another site */
+        memset(buf, 0, 256);
+        free(buf);
+        free(other);
+    }
+}
+
+/* 64 slots of 48 bytes, replaced in random order: fixed-size churn. */
+__attribute__((noinline)) static void *pool_site(void)
+{
+    return must(malloc(48));
+}
+
+static void pool(void)
+{
+    void *slot[64];
+    for (int i = 0; i < 64; i++)
+        slot[i] = pool_site();
+    for (int r = 0; r < 4 * ROUNDS; r++) {
+        unsigned i = next_random() % 64;
+        free(slot[i]);
+        slot[i] = pool_site();
+    }
+    for (int i = 0; i < 64; i++)
+        free(slot[(i * 37) % 64]);
+}
+
+/* 2000 short strings, kept, freed in a shuffled order. */
+__attribute__((noinline)) static char *tiny_site(size_t n)
+{
+    return must(calloc(1, n));
+}
+
+static void tiny(void)
+{
+    enum { N = 2 * ROUNDS };
+    static char *s[N];
+    for (int i = 0; i < N; i++)
+        s[i] = tiny_site(4 + (size_t)(i % 20));
+    for (int i = N - 1; i > 0; i--) {
+        int j = (int)(next_random() % (unsigned)(i + 1));
+        char *t = s[i];
+        s[i] = s[j];
+        s[j] = t;
+    }
+    for (int i = 0; i < N; i++)
+        free(s[i]);
+}
+
+/* A producer thread allocates messages, the main thread frees them. */
+enum { MESSAGES = 2 * ROUNDS };
+static void *mailbox[MESSAGES];
+static int posted;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+__attribute__((noinline)) static void *cross_thread_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void *producer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < MESSAGES; i++) {
+        void *m = cross_thread_site(32 + (size_t)(i % 64));
+        pthread_mutex_lock(&lock);
+        mailbox[posted++] = m;
+        pthread_cond_signal(&cond);
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+static void cross_thread(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, producer, NULL))
+        abort();
+    for (int taken = 0; taken < MESSAGES; taken++) {
+        pthread_mutex_lock(&lock);
+        while (taken >= posted)
+            pthread_cond_wait(&cond, &lock);
+        void *m = mailbox[taken];
+        pthread_mutex_unlock(&lock);
+        free(m);
+    }
+    pthread_join(t, NULL);
+}
+
+/* A node and its payload, allocated together, freed together, in random
+ * order among 32 live pairs. */
+struct node {
+    char *payload;
+};
+
+__attribute__((noinline)) static struct node *paired_node(void)
+{
+    return must(malloc(sizeof(struct node)));
+}
+
+__attribute__((noinline)) static char *paired_payload(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void paired(void)
+{
+    struct node *live[32];
+    for (int i = 0; i < 32; i++) {
+        live[i] = paired_node();
+        live[i]->payload = paired_payload(40 + (size_t)i);
+    }
+    for (int r = 0; r < 2 * ROUNDS; r++) {
+        unsigned i = next_random() % 32;
+        free(live[i]->payload);
+        free(live[i]);
+        live[i] = paired_node();
+        live[i]->payload = paired_payload(40 + (size_t)(r % 50));
+    }
+    for (int i = 0; i < 32; i++) {
+        free(live[i]->payload);
+        free(live[i]);
+    }
+}
+
+/* A buffer grown 16 bytes at a time, 10 steps, 1000 times. */
+__attribute__((noinline)) static char *realloc_chain_site(char *p, size_t n)
+{
+    return must(realloc(p, n));
+}
+
+static void realloc_chain(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        char *buf = NULL;
+        for (int k = 1; k <= 10; k++)
+            buf = realloc_chain_site(buf, 16 * (size_t)k);
+        free(buf);
+    }
+}
+
+/* The control: blocks of varying sizes over 32 bytes, all kept until the
+ * end and freed in a shuffled order. No finding applies. */
+__attribute__((noinline)) static void *none_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void none(void)
+{
+    enum { N = 2 * ROUNDS };
+    static void *b[N];
+    for (int i = 0; i < N; i++)
+        b[i] = none_site(40 + (size_t)(next_random() % 400));
+    for (int i = N - 1; i > 0; i--) {
+        int j = (int)(next_random() % (unsigned)(i + 1));
+        void *t = b[i];
+        b[i] = b[j];
+        b[j] = t;
+    }
+    for (int i = 0; i < N; i++)
+        free(b[i]);
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} patterns[] = {
+    {"lifo", lifo},
+    {"fifo", fifo},
+    {"temporary", temporary},
+    {"hoist", hoist},
+    {"pool", pool},
+    {"tiny", tiny},
+    {"cross_thread", cross_thread},
+    {"paired", paired},
+    {"realloc_chain", realloc_chain},
+    {"none", none},
+};
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; argc == 2 && i < sizeof patterns / sizeof patterns[0]; i++) {
+        if (strcmp(argv[1], patterns[i].name) == 0) {
+            patterns[i].run();
+            return 0;
+        }
+    }
+    fprintf(stderr, "usage: patterns lifo|fifo|temporary|hoist|pool|tiny|cross_thread|"
+                    "paired|realloc_chain|none\n");
+    return 2;
+}

@@ -1,0 +1,293 @@
+#!/bin/sh
+# run.sh MEMKIT TRACE_PROGS REPORT_PROGS DATA TEST - end-to-end tests of
+# memkit report, diff and check: traces of programs with known patterns,
+# curl memdebug logs with memanalyze.pl's own output, and bad input.
+set -u
+memkit=$1
+tprogs=$2
+rprogs=$3
+data=$4
+test=$5
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+
+fail() {
+    echo "FAIL [$test]: $*" >&2
+    fails=$((fails + 1))
+}
+
+# trace NAME CMD...: a trace of CMD in $work/NAME.mkt
+trace() {
+    name=$1
+    shift
+    "$memkit" trace -q -o "$work/$name" -- "$@" >"$work/$name.out" 2>&1 ||
+        fail "memkit trace $* failed: $(cat "$work/$name.out")"
+    mv "$work/$name".*.mkt "$work/$name.mkt" 2>/dev/null || fail "no trace for $*"
+}
+
+# status CMD...: runs CMD, output in $work/out, exit status in $status
+status() {
+    "$@" >"$work/out" 2>&1
+    status=$?
+}
+
+expect_status() {
+    [ "$status" -eq "$1" ] || fail "exit status $status, expected $1: $(head -5 "$work/out")"
+}
+
+expect_line() {
+    grep -qxF -- "$1" "$work/out" || fail "expected the line '$1'"
+}
+
+expect_re() {
+    grep -qE -- "$1" "$work/out" || fail "expected a line matching '$1'"
+}
+
+# findings KIND FUNCTION COUNT: the pattern program's run for KIND has a
+# finding of that kind at FUNCTION with that count, and no finding of
+# another lifetime kind at that site; `none` has no finding at all.
+findings() {
+    kind=$1 function=$2 count=$3
+    trace "p_$kind" "$rprogs/patterns" "$kind"
+    "$memkit" report --format json "$work/p_$kind.mkt" >"$work/p_$kind.json" ||
+        fail "report --format json failed"
+    python3 - "$work/p_$kind.json" "$kind" "$function" "$count" <<'PY' || fail "findings of $kind"
+import json, sys
+path, kind, function, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+r = json.load(open(path))
+assert r["schema"] == "memkit-report" and r["version"] == 1
+for k in ("mallocs", "reallocs", "callocs", "strdups", "wcsdups", "frees", "allocations",
+          "max_allocated", "total_allocated", "allocation_calls", "news", "deletes",
+          "peak_live_blocks", "leaked_bytes", "temporaries"):
+    assert k in r["totals"], "totals lacks " + k
+for f in r["findings"]:
+    for k in ("kind", "site", "count", "estimated_saving_ns"):
+        assert k in f, "finding lacks " + k
+if kind == "none":
+    assert not r["findings"], "control has findings: %s" % [f["kind"] for f in r["findings"]]
+    sys.exit(0)
+def fn(f):
+    return f["site"]["frames"][0]["function"] if f["site"]["frames"] else None
+mine = [f for f in r["findings"] if fn(f) == function]
+kinds = sorted(f["kind"] for f in mine)
+hit = [f for f in mine if f["kind"] == kind]
+assert hit, "no %s finding at %s (there: %s; all: %s)" % (
+    kind, function, kinds, [(f["kind"], fn(f)) for f in r["findings"]])
+assert hit[0]["count"] == count, "%s count %d, expected %d" % (kind, hit[0]["count"], count)
+assert hit[0]["estimated_saving_ns"] > 0
+lifetime = {"hoist", "temporary", "lifo", "fifo", "cross_thread", "pool", "tiny"}
+if kind in lifetime:
+    others = [k for k in kinds if k in lifetime and k != kind]
+    assert not others, "%s also has %s" % (function, others)
+PY
+}
+
+memanalyze_section() { # FILE TITLE: the lines under "##### TITLE", Perl's warning dropped
+    awk -v t="##### $2" '$0 == t {on = 1; next} /^#####/ {on = 0} on' "$1" | grep -v "^Use of uninitialized"
+}
+
+case $test in
+lifo) findings lifo lifo_site 8000 ;;
+fifo) findings fifo fifo_site 10000 ;;
+temporary) findings temporary temporary_site 1000 ;;
+hoist) findings hoist hoist_site 1000 ;;
+pool) findings pool pool_site 4000 ;;
+tiny) findings tiny tiny_site 2000 ;;
+cross_thread) findings cross_thread cross_thread_site 2000 ;;
+paired) findings paired paired_node 2000 ;;
+realloc_chain) findings realloc_chain realloc_chain_site 9000 ;;
+none) findings none - 0 ;;
+
+text)
+    trace p "$rprogs/patterns" lifo
+    status "$memkit" report "$work/p.mkt"
+    expect_status 0
+    expect_line "Mallocs: 8000"
+    expect_line "Frees: 8000"
+    expect_re "^Sites by allocations \(top [0-9]+ of [0-9]+\)$"
+    expect_re "^ +8,000 .* lifo_site \(patterns.c:[0-9]+\)$"
+    expect_re "^Findings \(1; malloc\+free costs .* on this machine\)$"
+    expect_re "^  1\. lifo: 8,000 allocations, saves ~.*: lifo_site at patterns.c:[0-9]+ \(patterns\)$"
+    expect_re "fix: allocate from an mk_stack frame"
+    grep -q "$(printf '\033')" "$work/out" && fail "colour in output that is not a terminal"
+    status "$memkit" report --color "$work/p.mkt"
+    grep -q "$(printf '\033')\[1m" "$work/out" || fail "--color gave no colour"
+    ;;
+collapsed)
+    trace p "$rprogs/patterns" fifo
+    status "$memkit" report --format collapsed "$work/p.mkt"
+    expect_status 0
+    expect_re "^_start.*;main \(patterns.c:[0-9]+\);fifo \(patterns.c:[0-9]+\);fifo_site \(patterns.c:[0-9]+\) 10000$"
+    status "$memkit" report --format collapsed --weight bytes "$work/p.mkt"
+    expect_re ";fifo_site \(patterns.c:[0-9]+\) [0-9]+$"
+    grep -vqE '^[^;]+(;[^;]+)* [0-9]+$' "$work/out" && fail "a line is not 'frames count'"
+    ;;
+html)
+    trace p "$rprogs/patterns" paired
+    status "$memkit" report --format html -o "$work/p.html" "$work/p.mkt"
+    expect_status 0
+    grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-report"' \
+        "$work/p.html" || fail "no report data in the page"
+    grep -qE '<(script|link)[^>]* (src|href)=' "$work/p.html" && fail "the page loads something"
+    browser=$(command -v chromium || command -v chromium-browser || true)
+    if [ -z "$browser" ]; then
+        echo "SKIP [html]: no chromium here to load the page (.ci/run installs it)"
+    else
+        # --dump-dom prints the page after its script ran; console errors go
+        # to stderr with --enable-logging.
+        timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
+            --v=0 --dump-dom "file://$work/p.html" >"$work/dom" 2>"$work/console"
+        grep -q 'data-rendered="yes"' "$work/dom" || fail "the page's script did not finish: $(grep -i console "$work/console" | head -3)"
+        grep -iE 'Uncaught|CONSOLE.*(error|Error)' "$work/console" && fail "console errors"
+        n=$(grep -o '<g class="frame">' "$work/dom" | wc -l)
+        [ "$n" -ge 5 ] || fail "flame graph has $n frames"
+        grep -q 'paired_payload (patterns.c' "$work/dom" || fail "flame graph lacks paired_payload"
+        grep -q '<polyline' "$work/dom" || fail "no heap chart"
+    fi
+    ;;
+filters)
+    trace d "$tprogs/dlopen" "$tprogs/libdllib.so"
+    status "$memkit" report --module libdllib.so "$work/d.mkt"
+    expect_status 0
+    expect_line "Strdups: 25"
+    expect_line "Allocation calls: 25"
+    expect_line "Frees: 25"
+    status "$memkit" report --function dllib_allocate "$work/d.mkt"
+    expect_line "Allocation calls: 25"
+    status "$memkit" report --file dllib.c "$work/d.mkt"
+    expect_line "Allocation calls: 25"
+    status "$memkit" report --function no_such_function "$work/d.mkt"
+    expect_line "Allocation calls: 0"
+    trace t "$rprogs/patterns" cross_thread
+    # Threads are numbered from 1 in the order they start: the producer is 2.
+    # Its blocks' frees happen on thread 1, outside the filter.
+    status "$memkit" report --thread 2 "$work/t.mkt"
+    expect_line "Mallocs: 2000"
+    expect_line "Frees: 0"
+    status "$memkit" report --from 1000 "$work/t.mkt"
+    expect_line "Allocation calls: 0"
+    status "$memkit" report --from 2 --to 1 "$work/t.mkt"
+    expect_status 2
+    ;;
+memdebug)
+    for log in master-small 7_53_1-small; do
+        dialect=current
+        [ $log = 7_53_1-small ] && dialect=2017
+        status "$memkit" report --memanalyze=$dialect "$data/$log.log"
+        expect_status 0
+        diff "$work/out" "$data/$log.expected.txt" >/dev/null || fail "--memanalyze on $log differs"
+        # The report's totals agree with memanalyze's.
+        status "$memkit" report "$data/$log.log"
+        expect_status 0
+        for name in Mallocs Reallocs Callocs Frees Allocations "Maximum allocated"; do
+            want=$(grep "^$name:" "$data/$log.expected.txt" | sed 's/.*: *//')
+            expect_line "$name: $want"
+        done
+    done
+    status "$memkit" report "$data/master-small.log" --format json
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["totals"]["total_allocated"] == 123660 and r["totals"]["sockets"] == 2' "$work/out" ||
+        fail "json totals of master-small"
+    # synthetic: every line kind and error; leftovers in any order.
+    for pair in "master:current" "7.53.1:2017"; do
+        title=${pair%%:*} dialect=${pair#*:}
+        memanalyze_section "$data/synthetic.expected.txt" "$title memanalyze.pl -v" >"$work/want"
+        status "$memkit" report --memanalyze=$dialect "$data/synthetic.log"
+        expect_status 0
+        sort "$work/out" >"$work/got.sorted"
+        sort "$work/want" >"$work/want.sorted"
+        diff "$work/got.sorted" "$work/want.sorted" >&2 || fail "synthetic ($title) differs"
+        # Order matters outside the leftovers: messages first, counts last.
+        grep -vE '^(At |Open file| allocated by|fopen|getaddrinfo)' "$work/out" >"$work/a"
+        grep -vE '^(At |Open file| allocated by|fopen|getaddrinfo)' "$work/want" >"$work/b"
+        diff "$work/a" "$work/b" >&2 || fail "synthetic ($title): order of lines differs"
+    done
+    status "$memkit" report "$data/synthetic.log"
+    expect_status 0
+    expect_line "Lines not understood: 2" # BT lines are known (back-traces)
+    ;;
+diff)
+    trace before "$rprogs/patterns" lifo
+    trace after "$rprogs/patterns" none
+    status "$memkit" diff "$work/before.mkt" "$work/after.mkt"
+    expect_status 0
+    expect_re "^Allocation calls +8,000 +2,000  x0.25 \(4 times fewer\)$"
+    expect_re "^ +8,000 +0 +-8,000  lifo_site \(patterns.c:[0-9]+\) \(gone\)$"
+    expect_re "^ +0 +2,000 +\+2,000  none_site \(patterns.c:[0-9]+\) \(new\)$"
+    status "$memkit" diff "$work/before.mkt" "$work/before.mkt"
+    expect_status 0
+    expect_line "No site changed its allocation count."
+    status "$memkit" diff --format json "$work/before.mkt" "$work/after.mkt"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["before"]["allocation_calls"]==8000 and d["after"]["allocation_calls"]==2000' "$work/out" || fail "diff json"
+    # Sites are matched by name, not address: the same program twice matches.
+    trace again "$rprogs/patterns" lifo
+    status "$memkit" diff "$work/before.mkt" "$work/again.mkt"
+    expect_line "No site changed its allocation count."
+    status "$memkit" diff "$work/before.mkt"
+    expect_status 2
+    ;;
+check)
+    trace p "$rprogs/patterns" lifo
+    status "$memkit" check "$work/p.mkt" --max-allocations 8000 --max-peak 1M --max-leaked 0
+    expect_status 0
+    expect_re "within all limits"
+    status "$memkit" check "$work/p.mkt" --max-allocations 7999 --max-peak 10 --max-leaked 0
+    expect_status 1
+    expect_re "allocation calls 8000 > limit 7999$"
+    expect_re "maximum allocated bytes [0-9]+ > limit 10$"
+    [ "$(wc -l <"$work/out")" -eq 2 ] || fail "expected one line per breached limit"
+    printf '# limits for CI\nmax-allocations = 100  # too few\nmax-peak = 1M\n' >"$work/limits"
+    status "$memkit" check --config "$work/limits" "$work/p.mkt"
+    expect_status 1
+    expect_re "allocation calls 8000 > limit 100$"
+    status "$memkit" check --config "$work/limits" --max-allocations 9000 "$work/p.mkt"
+    expect_status 0
+    status "$memkit" check --max-findings 0 "$work/p.mkt"
+    expect_status 1
+    printf 'max-allocs = 1\n' >"$work/bad"
+    status "$memkit" check --config "$work/bad" "$work/p.mkt"
+    expect_status 2
+    expect_re "unknown limit 'max-allocs'"
+    status "$memkit" check "$work/p.mkt"
+    expect_status 2
+    status "$memkit" check --max-peak 12Q "$work/p.mkt"
+    expect_status 2
+    status "$memkit" check --max-allocations 100000 "$data/master-small.log"
+    expect_status 0
+    ;;
+badinput)
+    status "$memkit" report "$work/missing.mkt"
+    expect_status 2
+    expect_re "missing.mkt: No such file"
+    : >"$work/empty"
+    status "$memkit" report "$work/empty"
+    expect_status 2
+    expect_re "empty file"
+    printf 'hello, world\n' >"$work/text"
+    status "$memkit" report "$work/text"
+    expect_status 2
+    [ "$(wc -l <"$work/out")" -eq 1 ] || fail "expected a one-line error"
+    trace p "$rprogs/patterns" lifo
+    size=$(wc -c <"$work/p.mkt")
+    head -c $((size / 2)) "$work/p.mkt" >"$work/cut.mkt"
+    for fmt in text json html collapsed; do
+        status "$memkit" report --format $fmt "$work/cut.mkt"
+        expect_status 2
+        expect_re "cut.mkt is damaged: .*; the report covers what came before"
+    done
+    status "$memkit" report --format json "$work/cut.mkt"
+    "$memkit" report --format json "$work/cut.mkt" 2>/dev/null |
+        python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["input"]["partial"]' ||
+        fail "a cut trace's JSON is not the part before the cut"
+    status "$memkit" report --format yaml "$work/p.mkt"
+    expect_status 2
+    status "$memkit" report --thread 1 "$data/master-small.log"
+    expect_status 2
+    expect_re "has no threads or times"
+    ;;
+*)
+    fail "unknown test $test"
+    ;;
+esac
+[ "$fails" -eq 0 ] || exit 1
+echo "ok [$test]"

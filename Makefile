@@ -64,15 +64,16 @@ fuzz:
 	@for p in basic threads forkexec; do \
 	    $(BUILD)-fuzz/memkit trace -q -o $(BUILD)-fuzz/seeds/$$p -- $(BUILD)-fuzz/tests/trace/$$p >/dev/null 2>&1; done
 	@cp tests/report/data/curl-memdebug/*.log $(BUILD)-fuzz/seeds-log/
-	@echo "fuzz_trace:"; ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_trace \
-	    -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
-	    $(BUILD)-fuzz/corpus $(BUILD)-fuzz/seeds 2>&1 | grep -E "^Done|ERROR|SUMMARY|DEADLY" | tail -3
-	@echo "fuzz_memdebug:"; ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_memdebug \
-	    -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -timeout=10 \
-	    $(BUILD)-fuzz/corpus-log $(BUILD)-fuzz/seeds-log 2>&1 | grep -E "^Done|ERROR|SUMMARY|DEADLY" | tail -3
-	@echo "fuzz_json:"; ASAN_OPTIONS=detect_leaks=1 $(BUILD)-fuzz/tests/fuzz_json \
-	    -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-	    $(BUILD)-fuzz/corpus-json 2>&1 | grep -E "^Done|ERROR|SUMMARY|DEADLY" | tail -3
+	@set -e; b=$(BUILD)-fuzz; \
+	for t in "trace 65536 corpus seeds" "memdebug 16384 corpus-log seeds-log" "json 4096 corpus-json"; do \
+	    set -- $$t; echo "fuzz_$$1:"; \
+	    if ASAN_OPTIONS=detect_leaks=1 $$b/tests/fuzz_$$1 -max_total_time=$(FUZZ_SECONDS) -max_len=$$2 \
+	        -timeout=10 -artifact_prefix=$$b/ $$b/$$3 $${4:+$$b/$$4} >$$b/fuzz_$$1.log 2>&1; then \
+	        grep -E "^Done" $$b/fuzz_$$1.log; \
+	    else \
+	        grep -E "ERROR|SUMMARY|DEADLY|Test unit written" $$b/fuzz_$$1.log; exit 1; \
+	    fi; \
+	done
 
 install: build
 	@$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

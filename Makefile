@@ -5,7 +5,8 @@
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
 #       make fuzz (the trace reader, curl-log reader and JSON escaping under libFuzzer,
 #                  FUZZ_SECONDS each; needs clang),
-#       make bench-trace (the tracer's overhead next to heaptrack's)
+#       make bench-trace (the tracer's overhead next to heaptrack's),
+#       make bench-report (memkit report next to heaptrack_print on one workload)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -16,7 +17,7 @@ FUZZ_SECONDS ?= 60
 CLANG     ?= $(shell command -v clang-14 || command -v clang)
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build demo test test-sanitize test-asan test-tsan bench bench-trace fuzz install format clean
+.PHONY: all build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report fuzz install format clean
 
 all: build
 
@@ -50,6 +51,9 @@ bench: build
 
 bench-trace: build
 	@sh bench/trace/run.sh $(BUILD)
+
+bench-report: build
+	@sh bench/report/run.sh $(BUILD)
 
 # The fuzz build instruments everything but the tracer with ASan, UBSan and
 # libFuzzer coverage; seeds are traces of the end-to-end test programs.

@@ -63,12 +63,16 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
         p->opts.stack_pass || p->opts.thread >= 0 || p->opts.from_ns || p->opts.to_ns;
     p->peak_epoch = 1; /* stacks start at epoch 0: their first touch snapshots */
     p->bucket_ns = 1;
+    p->last_agg = UINT32_MAX;
 }
 
 /* ---- small helpers ---- */
 
 static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
 {
+    /* Hot loops allocate from one stack again and again: remember the last. */
+    if (p->last_agg != UINT32_MAX && p->stacks[p->last_agg].stack == stack)
+        return &p->stacks[p->last_agg];
     bool fresh;
     mk_kv_t *e = mk_kv_put(&p->stack_index, (uint64_t)stack + 1, &fresh);
     if (!e)
@@ -82,6 +86,7 @@ static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
         e->a = p->nstacks++;
         p->stacks[e->a].stack = stack;
     }
+    p->last_agg = (uint32_t)e->a;
     return &p->stacks[e->a];
 }
 
@@ -144,15 +149,21 @@ static void timeline_halve(mk_profile_t *p)
     }
     memset(&t[MK_TIMELINE / 2], 0, sizeof t[0] * (MK_TIMELINE / 2));
     p->nbuckets = (p->nbuckets + 1) / 2;
-    p->bucket_ns *= 2;
+    p->bucket_shift++;
+    p->bucket_ns = 1ull << p->bucket_shift;
 }
 
-/* The bucket of time t, after carrying the heap through the empty ones. */
+/* The bucket of time t, after carrying the heap through the empty ones.
+ * Widths are powers of two: a shift, not a division, per event. */
 static mk_timeline_bucket_t *timeline_at(mk_profile_t *p, uint64_t t)
 {
-    while (t / p->bucket_ns >= MK_TIMELINE)
+    uint64_t i = t >> p->bucket_shift;
+    if (__builtin_expect(i < p->nbuckets, 1))
+        return &p->timeline[i];
+    while (i >= MK_TIMELINE) {
         timeline_halve(p);
-    uint32_t i = (uint32_t)(t / p->bucket_ns);
+        i = t >> p->bucket_shift;
+    }
     while (p->nbuckets <= i) {
         mk_timeline_bucket_t *b = &p->timeline[p->nbuckets++];
         b->max_live = b->end_live = p->live_bytes;
@@ -661,12 +672,17 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * are not ordered by time. ns_per_tick is known once the walk calibrated
      * it; until then the default is close enough for a window. */
     p->tie_ns = (uint64_t)(2 * tr->ns_per_tick) + 1;
-    p->bucket_ns = 1000; /* a microsecond; doubles as needed */
-    bool ok = mk_trace_walk(tr, walk_event, p);
+    p->bucket_shift = 10; /* about a microsecond; doubles as needed */
+    p->bucket_ns = 1ull << p->bucket_shift;
+    /* Decoding and replay take about the same time: with no filter reading
+     * the stack table during the walk, they run on two threads. */
+    bool ok = p->opts.stack_pass ? mk_trace_walk(tr, walk_event, p)
+                                 : mk_trace_walk_pipelined(tr, walk_event, p);
     if (tr->summary.present) {
         for (size_t i = 0; i < p->nstacks; i++)
             free(p->stacks[i].order.seq);
         p->nstacks = 0;
+        p->last_agg = UINT32_MAX;
         free(p->stack_index.slots);
         p->stack_index.slots = NULL;
         p->stack_index.cap = p->stack_index.used = 0;

@@ -112,14 +112,16 @@ typedef struct mk_profile {
     uint32_t size_hist[MK_HIST_BUCKETS];
     uint32_t life_hist[MK_HIST_BUCKETS];
     mk_timeline_bucket_t timeline[MK_TIMELINE];
-    uint64_t bucket_ns; /* width of a timeline bucket */
-    uint32_t nbuckets;  /* buckets in use */
+    uint64_t bucket_ns; /* width of a timeline bucket: 1 << bucket_shift */
+    unsigned bucket_shift;
+    uint32_t nbuckets; /* buckets in use */
     /* One aggregate per stack seen, in order of first sight; found by id
      * through stack_index (key id + 1, a = index). Dense, so a damaged
      * trace's huge stack ids cost nothing. */
     mk_stack_agg_t *stacks;
     size_t nstacks, stacks_cap;
     mk_kv_table_t stack_index;
+    uint32_t last_agg; /* the last aggregate agg_of found; UINT32_MAX: none */
     /* pairs of stacks whose blocks are allocated one after the other and
      * freed one after the other: key (older stack << 32 | younger) + 1,
      * a = times seen */

@@ -40,13 +40,13 @@
 #define MK_HIDDEN      __attribute__((visibility("hidden")))
 
 #define MK_MAX_DEPTH 128
-/* An EVENTS record holds up to MK_RECORD_ITEMS items; each stream has room
- * for that many of its largest field (mk_stream_cap), so one compare on the
- * TAG stream tells whether an item fits. DEFS is checked on its own. */
-#define MK_RECORD_ITEMS (128u << 10)
-#define MK_DEFS_CAP     (256u << 10)
-#define MK_DEF_ROOM     (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
-#define MK_HEAD_MAX     (4 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
+/* An EVENTS record holds up to MK_RECORD_ITEMS items (format.h); each
+ * stream has room for that many of its largest field (mk_stream_cap), so one
+ * compare on the TAG stream tells whether an item fits. DEFS is checked on
+ * its own. */
+#define MK_DEFS_CAP (256u << 10)
+#define MK_DEF_ROOM (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
+#define MK_HEAD_MAX (4 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
 
 /* The real functions, found with dlsym(RTLD_NEXT). */
 typedef struct mk_real_fns {

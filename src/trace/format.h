@@ -137,6 +137,10 @@ enum mk_stream {
     MK_S_COUNT
 };
 
+/* The most items (events and stack definitions) the tracer puts in one
+ * EVENTS record; readers size their buffers by it. */
+#define MK_RECORD_ITEMS (128u << 10)
+
 /* Why an END record was written. */
 enum mk_end_reason { MK_END_EXIT = 1, MK_END_EXIT_NOW = 2, MK_END_EXEC = 3 };
 

@@ -94,7 +94,8 @@ static bool index_file(merge_t *m)
 static bool collect(void *ctx, const mk_event_t *ev)
 {
     stream_t *s = ctx;
-    if (!mk_grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof *s->ev))
+    if (s->nev == s->evcap &&
+        !mk_grow((void **)&s->ev, &s->evcap, s->nev + 1, sizeof *s->ev))
         return false;
     s->ev[s->nev++] = *ev;
     return true;

@@ -152,6 +152,12 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
  * Returns false only when fn stopped the walk. */
 bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx);
 
+/* mk_trace_walk with the decoding on a second thread: fn still runs on the
+ * calling thread, in the same order. fn must not read the trace's stack
+ * table while the walk runs (the decoder adds to it). Returns false only
+ * when fn stopped the walk. */
+bool mk_trace_walk_pipelined(mk_trace_t *tr, mk_event_fn fn, void *ctx);
+
 /* The stack with this id, or NULL if it was never defined (id 0: no stack). */
 const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id);
 

@@ -213,34 +213,51 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
     return id;
 }
 
-/* The frame of a return address, symbolized once. */
-static mk_frame_t frame_of_pc(mk_names_t *n, uint64_t pc)
+/* Inlined functions at one address, at most (deeper chains are cut). */
+#define MK_INLINE_MAX 16
+
+static mk_frame_t frame_of(mk_names_t *n, const mk_symbol_t *s)
+{
+    return (mk_frame_t){
+        .function = intern_str(n, s->function),
+        .file = intern_str(n, s->file),
+        .line = s->line,
+        .module = intern_str(n, s->module),
+        .offset = s->offset,
+    };
+}
+
+/* The frames of a return address (itself and what was inlined there),
+ * symbolized once: *count frames from the returned index of pc_frames. */
+static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
 {
     mk_kv_t *c = mk_kv_find(&n->pcs, pc + 1);
-    if (c)
-        return n->pc_frames[c->a];
+    if (c) {
+        *count = (uint32_t)c->b;
+        return c->a;
+    }
     if (!n->sym_tried) {
         n->sym = mk_symbolizer_new(n->tr);
         n->sym_tried = true;
     }
-    mk_symbol_t s;
-    mk_symbolize(n->sym, pc, &s);
+    mk_symbol_t s[MK_INLINE_MAX];
+    int k = mk_symbolize_inline(n->sym, pc, s, MK_INLINE_MAX);
     if (!n->sym)
-        module_of(n->tr, pc, &s);
-    mk_frame_t f = {
-        .function = intern_str(n, s.function),
-        .file = intern_str(n, s.file),
-        .line = s.line,
-        .module = intern_str(n, s.module),
-        .offset = s.offset,
-    };
+        module_of(n->tr, pc, &s[0]);
     bool fresh;
-    if (mk_grow((void **)&n->pc_frames, &n->pc_cap, n->npc + 1, sizeof *n->pc_frames) &&
-        (c = mk_kv_put(&n->pcs, pc + 1, &fresh)) != NULL) {
-        n->pc_frames[n->npc] = f;
-        c->a = n->npc++;
+    if (!mk_grow((void **)&n->pc_frames, &n->pc_cap, n->npc + (size_t)k,
+                 sizeof *n->pc_frames) ||
+        !(c = mk_kv_put(&n->pcs, pc + 1, &fresh))) {
+        *count = 0;
+        return 0;
     }
-    return f;
+    for (int i = 0; i < k; i++)
+        n->pc_frames[n->npc + (size_t)i] = frame_of(n, &s[i]);
+    c->a = n->npc;
+    c->b = (uint64_t)k;
+    n->npc += (size_t)k;
+    *count = (uint32_t)k;
+    return c->a;
 }
 
 const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
@@ -274,13 +291,26 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
     s->resolved = true;
     if (!d)
         return none;
-    s->frames = malloc(d * sizeof *s->frames);
+    /* Each return address gives one frame, or more where calls were inlined
+     * into it; count first, then copy. */
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < d; i++) {
+        uint32_t k;
+        frames_of_pc(n, pcs[i], &k);
+        total += k;
+    }
+    s->frames = malloc((total ? total : 1) * sizeof *s->frames);
     if (!s->frames)
         return none;
-    for (uint32_t i = 0; i < d; i++)
-        s->frames[i] = frame_of_pc(n, pcs[i]);
-    s->depth = d;
-    *depth = d;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < d; i++) {
+        uint32_t k;
+        size_t at = frames_of_pc(n, pcs[i], &k);
+        for (uint32_t j = 0; j < k && used < total; j++)
+            s->frames[used++] = n->pc_frames[at + j];
+    }
+    s->depth = used;
+    *depth = used;
     return s->frames;
 }
 

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "symbolize.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
 #include <inttypes.h>
@@ -130,6 +132,84 @@ void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
             out->line = lineno;
         }
     }
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+/* An inlined function's name: its linkage name demangled, else its name. */
+static const char *inlined_name(mk_symbolizer_t *s, Dwarf_Die *die)
+{
+    Dwarf_Attribute attr;
+    const char *linkage = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+        linkage = dwarf_formstring(&attr);
+    return linkage ? demangle(s, linkage) : dwarf_diename(die);
+}
+
+/* Where an inlined call sits in its caller: DW_AT_call_file and _line. */
+static void call_site(Dwarf_Die *inlined, Dwarf_Files *files, size_t nfiles,
+                      mk_symbol_t *caller)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Word file = 0, line = 0;
+    caller->file = NULL;
+    caller->line = 0;
+    if (!files || !dwarf_attr(inlined, DW_AT_call_file, &attr) ||
+        dwarf_formudata(&attr, &file) != 0 || file >= nfiles)
+        return;
+    if (dwarf_attr(inlined, DW_AT_call_line, &attr))
+        dwarf_formudata(&attr, &line);
+    caller->file = base_name(dwarf_filesrc(files, file, NULL, NULL));
+    caller->line = (int)line;
+}
+
+int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
+                        int max)
+{
+    mk_symbol_t real;
+    mk_symbolize(s, return_addr, &real);
+    out[0] = real;
+    if (!s || !return_addr || max < 2)
+        return 1;
+    Dwarf_Addr addr = return_addr - 1, bias;
+    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+    Dwarf_Die *cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : NULL;
+    Dwarf_Die *scopes = NULL;
+    int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+    /* Scopes run innermost first: lexical blocks and inlined subroutines,
+     * then the subprogram that holds them. */
+    int inl[64], k = 0;
+    for (int i = 0; i < nscopes && k + 1 < max && k < 64; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag == DW_TAG_subprogram)
+            break;
+        if (tag == DW_TAG_inlined_subroutine)
+            inl[k++] = i;
+    }
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (k && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+        files = NULL;
+    /* Frame 0 keeps the address's own line; frame j > 0 (and the real
+     * function after the inlined ones) sits at the call recorded on the DIE
+     * of frame j - 1. */
+    for (int j = 0; j < k; j++) {
+        out[j] = real;
+        out[j].function = inlined_name(s, &scopes[inl[j]]);
+        if (j > 0)
+            call_site(&scopes[inl[j - 1]], files, nfiles, &out[j]);
+    }
+    if (k) {
+        out[k] = real;
+        call_site(&scopes[inl[k - 1]], files, nfiles, &out[k]);
+    }
+    free(scopes);
+    return k + 1;
 }
 
 const char *mk_symbol_format(const mk_symbol_t *sym, char *buf, size_t cap)

@@ -27,6 +27,14 @@ void mk_symbolizer_free(mk_symbolizer_t *s);
  * demangled name: until 64 more have been demangled). */
 void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out);
 
+/* Symbolizes a return address with the functions inlined at it: out[0] is
+ * the innermost inlined function at the address's own line, each next one
+ * the function it was inlined into at the line of that call, the last the
+ * real (out-of-line) function. Returns how many were written (1 when
+ * nothing was inlined or there is no debug information; at most max). */
+int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
+                        int max);
+
 /* "function at file:line (module)" or the best part of it, into buf. */
 const char *mk_symbol_format(const mk_symbol_t *sym, char *buf, size_t cap);
 

@@ -67,17 +67,21 @@ static size_t match_sites(mk_report_t *b, mk_report_t *a, change_t **out)
 
 static void ratio_line(FILE *out, const char *name, uint64_t b, uint64_t a)
 {
-    char x[32], y[32];
+    char x[32], y[32], z[32];
     fprintf(out, "%-20s %14s %14s", name, mk_fmt_count(b, x, sizeof x),
             mk_fmt_count(a, y, sizeof y));
-    if (b == a)
+    if (b == a) {
         fprintf(out, "  same\n");
-    else if (b && a)
-        fprintf(out, "  x%.4g (%.3g times %s)\n", (double)a / (double)b,
-                a < b ? (double)b / (double)a : (double)a / (double)b,
-                a < b ? "fewer" : "more");
-    else
+    } else if (b && a) {
+        double r = a < b ? (double)b / (double)a : (double)a / (double)b;
+        if (r >= 100)
+            mk_fmt_count((uint64_t)(r + 0.5), z, sizeof z);
+        else
+            snprintf(z, sizeof z, "%.2f", r);
+        fprintf(out, "  %sx %s\n", z, a < b ? "fewer" : "more");
+    } else {
         fprintf(out, "  %s\n", a ? "new" : "gone");
+    }
 }
 
 typedef struct total {
@@ -111,11 +115,19 @@ static uint64_t total_of(const mk_report_t *r, const total_t *t)
     return *(const uint64_t *)((const char *)&r->prof + t->off);
 }
 
+/* A site in one line: its two innermost frames, enough to tell apart two
+ * stacks through the same wrapper. */
 static void label_of(mk_report_t *r, const change_t *c, char *buf, size_t cap)
 {
     const mk_row_t *row = c->after ? c->after : c->before;
-    mk_report_t *side = r;
-    mk_row_label(side, row, buf, cap);
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(r->names, row->stack, &depth);
+    char a[1024], b[1024];
+    if (depth >= 2)
+        snprintf(buf, cap, "%s <- %s", mk_frame_label(&f[0], a, sizeof a),
+                 mk_frame_label(&f[1], b, sizeof b));
+    else
+        mk_row_label(r, row, buf, cap);
 }
 
 static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, size_t n,

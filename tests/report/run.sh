@@ -146,6 +146,24 @@ html)
         grep -q '<polyline' "$work/dom" || fail "no heap chart"
     fi
     ;;
+symbols)
+    # Inlined frames: the allocating call sits in an always_inline function.
+    trace p "$rprogs/patterns" inlined
+    status "$memkit" report --format json "$work/p.mkt"
+    python3 - "$work/out" <<'PY' || fail "inlined frames"
+import json, sys
+r = json.load(open(sys.argv[1]))
+site = [s for s in r["sites"] if s["calls"] == 10][0]
+f = site["frames"]
+assert f[0]["function"] == "inlined_alloc", f[:3]
+assert f[1]["function"] == "inlined" and f[1]["file"] == "patterns.c", f[:3]
+assert f[2]["function"] == "main", f[:3]
+assert f[0]["line"] != f[1]["line"]
+PY
+    # Without symbols: module+offset only, still one site.
+    status "$memkit" report --no-symbols "$work/p.mkt"
+    expect_re "^ +10 .* patterns\+0x[0-9a-f]+$"
+    ;;
 filters)
     trace d "$tprogs/dlopen" "$tprogs/libdllib.so"
     status "$memkit" report --module libdllib.so "$work/d.mkt"
@@ -211,9 +229,9 @@ diff)
     trace after "$rprogs/patterns" none
     status "$memkit" diff "$work/before.mkt" "$work/after.mkt"
     expect_status 0
-    expect_re "^Allocation calls +8,000 +2,000  x0.25 \(4 times fewer\)$"
-    expect_re "^ +8,000 +0 +-8,000  lifo_site \(patterns.c:[0-9]+\) \(gone\)$"
-    expect_re "^ +0 +2,000 +\+2,000  none_site \(patterns.c:[0-9]+\) \(new\)$"
+    expect_re "^Allocation calls +8,000 +2,000  4.00x fewer$"
+    expect_re "^ +8,000 +0 +-8,000  lifo_site \(patterns.c:[0-9]+\) <- lifo \(patterns.c:[0-9]+\) \(gone\)$"
+    expect_re "^ +0 +2,000 +\+2,000  none_site \(patterns.c:[0-9]+\) <- none \(patterns.c:[0-9]+\) \(new\)$"
     status "$memkit" diff "$work/before.mkt" "$work/before.mkt"
     expect_status 0
     expect_line "No site changed its allocation count."

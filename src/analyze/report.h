@@ -25,6 +25,7 @@ typedef struct mk_report_opts {
     uint64_t min_count;   /* a site needs this many allocations for a finding */
     double cost_ns;       /* malloc+free cost; 0: measure it on this machine */
     bool no_symbols;      /* frames as module+offset: no debug information read */
+    bool totals_only;     /* no sites, rollups or findings (nothing symbolized) */
 } mk_report_opts_t;
 
 void mk_report_opts_default(mk_report_opts_t *o);

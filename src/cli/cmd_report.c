@@ -91,8 +91,7 @@ int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t
     mk_report_t r;
     mk_report_opts_t o;
     mk_report_opts_default(&o);
-    if (!full)
-        o.cost_ns = 1; /* not shown: skip measuring it */
+    o.totals_only = !full; /* only the call count is wanted: no symbols */
     int rc = mk_load_input(&r, path, &o);
     if (rc != MK_EXIT_OK && !r.tr)
         return rc;

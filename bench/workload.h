@@ -11,11 +11,16 @@
 #define MEMKIT_BENCH_WORKLOAD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct mk_bench_round {
     uint64_t allocs, frees; /* calls made in this round */
     double alloc_s, free_s; /* seconds spent in the allocation and the free phase */
+    /* Latencies of single allocation calls in this round, in ns (each call
+     * timed on its own, the clock's ~20-40 ns included); all 0 when the
+     * workload does not time single calls. */
+    uint64_t p50_ns, p99_ns, p999_ns, max_ns;
 } mk_bench_round;
 
 typedef enum mk_bench_api {
@@ -30,6 +35,7 @@ typedef struct mk_workload {
     uint64_t default_scale; /* the published size */
     uint64_t quick_scale;   /* for --quick: a fraction of a second */
     const char *scale_unit; /* what scale counts, e.g. "nodes" */
+    int default_rounds;     /* rounds per process when --rounds is not given; 0: 3 */
     /* Which libmemkit allocators fit the pattern (others show as n/a). */
     bool (*supports)(mk_bench_api api);
     /* Runs the workload; returns 0, or -1 with a message on stderr. */
@@ -43,5 +49,11 @@ const mk_workload *mk_workload_find(const char *name);
 
 /* Monotonic time in seconds. */
 double mk_bench_now(void);
+
+/* Monotonic time in ns, for timing single calls. */
+uint64_t mk_bench_now_ns(void);
+
+/* Fills r's percentiles from n single-call latencies (sorts ns in place). */
+void mk_bench_latencies(uint64_t *ns, size_t n, mk_bench_round *r);
 
 #endif /* MEMKIT_BENCH_WORKLOAD_H */

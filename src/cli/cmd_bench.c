@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -36,18 +37,23 @@ typedef struct allocator {
     const char *soname;  /* drop-in library for LD_PRELOAD, or NULL */
     const char *package; /* Debian package that ships it */
     const char *planned; /* non-NULL: not built yet, and why */
+    bool tuned;          /* glibc with the realtime settings (see tune_glibc) */
 } allocator_t;
 
 static const allocator_t allocators[] = {
-    {"glibc", MK_API_MALLOC, NULL, NULL, NULL},
-    {"jemalloc", MK_API_MALLOC, "libjemalloc.so.2", "libjemalloc2", NULL},
-    {"tcmalloc", MK_API_MALLOC, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL},
-    {"mimalloc", MK_API_MALLOC, "libmimalloc.so.2", "libmimalloc2.0", NULL},
-    {"mk_stack", MK_API_MK_STACK, NULL, NULL, NULL},
-    {"mk_pool", MK_API_MK_POOL, NULL, NULL, NULL},
-    {"mk_fifo", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue"},
-    {"mk_ring", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue"},
-    {"mk_tlsf", MK_API_MALLOC, NULL, NULL, "planned: the TLSF issue"},
+    {"glibc", MK_API_MALLOC, NULL, NULL, NULL, false},
+    {"glibc-tuned", MK_API_MALLOC, NULL, NULL, NULL, true},
+    {"jemalloc", MK_API_MALLOC, "libjemalloc.so.2", "libjemalloc2", NULL, false},
+    {"tcmalloc", MK_API_MALLOC, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL,
+     false},
+    {"mimalloc", MK_API_MALLOC, "libmimalloc.so.2", "libmimalloc2.0", NULL, false},
+    {"mk_stack", MK_API_MK_STACK, NULL, NULL, NULL, false},
+    {"mk_pool", MK_API_MK_POOL, NULL, NULL, NULL, false},
+    {"mk_fifo", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue",
+     false},
+    {"mk_ring", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue",
+     false},
+    {"mk_tlsf", MK_API_MALLOC, NULL, NULL, "planned: the TLSF issue", false},
 };
 #define N_ALLOCATORS (sizeof allocators / sizeof allocators[0])
 
@@ -60,6 +66,10 @@ typedef struct result {
     const char *status; /* "ok", "n/a", "skipped", "failed" */
     char reason[160];
     stat3_t alloc_rate, free_rate, alloc_s, free_s;
+    /* single-call latencies: medians over rounds (max: the largest); 0 when
+     * the workload does not time single calls */
+    uint64_t p50_ns, p99_ns, p999_ns, max_ns;
+    double first_to_steady; /* round 1's time / median of the others; 0: n/a */
     uint64_t peak_rss_bytes, minor_faults;
     double wall_s;
 } result_t;
@@ -67,12 +77,22 @@ typedef struct result {
 typedef struct options {
     bool quick, json, list, default_policy;
     uint64_t scale; /* 0: the workload's default */
-    int rounds;
+    int rounds;     /* 0: each workload's default */
     bool want[N_ALLOCATORS];
 } options_t;
 
 /* ------------------------------------------------------------------------ */
 /* the child side                                                            */
+
+/* glibc-tuned: the glibc-tuning article's settings for realtime loops. A
+ * fixed mmap threshold of 32 MiB keeps every ordinary block in the heap (and
+ * stops the threshold from moving), and no trimming keeps freed memory
+ * mapped, so a loop that frees and allocates again never faults. */
+static void tune_glibc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, -1);
+}
 
 static int bench_child(int argc, char **argv)
 {
@@ -91,11 +111,18 @@ static int bench_child(int argc, char **argv)
     n = atoi(argv[3]);
     if (!w || !a || !mk_parse_count(argv[2], &scale) || n < 1 || n > MAX_ROUNDS)
         return mk_usage_error("bench --child: bad arguments");
+    if (a->tuned)
+        tune_glibc();
+    memset(rounds, 0, sizeof rounds);
     if (w->run(a->api, scale, n, rounds) != 0)
         return MK_EXIT_FAIL;
     for (int i = 0; i < n; i++)
-        printf("round %llu %llu %.9f %.9f\n", (unsigned long long)rounds[i].allocs,
-               (unsigned long long)rounds[i].frees, rounds[i].alloc_s, rounds[i].free_s);
+        printf("round %llu %llu %.9f %.9f %llu %llu %llu %llu\n",
+               (unsigned long long)rounds[i].allocs, (unsigned long long)rounds[i].frees,
+               rounds[i].alloc_s, rounds[i].free_s, (unsigned long long)rounds[i].p50_ns,
+               (unsigned long long)rounds[i].p99_ns,
+               (unsigned long long)rounds[i].p999_ns,
+               (unsigned long long)rounds[i].max_ns);
     return fflush(stdout) == 0 ? MK_EXIT_OK : MK_EXIT_FAIL;
 }
 
@@ -139,24 +166,52 @@ static stat3_t stat3(double *v, int n)
     };
 }
 
+static uint64_t median_u64(uint64_t *v, int n)
+{
+    double d[MAX_ROUNDS];
+    for (int i = 0; i < n; i++)
+        d[i] = (double)v[i];
+    return (uint64_t)stat3(d, n).median;
+}
+
 /* Parses the child's "round ..." lines into per-round rates. */
 static bool parse_rounds(FILE *in, result_t *r, int want)
 {
-    double ar[MAX_ROUNDS], fr[MAX_ROUNDS], as[MAX_ROUNDS], fs[MAX_ROUNDS];
-    unsigned long long na, nf;
+    double ar[MAX_ROUNDS], fr[MAX_ROUNDS], as[MAX_ROUNDS], fs[MAX_ROUNDS],
+        total[MAX_ROUNDS];
+    uint64_t p50[MAX_ROUNDS], p99[MAX_ROUNDS], p999[MAX_ROUNDS];
+    unsigned long long na, nf, l50, l99, l999, lmax;
     double ta, tf;
     int n = 0;
 
-    while (n < want && fscanf(in, "round %llu %llu %lf %lf\n", &na, &nf, &ta, &tf) == 4) {
+    while (n < want && fscanf(in, "round %llu %llu %lf %lf %llu %llu %llu %llu\n", &na,
+                              &nf, &ta, &tf, &l50, &l99, &l999, &lmax) == 8) {
         /* A phase too fast for the clock counts as one nanosecond, not infinity. */
         as[n] = ta;
         fs[n] = tf;
+        total[n] = ta + tf;
         ar[n] = (double)na / (ta > 1e-9 ? ta : 1e-9);
         fr[n] = (double)nf / (tf > 1e-9 ? tf : 1e-9);
+        p50[n] = l50;
+        p99[n] = l99;
+        p999[n] = l999;
+        if (lmax > r->max_ns)
+            r->max_ns = lmax;
         n++;
     }
     if (n != want)
         return false;
+    if (r->max_ns) {
+        r->p50_ns = median_u64(p50, n);
+        r->p99_ns = median_u64(p99, n);
+        r->p999_ns = median_u64(p999, n);
+    }
+    /* first_to_steady: the first round against the median of the rest */
+    if (n >= 2) {
+        double first = total[0];
+        stat3_t rest = stat3(total + 1, n - 1);
+        r->first_to_steady = rest.median > 0 ? first / rest.median : 0;
+    }
     r->alloc_rate = stat3(ar, n);
     r->free_rate = stat3(fr, n);
     r->alloc_s = stat3(as, n);
@@ -266,18 +321,25 @@ static void print_table(const mk_workload *w, uint64_t scale, int rounds,
                         const result_t *res, int n)
 {
     const result_t *base = find_result(res, n, "glibc");
+    bool latency = false;
 
+    for (int i = 0; i < n; i++)
+        latency |= res[i].max_ns != 0;
     printf("memkit bench %s: %llu %s, %d round%s per process, median [min-max]\n",
            w->name, (unsigned long long)scale, w->scale_unit, rounds,
            rounds == 1 ? "" : "s");
-    printf("%-10s %24s %24s %10s %10s %12s %8s %8s\n", "allocator", "alloc M/s",
-           "free M/s", "free ms", "peak RSS", "minor flt", "wall s", "vs glibc");
+    printf("%-11s %24s %24s %10s %10s %12s %8s %8s", "allocator", "alloc M/s", "free M/s",
+           "free ms", "peak RSS", "minor flt", "wall s", "vs glibc");
+    if (latency)
+        printf(" %8s %8s %8s %10s %8s", "p50 ns", "p99 ns", "p99.9 ns", "max ns",
+               "1st/rest");
+    printf("\n");
     for (int i = 0; i < n; i++) {
         const result_t *r = &res[i];
         char a[64], f[64], ratio[32] = "-";
 
         if (strcmp(r->status, "ok") != 0) {
-            printf("%-10s %s: %s\n", r->alloc->name, r->status, r->reason);
+            printf("%-11s %s: %s\n", r->alloc->name, r->status, r->reason);
             continue;
         }
         snprintf(a, sizeof a, "%.1f [%.1f-%.1f]", r->alloc_rate.median / 1e6,
@@ -287,12 +349,21 @@ static void print_table(const mk_workload *w, uint64_t scale, int rounds,
         if (base)
             snprintf(ratio, sizeof ratio, "%.2fx",
                      r->alloc_rate.median / base->alloc_rate.median);
-        printf("%-10s %24s %24s %10.2f %7.0f MiB %12llu %8.2f %8s\n", r->alloc->name, a,
-               f, r->free_s.median * 1e3, (double)r->peak_rss_bytes / (1 << 20),
+        printf("%-11s %24s %24s %10.2f %7.0f MiB %12llu %8.2f %8s", r->alloc->name, a, f,
+               r->free_s.median * 1e3, (double)r->peak_rss_bytes / (1 << 20),
                (unsigned long long)r->minor_faults, r->wall_s, ratio);
+        if (latency)
+            printf(" %8llu %8llu %8llu %10llu %7.2fx", (unsigned long long)r->p50_ns,
+                   (unsigned long long)r->p99_ns, (unsigned long long)r->p999_ns,
+                   (unsigned long long)r->max_ns, r->first_to_steady);
+        printf("\n");
     }
     if (base)
         printf("(vs glibc: median allocation rate relative to glibc's in this run)\n");
+    if (latency)
+        printf(
+            "(latencies: single malloc calls, clock included, medians over rounds, max "
+            "over all; 1st/rest: round 1's time over the median of the others)\n");
 }
 
 static void json_stat3(mk_json *j, const char *key, const char *kmin, const char *kmax,
@@ -338,6 +409,20 @@ static void print_json(mk_json *j, const mk_workload *w, uint64_t scale, int rou
             mk_json_uint(j, r->minor_faults);
             mk_json_key(j, "wall_s");
             mk_json_double(j, r->wall_s);
+            if (r->max_ns) {
+                mk_json_key(j, "p50_ns");
+                mk_json_uint(j, r->p50_ns);
+                mk_json_key(j, "p99_ns");
+                mk_json_uint(j, r->p99_ns);
+                mk_json_key(j, "p999_ns");
+                mk_json_uint(j, r->p999_ns);
+                mk_json_key(j, "max_ns");
+                mk_json_uint(j, r->max_ns);
+            }
+            if (r->first_to_steady > 0) {
+                mk_json_key(j, "first_to_steady");
+                mk_json_double(j, r->first_to_steady);
+            }
         } else {
             mk_json_key(j, "reason");
             mk_json_string(j, r->reason);
@@ -375,7 +460,7 @@ static void bench_help(void)
            "  --allocators LIST   comma-separated allocators (default: all available)\n"
            "  --quick             tiny sizes (a fraction of a second), for tests\n"
            "  --scale N           workload size (k/M/G suffixes allowed)\n"
-           "  --rounds N          rounds per process (default 3)\n"
+           "  --rounds N          rounds per process (default 3; realtime 10)\n"
            "  --json              one JSON object per workload on stdout\n"
            "  --default-policy    libmemkit allocators keep their default memory policy\n"
            "                      (by default the workloads let them keep freed memory\n"
@@ -418,7 +503,7 @@ static int parse_options(int argc, char **argv, options_t *o)
     bool any = false;
     int c, rc;
 
-    o->rounds = 3;
+    o->rounds = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -465,6 +550,7 @@ static int parse_options(int argc, char **argv, options_t *o)
 static int bench_workload(const mk_workload *w, const options_t *o)
 {
     uint64_t scale = o->scale ? o->scale : o->quick ? w->quick_scale : w->default_scale;
+    int rounds = o->rounds ? o->rounds : w->default_rounds ? w->default_rounds : 3;
     bool tty = isatty(STDERR_FILENO);
     result_t res[N_ALLOCATORS];
     int n = 0, total = 0, failed = 0;
@@ -477,7 +563,7 @@ static int bench_workload(const mk_workload *w, const options_t *o)
         if (tty)
             fprintf(stderr, "\rmemkit bench %s: %s (%d/%d)...        ", w->name,
                     allocators[i].name, n + 1, total);
-        run_one(w, &allocators[i], scale, o->rounds, &res[n]);
+        run_one(w, &allocators[i], scale, rounds, &res[n]);
         failed += strcmp(res[n].status, "failed") == 0;
         n++;
     }
@@ -486,9 +572,9 @@ static int bench_workload(const mk_workload *w, const options_t *o)
     if (o->json) {
         mk_json j = {.out = stdout};
 
-        print_json(&j, w, scale, o->rounds, res, n);
+        print_json(&j, w, scale, rounds, res, n);
     } else {
-        print_table(w, scale, o->rounds, res, n);
+        print_table(w, scale, rounds, res, n);
     }
     return failed ? MK_EXIT_FAIL : MK_EXIT_OK;
 }

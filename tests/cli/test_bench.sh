@@ -66,5 +66,26 @@ else
     echo "JSON sanity: skipped (python3 not installed)"
 fi
 
+# realtime: single-call latencies, first-vs-steady, and glibc with the tuned settings.
+expect_status 0 "bench realtime --quick --json" "$memkit" bench realtime --quick --json --rounds 4
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/out" <<'PY' && ok || bad "realtime JSON (python3 check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["workload"] == "realtime" and d["rounds"] == 4, d
+by = {r["allocator"]: r for r in d["results"]}
+for name in ("glibc", "glibc-tuned"):
+    r = by[name]
+    assert r["status"] == "ok", r
+    assert 0 < r["p50_ns"] <= r["p99_ns"] <= r["p999_ns"] <= r["max_ns"], r
+    assert r["first_to_steady"] > 0 and r["alloc_rate"] > 0, r
+# every round frees the whole set: glibc trims and faults again, tuned keeps it
+assert by["glibc"]["minor_faults"] > by["glibc-tuned"]["minor_faults"], by
+assert by["mk_stack"]["status"] == "n/a" and by["mk_stack"]["reason"], by
+PY
+fi
+expect_status 0 "bench realtime --quick table" "$memkit" bench realtime --quick --rounds 2 --allocators glibc
+grep -q "p99 ns" "$tmp/out" && ok || bad "realtime table has latency columns"
+
 echo "cli_bench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

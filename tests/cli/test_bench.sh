@@ -87,5 +87,26 @@ fi
 expect_status 0 "bench realtime --quick table" "$memkit" bench realtime --quick --rounds 2 --allocators glibc
 grep -q "p99 ns" "$tmp/out" && ok || bad "realtime table has latency columns"
 
+# The other workloads: each runs at its tiny scale for every allocator here, with
+# sane counts and rates, and n/a (with a reason) where the pattern does not fit.
+for w in list-contended mixed fifo-queue producer-consumer; do
+    expect_status 0 "bench $w --quick --json" "$memkit" bench "$w" --quick --json --rounds 2
+    if command -v python3 >/dev/null 2>&1; then
+        python3 - "$tmp/out" "$w" <<'PY' && ok || bad "$w JSON (python3 check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["workload"] == sys.argv[2] and d["rounds"] == 2, d
+ran = [r for r in d["results"] if r["status"] == "ok"]
+assert "glibc" in {r["allocator"] for r in ran}, d
+for r in ran:
+    assert r["alloc_rate"] > 0 and r["free_rate"] > 0 and r["peak_rss_bytes"] > 0, r
+for r in d["results"]:
+    assert r["status"] in ("ok", "skipped", "n/a"), r
+    if r["status"] != "ok":
+        assert r["reason"], r
+PY
+    fi
+done
+
 echo "cli_bench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

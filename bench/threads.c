@@ -182,20 +182,24 @@ const mk_workload mk_workload_producer_consumer = {
     .name = "producer-consumer",
     .summary = "one thread mallocs 64-512 byte messages, another frees them, through a "
                "1,024-slot ring",
-    .default_scale = 20000000,
+    .default_scale = 5000000,
     .quick_scale = 50000,
     .scale_unit = "messages",
     .supports = malloc_only,
     .run = pc_run,
+    /* 20M took glibc 87 s per process here (0.7M messages/s): too long for a
+     * default; 5M is about 20 s. */
 };
 
 const mk_workload mk_workload_list_contended = {
     .name = "list-contended",
     .summary = "Intersec's list test while a second thread frees the previous batch "
                "(batches of 65,536 nodes)",
-    .default_scale = 100000000,
+    .default_scale = 20000000,
     .quick_scale = 200000,
     .scale_unit = "nodes",
     .supports = malloc_only,
     .run = lc_run,
+    /* Intersec's 100M nodes took glibc 100 s per process here (3.3M nodes/s
+     * with the second thread freeing): 20M is about 20 s. */
 };

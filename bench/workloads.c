@@ -11,10 +11,12 @@ extern const mk_workload mk_workload_mixed;
 extern const mk_workload mk_workload_fifo_queue;
 extern const mk_workload mk_workload_producer_consumer;
 extern const mk_workload mk_workload_list_contended;
+extern const mk_workload mk_workload_malloc_free;
 
 const mk_workload *const mk_workloads[] = {
     &mk_workload_list,
     &mk_workload_list_contended,
+    &mk_workload_malloc_free,
     &mk_workload_realtime,
     &mk_workload_mixed,
     &mk_workload_fifo_queue,

@@ -76,8 +76,10 @@ typedef struct result {
 
 typedef struct options {
     bool quick, json, list, default_policy;
-    uint64_t scale; /* 0: the workload's default */
-    int rounds;     /* 0: each workload's default */
+    uint64_t scale;   /* 0: the workload's default */
+    int rounds;       /* 0: each workload's default */
+    uint64_t size;    /* malloc-free: block size; 0: sweep 32..256 */
+    uint64_t threads; /* malloc-free: threads; 0: sweep 1..cores */
     bool want[N_ALLOCATORS];
 } options_t;
 
@@ -317,16 +319,20 @@ static const result_t *find_result(const result_t *res, int n, const char *name)
     return NULL;
 }
 
-static void print_table(const mk_workload *w, uint64_t scale, int rounds,
-                        const result_t *res, int n)
+/* size and threads: the malloc-free configuration, 0 for other workloads. */
+static void print_table(const mk_workload *w, uint64_t scale, int rounds, uint64_t size,
+                        uint64_t threads, const result_t *res, int n)
 {
     const result_t *base = find_result(res, n, "glibc");
     bool latency = false;
 
     for (int i = 0; i < n; i++)
         latency |= res[i].max_ns != 0;
-    printf("memkit bench %s: %llu %s, %d round%s per process, median [min-max]\n",
-           w->name, (unsigned long long)scale, w->scale_unit, rounds,
+    printf("memkit bench %s: %llu %s", w->name, (unsigned long long)scale, w->scale_unit);
+    if (size)
+        printf(" of %llu bytes on %llu thread%s", (unsigned long long)size,
+               (unsigned long long)threads, threads == 1 ? "" : "s");
+    printf(", %d round%s per process, median [min-max]\n", rounds,
            rounds == 1 ? "" : "s");
     printf("%-11s %24s %24s %10s %10s %12s %8s %8s", "allocator", "alloc M/s", "free M/s",
            "free ms", "peak RSS", "minor flt", "wall s", "vs glibc");
@@ -378,13 +384,19 @@ static void json_stat3(mk_json *j, const char *key, const char *kmin, const char
 }
 
 static void print_json(mk_json *j, const mk_workload *w, uint64_t scale, int rounds,
-                       const result_t *res, int n)
+                       uint64_t size, uint64_t threads, const result_t *res, int n)
 {
     mk_json_begin_object(j);
     mk_json_key(j, "workload");
     mk_json_string(j, w->name);
     mk_json_key(j, "scale");
     mk_json_uint(j, scale);
+    if (size) {
+        mk_json_key(j, "size");
+        mk_json_uint(j, size);
+        mk_json_key(j, "threads");
+        mk_json_uint(j, threads);
+    }
     mk_json_key(j, "rounds");
     mk_json_uint(j, (uint64_t)rounds);
     mk_json_key(j, "results");
@@ -462,6 +474,8 @@ static void bench_help(void)
            "  --scale N           workload size (k/M/G suffixes allowed)\n"
            "  --rounds N          rounds per process (default 3; realtime 10)\n"
            "  --json              one JSON object per workload on stdout\n"
+           "  --size N, --threads N  malloc-free: one block size and thread count\n"
+           "                      (default: sizes 32-256 x threads 1..cores)\n"
            "  --default-policy    libmemkit allocators keep their default memory policy\n"
            "                      (by default the workloads let them keep freed memory\n"
            "                      between rounds, as malloc does)\n");
@@ -497,6 +511,8 @@ static int parse_options(int argc, char **argv, options_t *o)
         {"rounds", required_argument, NULL, 'r'},
         {"allocators", required_argument, NULL, 'a'},
         {"default-policy", no_argument, NULL, 'd'},
+        {"size", required_argument, NULL, 'S'},
+        {"threads", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -529,6 +545,15 @@ static int parse_options(int argc, char **argv, options_t *o)
             if (o->rounds < 1 || o->rounds > MAX_ROUNDS)
                 return mk_usage_error("bench: --rounds must be 1..%d", MAX_ROUNDS);
             break;
+        case 'S':
+        case 'T': {
+            uint64_t *v = c == 'S' ? &o->size : &o->threads;
+            if (!mk_parse_count(optarg, v) || *v == 0 || *v > (c == 'S' ? 1u << 30 : 64))
+                return mk_usage_error("bench: --%s needs a number (%s), not '%s'",
+                                      c == 'S' ? "size" : "threads",
+                                      c == 'S' ? "bytes" : "1-64", optarg);
+            break;
+        }
         case 'a':
             if ((rc = select_allocators(o, optarg)) != MK_EXIT_OK)
                 return rc;
@@ -547,7 +572,8 @@ static int parse_options(int argc, char **argv, options_t *o)
     return MK_EXIT_OK;
 }
 
-static int bench_workload(const mk_workload *w, const options_t *o)
+static int bench_config(const mk_workload *w, const options_t *o, uint64_t size,
+                        uint64_t threads)
 {
     uint64_t scale = o->scale ? o->scale : o->quick ? w->quick_scale : w->default_scale;
     int rounds = o->rounds ? o->rounds : w->default_rounds ? w->default_rounds : 3;
@@ -572,11 +598,44 @@ static int bench_workload(const mk_workload *w, const options_t *o)
     if (o->json) {
         mk_json j = {.out = stdout};
 
-        print_json(&j, w, scale, rounds, res, n);
+        print_json(&j, w, scale, rounds, size, threads, res, n);
     } else {
-        print_table(w, scale, rounds, res, n);
+        print_table(w, scale, rounds, size, threads, res, n);
     }
     return failed ? MK_EXIT_FAIL : MK_EXIT_OK;
+}
+
+/* Runs a workload; malloc-free once per (size, threads), the others once.
+ * The configuration reaches the children through the environment. */
+static int bench_workload(const mk_workload *w, const options_t *o)
+{
+    if (strcmp(w->name, "malloc-free") != 0)
+        return bench_config(w, o, 0, 0);
+    static const uint64_t sizes[] = {32, 64, 128, 256};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t tmax = o->threads ? o->threads : (uint64_t)(cores > 0 ? cores : 1);
+    int worst = MK_EXIT_OK, first = 1;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint64_t size = o->size ? o->size : sizes[k];
+        for (uint64_t t = o->threads ? o->threads : 1; t <= tmax; t++) {
+            char sb[32], tb[32];
+            snprintf(sb, sizeof sb, "%llu", (unsigned long long)size);
+            snprintf(tb, sizeof tb, "%llu", (unsigned long long)t);
+            setenv("MEMKIT_BENCH_SIZE", sb, 1);
+            setenv("MEMKIT_BENCH_THREADS", tb, 1);
+            if (!first && !o->json)
+                printf("\n");
+            first = 0;
+            int rc = bench_config(w, o, size, t);
+            if (rc > worst)
+                worst = rc;
+        }
+        if (o->size)
+            break;
+    }
+    unsetenv("MEMKIT_BENCH_SIZE");
+    unsetenv("MEMKIT_BENCH_THREADS");
+    return worst;
 }
 
 int mk_cmd_bench(int argc, char **argv)

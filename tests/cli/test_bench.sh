@@ -108,5 +108,24 @@ PY
     fi
 done
 
+# malloc-free: one configuration with --size/--threads, reported in the JSON.
+expect_status 0 "bench malloc-free one config" "$memkit" bench malloc-free --quick --json \
+    --rounds 2 --size 64 --threads 1 --allocators glibc,mk_pool
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/out" <<'PY' && ok || bad "malloc-free JSON (python3 check)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["workload"] == "malloc-free" and d["size"] == 64 and d["threads"] == 1, d
+by = {r["allocator"]: r for r in d["results"]}
+assert by["glibc"]["status"] == "ok" and by["mk_pool"]["status"] == "ok", by
+assert by["glibc"]["alloc_rate"] > 0 and by["mk_pool"]["alloc_rate"] > 0, by
+PY
+fi
+expect_status 0 "bench malloc-free two threads" "$memkit" bench malloc-free --quick \
+    --rounds 1 --size 32 --threads 2 --allocators glibc,mk_pool
+grep -q "32 bytes on 2 threads" "$tmp/out" && ok || bad "malloc-free table names its configuration"
+grep -q "^mk_pool .*n/a" "$tmp/out" && ok || bad "mk_pool is n/a on two threads"
+expect_status 2 "bad --threads" "$memkit" bench malloc-free --quick --threads 0
+
 echo "cli_bench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

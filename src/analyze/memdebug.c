@@ -257,17 +257,6 @@ typedef struct open_set {
     mk_kv_table_t t;
 } open_set_t;
 
-static void *zalloc(size_t n)
-{
-    return calloc(1, n);
-}
-
-static void release(void *ptr, size_t n)
-{
-    (void)n;
-    free(ptr);
-}
-
 static uint64_t key_of(mk_span_t s)
 {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -335,7 +324,7 @@ bool mk_memdebug_profile(const char *path, mk_profile_t *p, mk_names_t *names,
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return false;
     }
-    open_set_t fds = {{.alloc = zalloc, .release = release}};
+    open_set_t fds = {mk_kv_heap_table()};
     open_set_t files = fds, addrs = fds;
     char *line = NULL;
     size_t cap = 0;

@@ -42,17 +42,6 @@ struct mk_names {
     uint32_t next_location;
 };
 
-static void *zalloc(size_t n)
-{
-    return calloc(1, n);
-}
-
-static void release(void *p, size_t n)
-{
-    (void)n;
-    free(p);
-}
-
 static uint64_t hash_bytes(const char *s, size_t len)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -114,8 +103,8 @@ mk_names_t *mk_names_new(void)
 {
     mk_names_t *n = calloc(1, sizeof *n);
     if (n) {
-        n->pcs = (mk_kv_table_t){.alloc = zalloc, .release = release};
-        n->stack_index = (mk_kv_table_t){.alloc = zalloc, .release = release};
+        n->pcs = mk_kv_heap_table();
+        n->stack_index = mk_kv_heap_table();
     }
     return n;
 }

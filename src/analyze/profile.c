@@ -39,23 +39,12 @@ typedef struct mk_pending {
     uint8_t kind;
 } pending_t;
 
-static void *zalloc(size_t n)
-{
-    return calloc(1, n);
-}
-
-static void release(void *ptr, size_t n)
-{
-    (void)n;
-    free(ptr);
-}
-
 void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 {
     memset(p, 0, sizeof *p);
-    p->live = (mk_kv_table_t){.alloc = zalloc, .release = release};
-    p->pairs = (mk_kv_table_t){.alloc = zalloc, .release = release};
-    p->stack_index = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    p->live = mk_kv_heap_table();
+    p->pairs = mk_kv_heap_table();
+    p->stack_index = mk_kv_heap_table();
     p->opts.thread = -1;
     if (opts)
         p->opts = *opts;

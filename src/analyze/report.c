@@ -20,17 +20,6 @@ void mk_report_opts_default(mk_report_opts_t *o)
 
 /* ---- filters ---- */
 
-static void *zalloc(size_t n)
-{
-    return calloc(1, n);
-}
-
-static void release(void *ptr, size_t n)
-{
-    (void)n;
-    free(ptr);
-}
-
 typedef struct filter {
     mk_report_t *r;
     mk_kv_table_t memo; /* stack id + 1 -> a: 1 passes, 2 does not */
@@ -142,7 +131,7 @@ static const char *rollup_name(mk_report_t *r, uint32_t stack, bool by_line, cha
  * falls back to a search. */
 static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
 {
-    mk_kv_table_t index = {.alloc = zalloc, .release = release};
+    mk_kv_table_t index = mk_kv_heap_table();
     mk_row_t *rows = NULL;
     size_t n = 0, cap = 0;
     *out = NULL;
@@ -311,7 +300,7 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
     if (!flt)
         return snprintf(err, errlen, "out of memory"), 2;
     flt->r = r;
-    flt->memo = (mk_kv_table_t){.alloc = zalloc, .release = release};
+    flt->memo = mk_kv_heap_table();
     int rc = is_log ? load_log(r, path, flt, err, errlen)
                     : load_trace(r, path, flt, err, errlen);
     free(flt->memo.slots);

@@ -192,6 +192,17 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
     mk_json_end_array(j);
 }
 
+/* "key": {"stack": id, "frames": [...]} */
+static void site(mk_json *j, const char *key, mk_report_t *r, uint32_t stack)
+{
+    mk_json_key(j, key);
+    mk_json_begin_object(j);
+    key_uint(j, "stack", stack);
+    mk_json_key(j, "frames");
+    frames(j, r, stack);
+    mk_json_end_object(j);
+}
+
 static void findings(mk_json *j, mk_report_t *r)
 {
     mk_json_key(j, "findings");
@@ -200,20 +211,9 @@ static void findings(mk_json *j, mk_report_t *r)
         const mk_finding_t *f = &r->findings[i];
         mk_json_begin_object(j);
         key_str(j, "kind", mk_finding_name(f->kind));
-        mk_json_key(j, "site");
-        mk_json_begin_object(j);
-        key_uint(j, "stack", f->stack);
-        mk_json_key(j, "frames");
-        frames(j, r, f->stack);
-        mk_json_end_object(j);
-        if (f->kind == MK_F_PAIRED) {
-            mk_json_key(j, "site2");
-            mk_json_begin_object(j);
-            key_uint(j, "stack", f->stack2);
-            mk_json_key(j, "frames");
-            frames(j, r, f->stack2);
-            mk_json_end_object(j);
-        }
+        site(j, "site", r, f->stack);
+        if (f->kind == MK_F_PAIRED)
+            site(j, "site2", r, f->stack2);
         key_uint(j, "count", f->count);
         key_uint(j, "removable", f->removable);
         mk_json_key(j, "estimated_saving_ns");

@@ -59,6 +59,22 @@ static void damage(mk_trace_t *tr, const char *fmt, ...)
     va_end(ap);
 }
 
+static void *heap_zalloc(size_t n)
+{
+    return calloc(1, n);
+}
+
+static void heap_release(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+mk_kv_table_t mk_kv_heap_table(void)
+{
+    return (mk_kv_table_t){.alloc = heap_zalloc, .release = heap_release};
+}
+
 bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)

@@ -11,6 +11,7 @@
 
 #include "addr_index.h"
 #include "format.h"
+#include "kv_table.h"
 #include "reuse.h"
 
 #include <stdbool.h>
@@ -96,6 +97,10 @@ typedef struct mk_trace {
  * elements, doubling (from 16) and zeroing what it adds. False when memory
  * ran out; the array is then unchanged. The analysis side's one growth rule. */
 bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem);
+
+/* An empty hash table (kv_table.h) on the C heap, for the analysis side
+ * (the tracer supplies mmap'd memory instead). Free with free(t.slots). */
+mk_kv_table_t mk_kv_heap_table(void);
 
 /* Opens a trace and reads its header. On failure returns NULL and writes a
  * one-line reason into err. */

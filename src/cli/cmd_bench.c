@@ -240,6 +240,12 @@ static void run_one(const mk_workload *w, const allocator_t *a, uint64_t scale,
                  a->name);
         return;
     }
+    if (a->tuned && BENCH_SANITIZED) {
+        r->status = "skipped";
+        snprintf(r->reason, sizeof r->reason,
+                 "glibc's settings do not reach a sanitizer's own allocator");
+        return;
+    }
     if (a->soname && BENCH_SANITIZED) {
         r->status = "skipped";
         snprintf(r->reason, sizeof r->reason,

@@ -35,10 +35,7 @@ typedef struct strmap {
 
 static uint64_t hash_span(mk_span_t s)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < s.n; i++)
-        h = (h ^ (unsigned char)s.p[i]) * 0x100000001b3ull;
-    return h;
+    return mk_hash_bytes(s.p, s.n);
 }
 
 static bool map_rehash(strmap_t *m)

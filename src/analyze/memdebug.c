@@ -173,12 +173,7 @@ uint64_t mk_md_number(mk_span_t s)
 uint64_t mk_md_address(mk_span_t s)
 {
     if (s.n > 16) /* not a real address, but still one key per spelling */
-    {
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t i = 0; i < s.n; i++)
-            h = (h ^ (unsigned char)s.p[i]) * 0x100000001b3ull;
-        return h | 0x8000000000000000ull;
-    }
+        return mk_hash_bytes(s.p, s.n) | 0x8000000000000000ull;
     uint64_t v = 0;
     for (size_t i = 0; i < s.n; i++)
         v = v << 4 | (uint64_t)(is_digit(s.p[i]) ? s.p[i] - '0' : s.p[i] - 'a' + 10);
@@ -259,10 +254,7 @@ typedef struct open_set {
 
 static uint64_t key_of(mk_span_t s)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < s.n; i++)
-        h = (h ^ (unsigned char)s.p[i]) * 0x100000001b3ull;
-    return h | 1;
+    return mk_hash_bytes(s.p, s.n) | 1; /* kv keys are never 0 */
 }
 
 static void set_open(open_set_t *s, mk_span_t key, bool open, uint64_t *left)

@@ -42,14 +42,6 @@ struct mk_names {
     uint32_t next_location;
 };
 
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 static bool strings_grow(mk_names_t *n)
 {
     size_t cap = n->strings_cap ? n->strings_cap * 2 : 256;
@@ -75,7 +67,7 @@ static interned_t *intern(mk_names_t *n, const char *s, size_t len)
 {
     if ((n->nstrings + 1) * 2 > n->strings_cap && !strings_grow(n))
         return NULL;
-    uint64_t h = hash_bytes(s, len);
+    uint64_t h = mk_hash_bytes(s, len);
     size_t i = h & (n->strings_cap - 1);
     for (; n->strings[i].s; i = (i + 1) & (n->strings_cap - 1))
         if (n->strings[i].hash == h && n->strings[i].len == len &&

@@ -138,11 +138,8 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
         const char *name = rollup_name(r, r->sites[i].stack, by_line, buf, sizeof buf);
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (const char *c = name; *c; c++)
-            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
         bool fresh;
-        mk_kv_t *e = mk_kv_put(&index, h | 1, &fresh);
+        mk_kv_t *e = mk_kv_put(&index, mk_hash_bytes(name, strlen(name)) | 1, &fresh);
         if (!e)
             break;
         size_t j = n;

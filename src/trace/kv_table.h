@@ -28,6 +28,17 @@ typedef struct mk_kv_table {
     void (*release)(void *p, size_t size);
 } mk_kv_table_t;
 
+/* A key for a string or other bytes (FNV-1a): for tables keyed by names.
+ * Two spellings may share a hash, so callers compare the bytes too. */
+static inline uint64_t mk_hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 static inline size_t mk_kv_home(uint64_t key, size_t cap)
 {
     return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);

@@ -275,50 +275,10 @@ static void fd_line(state_t *s, const mk_md_line_t *l, const char *line, size_t 
     }
 }
 
-/* f[d]*open\("(.*)","([^"]*)"\) = ((nil)|0x([0-9a-f]*)): the result, or
- * false when the call is not an fopen. */
-static bool fopen_result(mk_span_t call, mk_span_t *res)
-{
-    const char *p = call.p, *end = call.p + call.n;
-    for (const char *at = p; (at = memmem(at, (size_t)(end - at), "open(\"", 6)); at++) {
-        const char *f = at;
-        while (f > p && f[-1] == 'd')
-            f--;
-        if (f == p || f[-1] != 'f')
-            continue;
-        /* (.*) is greedy: try the last "," first */
-        for (const char *q = end - 3; q >= at + 6; q--) {
-            if (memcmp(q, "\",\"", 3) != 0)
-                continue;
-            const char *r = q + 3;
-            while (r < end && *r != '"')
-                r++;
-            mk_span_t rest = {r, (size_t)(end - r)}, cap;
-            if (rest.n >= 5 && memcmp(r, "\") = ", 5) == 0) {
-                mk_span_t tail = {r + 5, rest.n - 5};
-                if (tail.n >= 5 && memcmp(tail.p, "(nil)", 5) == 0) {
-                    *res = (mk_span_t){tail.p, 5};
-                    return true;
-                }
-                if (tail.n >= 2 && tail.p[0] == '0' && tail.p[1] == 'x') {
-                    cap = (mk_span_t){tail.p + 2, 0};
-                    while (cap.p + cap.n < end &&
-                           ((cap.p[cap.n] >= '0' && cap.p[cap.n] <= '9') ||
-                            (cap.p[cap.n] >= 'a' && cap.p[cap.n] <= 'f')))
-                        cap.n++;
-                    *res = cap;
-                    return true;
-                }
-            }
-        }
-    }
-    return false;
-}
-
 static void file_line(state_t *s, const mk_md_line_t *l, const char *line, size_t len)
 {
     mk_span_t c[1];
-    if (fopen_result(l->call, c)) {
+    if (mk_md_fopen_result(l->call, c)) {
         if (c[0].n == 5 && c[0].p[0] == '(')
             return;
         entry_t *e = map_get(&s->fopens, c[0], true);

@@ -115,6 +115,29 @@ bool mk_md_match(mk_span_t s, const char *pattern, mk_span_t *caps, int ncaps)
     return false;
 }
 
+bool mk_md_fopen_result(mk_span_t call, mk_span_t *res)
+{
+    const char *p = call.p, *end = call.p + call.n;
+    for (const char *at = p; (at = memmem(at, (size_t)(end - at), "open(\"", 6)); at++) {
+        const char *f = at;
+        while (f > p && f[-1] == 'd')
+            f--;
+        if (f == p || f[-1] != 'f')
+            continue;
+        /* (.*) is greedy: the last "," that leads to a match wins */
+        for (const char *q = end - 3; q >= at + 6; q--) {
+            if (memcmp(q, "\",\"", 3) != 0)
+                continue;
+            const char *r = q + 3;
+            while (r < end && *r != '"')
+                r++;
+            if (match_here(r, end, "\") = %a", res, 1))
+                return true;
+        }
+    }
+    return false;
+}
+
 static bool is_nil(mk_span_t s)
 {
     return s.n == 5 && s.p[0] == '(';
@@ -292,10 +315,12 @@ static void feed_other(const mk_md_line_t *l, open_set_t *fds, open_set_t *files
         }
         break;
     case MK_MD_FILE:
-        if (mk_md_match(l->call, "fclose(0x%x)", c, 1))
+        if (mk_md_fopen_result(l->call, c)) {
+            if (!is_nil(c[0])) /* a failed fopen opened nothing */
+                set_open(files, c[0], true, &info->files_left);
+        } else if (mk_md_match(l->call, "fclose(0x%x)", c, 1)) {
             set_open(files, c[0], false, &info->files_left);
-        else if (mk_md_match(l->call, "\") = 0x%x", c, 1))
-            set_open(files, c[0], true, &info->files_left);
+        }
         break;
     case MK_MD_ADDR:
         if (mk_md_match(l->call, "getaddrinfo() = 0x%x", c, 1))

@@ -76,8 +76,15 @@ uint64_t mk_md_number(mk_span_t s);
 /* A hex span as an address; spans longer than 16 digits are hashed. */
 uint64_t mk_md_address(mk_span_t s);
 
-/* Searches s for lit followed by what `shape` describes; see memdebug.c. */
+/* Searches s for the leftmost place where pattern matches: literal
+ * characters, %d a digit run, %x a hex run, %a "(nil)" or "0x" and a hex run
+ * (captured without the 0x). Runs are captured into caps in order. */
 bool mk_md_match(mk_span_t s, const char *pattern, mk_span_t *caps, int ncaps);
+
+/* An fopen/fdopen line's result, as memanalyze's
+ * f[d]*open\("(.*)","([^"]*)"\) = ((nil)|0x([0-9a-f]*)) finds it: *res is
+ * "(nil)" or the hex digits. False when the call is not an fopen. */
+bool mk_md_fopen_result(mk_span_t call, mk_span_t *res);
 
 /* What a log holds besides memory calls. */
 typedef struct mk_memdebug_info {

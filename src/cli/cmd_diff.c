@@ -28,32 +28,60 @@ static int by_delta(const void *x, const void *y)
     return strcmp(a->key, b->key);
 }
 
-/* Matches the two runs' sites by stack key. */
+static int by_key(const void *x, const void *y)
+{
+    return strcmp(((const change_t *)x)->key, ((const change_t *)y)->key);
+}
+
+/* The first of c[0..n) (sorted by key) with this key and no AFTER site yet,
+ * or n. Two stacks can symbolize alike (two calls on one line): each AFTER
+ * site takes the next free one. */
+static size_t find_before(const change_t *c, size_t n, const char *key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c[mid].key, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < n && strcmp(c[lo].key, key) == 0; lo++)
+        if (!c[lo].after)
+            return lo;
+    return n;
+}
+
+/* Matches the two runs' sites by stack key: BEFORE's sites sorted by key,
+ * each AFTER site found by binary search. */
 static size_t match_sites(mk_report_t *b, mk_report_t *a, change_t **out)
 {
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, nbefore = 0;
     change_t *c = NULL;
     char key[8192];
     for (int side = 0; side < 2; side++) {
         mk_report_t *r = side ? a : b;
         for (size_t i = 0; i < r->nsites; i++) {
             mk_report_stack_key(r, r->sites[i].stack, key, sizeof key);
-            size_t j;
-            /* the AFTER side looks its key up among BEFORE's; sites are few
-             * enough for a sorted merge to be overkill here */
-            for (j = 0; side && j < n; j++)
-                if (!c[j].after && strcmp(c[j].key, key) == 0)
+            size_t j = side ? find_before(c, nbefore, key) : nbefore;
+            if (j == nbefore) { /* a BEFORE site, or an AFTER site without a match */
+                char *copy = strdup(key);
+                if (!copy || !mk_grow((void **)&c, &cap, n + 1, sizeof *c)) {
+                    free(copy);
                     break;
-            if (!side || j == n) {
-                if (!mk_grow((void **)&c, &cap, n + 1, sizeof *c))
-                    break;
-                c[n] = (change_t){.key = strdup(key)};
+                }
+                c[n] = (change_t){.key = copy};
                 j = n++;
             }
             if (side)
                 c[j].after = &r->sites[i];
             else
                 c[j].before = &r->sites[i];
+        }
+        if (!side) {
+            nbefore = n;
+            if (c)
+                qsort(c, n, sizeof *c, by_key);
         }
     }
     for (size_t i = 0; i < n; i++)

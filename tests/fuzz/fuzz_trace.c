@@ -6,27 +6,17 @@
  */
 #define _GNU_SOURCE
 #include "analyze/report.h"
-
-#include <stdio.h>
-#include <sys/mman.h>
-#include <unistd.h>
+#include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int fd = -1;
-    static FILE *sink;
     char path[64], err[512];
+    FILE *sink;
 
-    if (fd < 0)
-        fd = memfd_create("trace", 0);
-    if (!sink)
-        sink = fopen("/dev/null", "w");
-    if (fd < 0 || !sink || ftruncate(fd, 0) != 0 ||
-        pwrite(fd, data, size, 0) != (ssize_t)size)
+    if (!fuzz_input(data, size, path, sizeof path, &sink))
         return 0;
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     mk_report_opts_t o;
     mk_report_opts_default(&o);
     o.cost_ns = 1; /* no measuring per input */

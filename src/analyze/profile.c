@@ -51,7 +51,6 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
     p->filtered =
         p->opts.stack_pass || p->opts.thread >= 0 || p->opts.from_ns || p->opts.to_ns;
     p->peak_epoch = 1; /* stacks start at epoch 0: their first touch snapshots */
-    p->bucket_ns = 1;
     p->last_agg = UINT32_MAX;
 }
 
@@ -139,7 +138,6 @@ static void timeline_halve(mk_profile_t *p)
     memset(&t[MK_TIMELINE / 2], 0, sizeof t[0] * (MK_TIMELINE / 2));
     p->nbuckets = (p->nbuckets + 1) / 2;
     p->bucket_shift++;
-    p->bucket_ns = 1ull << p->bucket_shift;
 }
 
 /* The bucket of time t, after carrying the heap through the empty ones.
@@ -662,7 +660,6 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * it; until then the default is close enough for a window. */
     p->tie_ns = (uint64_t)(2 * tr->ns_per_tick) + 1;
     p->bucket_shift = 10; /* about a microsecond; doubles as needed */
-    p->bucket_ns = 1ull << p->bucket_shift;
     /* Decoding and replay take about the same time: with no filter reading
      * the stack table during the walk, they run on two threads. */
     bool ok = p->opts.stack_pass ? mk_trace_walk(tr, walk_event, p)

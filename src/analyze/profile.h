@@ -112,9 +112,8 @@ typedef struct mk_profile {
     uint32_t size_hist[MK_HIST_BUCKETS];
     uint32_t life_hist[MK_HIST_BUCKETS];
     mk_timeline_bucket_t timeline[MK_TIMELINE];
-    uint64_t bucket_ns; /* width of a timeline bucket: 1 << bucket_shift */
-    unsigned bucket_shift;
-    uint32_t nbuckets; /* buckets in use */
+    unsigned bucket_shift; /* a timeline bucket is 1 << bucket_shift wide (ns or lines) */
+    uint32_t nbuckets;     /* buckets in use */
     /* One aggregate per stack seen, in order of first sight; found by id
      * through stack_index (key id + 1, a = index). Dense, so a damaged
      * trace's huge stack ids cost nothing. */

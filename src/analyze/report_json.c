@@ -229,7 +229,7 @@ static void timeline(mk_json *j, const mk_profile_t *p)
 {
     mk_json_key(j, "timeline");
     mk_json_begin_object(j);
-    key_uint(j, "bucket", p->bucket_ns);
+    key_uint(j, "bucket", 1ull << p->bucket_shift);
     mk_json_key(j, "buckets");
     mk_json_begin_array(j);
     for (uint32_t i = 0; i < p->nbuckets; i++) {

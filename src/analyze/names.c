@@ -168,30 +168,21 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
     if (file_len > 4096)
         file_len = 4096;
     int kl = snprintf(key, sizeof key, "%.*s:%d", (int)file_len, file, line);
-    interned_t *e = intern(n, key, (size_t)kl);
-    if (!e)
-        return 0;
-    if (e->id)
-        return e->id;
-    uint32_t id = ++n->next_location;
-    stack_names_t *s = stack_slot(n, id, true);
-    mk_frame_t *f = calloc(1, sizeof *f);
+    /* The file first: its string stays put when the table grows, while the
+     * key's entry is only valid until the next intern(). */
     interned_t *fe = intern(n, file, file_len);
-    if (!s || !f || !fe) {
-        free(f);
+    const char *fs = fe ? fe->s : NULL;
+    interned_t *e = fs ? intern(n, key, (size_t)kl) : NULL;
+    if (!e || e->id)
+        return e ? e->id : 0;
+    stack_names_t *s = stack_slot(n, n->next_location + 1, true);
+    mk_frame_t *f = s ? calloc(1, sizeof *f) : NULL;
+    if (!f)
         return 0;
-    }
-    const char *fs = fe->s;
-    /* intern() may have moved the table: look the key up again */
-    e = intern(n, key, (size_t)kl);
-    if (!e) {
-        free(f);
-        return 0;
-    }
-    e->id = id;
+    e->id = ++n->next_location;
     *f = (mk_frame_t){.file = fs, .line = line};
     *s = (stack_names_t){f, 1, true};
-    return id;
+    return e->id;
 }
 
 /* Inlined functions at one address, at most (deeper chains are cut). */

@@ -80,8 +80,8 @@ typedef struct mk_timeline_bucket {
     uint64_t max_blocks; /* highest live blocks */
 } mk_timeline_bucket_t;
 
-/* Which events count: a stack passes or not (decided once per stack by the
- * caller, see mk_profile_filter_fn), and a time window. */
+/* Which events count: a stack passes or not (the caller decides once per
+ * stack: report.c memoizes it), a thread, and a time window. */
 typedef bool (*mk_stack_filter_fn)(void *ctx, uint32_t stack);
 
 typedef struct mk_profile_opts {

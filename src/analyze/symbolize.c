@@ -12,7 +12,6 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,18 +209,4 @@ int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *o
     }
     free(scopes);
     return k + 1;
-}
-
-const char *mk_symbol_format(const mk_symbol_t *sym, char *buf, size_t cap)
-{
-    if (sym->function && sym->file)
-        snprintf(buf, cap, "%s at %s:%d (%s)", sym->function, sym->file, sym->line,
-                 sym->module ? sym->module : "?");
-    else if (sym->function)
-        snprintf(buf, cap, "%s (%s)", sym->function, sym->module ? sym->module : "?");
-    else if (sym->module)
-        snprintf(buf, cap, "%s+0x%" PRIx64, sym->module, sym->offset);
-    else
-        snprintf(buf, cap, "0x%" PRIx64, sym->offset);
-    return buf;
 }

@@ -35,7 +35,4 @@ void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out);
 int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
                         int max);
 
-/* "function at file:line (module)" or the best part of it, into buf. */
-const char *mk_symbol_format(const mk_symbol_t *sym, char *buf, size_t cap);
-
 #endif /* MEMKIT_ANALYZE_SYMBOLIZE_H */

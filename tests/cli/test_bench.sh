@@ -1,9 +1,11 @@
 #!/bin/sh
-# test_bench.sh MEMKIT - the memkit command's first cut: version, help, bench list
-# at a tiny scale (every allocator available runs, JSON has the contract's fields),
-# and the errors for unknown workloads, allocators and commands (exit status 2).
+# test_bench.sh MEMKIT SCHEMA - the memkit command's version and help, and memkit
+# bench: every workload at a tiny scale for every allocator here (sane counts and
+# rates, JSON valid against SCHEMA, docs/bench-schema.json), the HTML page, and the
+# errors for unknown workloads, allocators and commands (exit status 2).
 set -u
 memkit=$1
+schema=${2:-}
 fail=0
 pass=0
 tmp=$(mktemp -d)
@@ -132,6 +134,75 @@ expect_status 0 "bench malloc-free two threads" "$memkit" bench malloc-free --qu
 grep -q "32 bytes on 2 threads" "$tmp/out" && ok || bad "malloc-free table names its configuration"
 grep -q "^mk_pool .*n/a" "$tmp/out" && ok || bad "mk_pool is n/a on two threads"
 expect_status 2 "bad --threads" "$memkit" bench malloc-free --quick --threads 0
+
+# Every workload's JSON validates against the documented schema.
+expect_status 0 "bench all --quick --json" "$memkit" bench --quick --json --rounds 2 \
+    --threads 1 --size 64
+cp "$tmp/out" "$tmp/all.jsonl"
+[ "$(wc -l <"$tmp/all.jsonl")" -eq 7 ] && ok || bad "one JSON line per workload"
+if [ -z "$schema" ]; then
+    echo "schema check: skipped (no schema path given)"
+elif python3 -c 'import jsonschema' 2>/dev/null; then
+    python3 - "$schema" "$tmp/all.jsonl" <<'PY' && ok || bad "JSON against docs/bench-schema.json"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema)
+lines = open(sys.argv[2]).read().splitlines()
+for line in lines:
+    for e in v.iter_errors(json.loads(line)):
+        sys.exit("%s: %s at %s" % (json.loads(line)["workload"], e.message, list(e.path)))
+# The schema itself rejects what it should: a zero rate, a missing reason.
+d = json.loads(lines[0])
+ok = [r for r in d["results"] if r["status"] == "ok"][0]
+ok["alloc_rate"] = 0
+assert list(v.iter_errors(d)), "a zero rate passed the schema"
+d = json.loads(lines[0])
+d["results"].append({"allocator": "glibc", "status": "skipped"})
+assert list(v.iter_errors(d)), "a result without a reason passed the schema"
+PY
+else
+    echo "schema check: skipped (python3-jsonschema not installed; .ci/run installs it)"
+fi
+
+# --html: one self-contained page with every configuration's charts.
+expect_status 0 "bench --html" "$memkit" bench list realtime --quick --rounds 2 \
+    --allocators glibc,mimalloc,mk_stack --html "$tmp/b.html"
+grep -q "^memkit bench list:" "$tmp/out" && ok || bad "--html still prints the table"
+grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-bench-page"' \
+    "$tmp/b.html" && ok || bad "the page carries its data"
+grep -qE '<(script|link)[^>]* (src|href)=' "$tmp/b.html" && bad "the page loads something" || ok
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+    echo "html render: skipped (no chromium here to load the page; .ci/run installs it)"
+else
+    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
+        --v=0 --dump-dom "file://$tmp/b.html" >"$tmp/dom" 2>"$tmp/console"
+    grep -q 'data-rendered="yes"' "$tmp/dom" && ok || bad "the page's script did not finish"
+    grep -qiE 'Uncaught|CONSOLE.*(error|Error)' "$tmp/console" && bad "console errors" || ok
+    n=$(grep -o '<section class="config">' "$tmp/dom" | wc -l)
+    [ "$n" -eq 2 ] && ok || bad "page has $n configurations, want 2"
+    # One bar per allocator that ran in each chart: alloc, free and RSS, and p99
+    # where latencies were measured (which allocators ran depends on the build).
+    want=$(python3 - "$tmp/b.html" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+d = json.loads(re.search(r'id="memkit-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+n = 0
+for c in d["configs"]:
+    ran = [r for r in c["results"] if r["status"] == "ok"]
+    n += 3 * len(ran) + len([r for r in ran if "p99_ns" in r])
+print(n)
+PY
+)
+    n=$(grep -o '<rect class="bar' "$tmp/dom" | wc -l)
+    [ "$n" -eq "$want" ] && [ "$n" -ge 10 ] && ok || bad "page has $n bars, want $want"
+    grep -q 'n/a: the realtime pattern does not fit mk_stack' "$tmp/dom" && ok ||
+        bad "the page shows n/a with its reason"
+fi
+expect_status 2 "--html to a bad path" "$memkit" bench list --quick --html /nonexistent/dir/b.html
+grep -q "cannot write /nonexistent/dir/b.html" "$tmp/err" && ok || bad "bad --html path message"
+[ -s "$tmp/out" ] && bad "ran the benchmark before failing on --html" || ok
 
 echo "cli_bench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,289 @@
+/*
+ * bench_run.c - running one (workload, allocator) pair of `memkit bench` in a
+ * fresh child process, and the child's side of it.
+ *
+ * The child is this same executable started as `memkit bench --child W A SCALE
+ * ROUNDS`, with LD_PRELOAD naming the drop-in allocator (or unset), so one
+ * allocator's heap never skews another's numbers. It reports one line per round on a
+ * pipe; the parent takes peak RSS and minor faults from wait4's rusage and computes
+ * medians with min and max.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A sanitizer runtime must be the first library loaded: drop-in allocators cannot be
+ * preloaded into a sanitizer build of memkit. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BENCH_SANITIZED 1
+#else
+#define BENCH_SANITIZED 0
+#endif
+
+const mk_bench_allocator mk_bench_allocators[] = {
+    {"glibc", MK_API_MALLOC, NULL, NULL, NULL, false},
+    {"glibc-tuned", MK_API_MALLOC, NULL, NULL, NULL, true},
+    {"jemalloc", MK_API_MALLOC, "libjemalloc.so.2", "libjemalloc2", NULL, false},
+    {"tcmalloc", MK_API_MALLOC, "libtcmalloc_minimal.so.4", "libtcmalloc-minimal4", NULL,
+     false},
+    {"mimalloc", MK_API_MALLOC, "libmimalloc.so.2", "libmimalloc2.0", NULL, false},
+    {"mk_stack", MK_API_MK_STACK, NULL, NULL, NULL, false},
+    {"mk_pool", MK_API_MK_POOL, NULL, NULL, NULL, false},
+    {"mk_fifo", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue",
+     false},
+    {"mk_ring", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue",
+     false},
+    {"mk_tlsf", MK_API_MALLOC, NULL, NULL, "planned: the TLSF issue", false},
+};
+const size_t mk_bench_n_allocators =
+    sizeof mk_bench_allocators / sizeof mk_bench_allocators[0];
+/* A configuration holds one result per allocator. */
+_Static_assert(sizeof mk_bench_allocators / sizeof mk_bench_allocators[0] <=
+                   sizeof((mk_bench_config *)0)->res / sizeof(mk_bench_result),
+               "mk_bench_config.res holds every allocator");
+
+/* ------------------------------------------------------------------------ */
+/* the child side                                                            */
+
+/* glibc-tuned: the glibc-tuning article's settings for realtime loops. A
+ * fixed mmap threshold of 32 MiB keeps every ordinary block in the heap (and
+ * stops the threshold from moving), and no trimming keeps freed memory
+ * mapped, so a loop that frees and allocates again never faults. */
+static void tune_glibc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, -1);
+}
+
+int mk_bench_child(int argc, char **argv)
+{
+    const mk_workload *w;
+    const mk_bench_allocator *a = NULL;
+    mk_bench_round rounds[MK_BENCH_MAX_ROUNDS];
+    uint64_t scale;
+    int n;
+
+    if (argc != 4)
+        return mk_usage_error("bench --child: expected WORKLOAD ALLOCATOR SCALE ROUNDS");
+    w = mk_workload_find(argv[0]);
+    for (size_t i = 0; i < mk_bench_n_allocators; i++)
+        if (strcmp(mk_bench_allocators[i].name, argv[1]) == 0)
+            a = &mk_bench_allocators[i];
+    n = atoi(argv[3]);
+    if (!w || !a || !mk_parse_count(argv[2], &scale) || n < 1 || n > MK_BENCH_MAX_ROUNDS)
+        return mk_usage_error("bench --child: bad arguments");
+    if (a->tuned)
+        tune_glibc();
+    memset(rounds, 0, sizeof rounds);
+    if (w->run(a->api, scale, n, rounds) != 0)
+        return MK_EXIT_FAIL;
+    for (int i = 0; i < n; i++)
+        printf("round %llu %llu %.9f %.9f %llu %llu %llu %llu\n",
+               (unsigned long long)rounds[i].allocs, (unsigned long long)rounds[i].frees,
+               rounds[i].alloc_s, rounds[i].free_s, (unsigned long long)rounds[i].p50_ns,
+               (unsigned long long)rounds[i].p99_ns,
+               (unsigned long long)rounds[i].p999_ns,
+               (unsigned long long)rounds[i].max_ns);
+    return fflush(stdout) == 0 ? MK_EXIT_OK : MK_EXIT_FAIL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the parent side                                                           */
+
+/* Finds a drop-in allocator's library; NULL if it is not installed. */
+static const char *find_library(const char *soname, char *buf, size_t len)
+{
+    static const char *const dirs[] = {
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/lib/x86_64-linux-gnu",
+    };
+
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(buf, len, "%s/%s", dirs[i], soname);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static mk_bench_stat stat3(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return (mk_bench_stat){
+        .median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2,
+        .min = v[0],
+        .max = v[n - 1],
+    };
+}
+
+static uint64_t median_u64(uint64_t *v, int n)
+{
+    double d[MK_BENCH_MAX_ROUNDS];
+    for (int i = 0; i < n; i++)
+        d[i] = (double)v[i];
+    return (uint64_t)stat3(d, n).median;
+}
+
+/* Parses the child's "round ..." lines into per-round rates. */
+static bool parse_rounds(FILE *in, mk_bench_result *r, int want)
+{
+    double ar[MK_BENCH_MAX_ROUNDS], fr[MK_BENCH_MAX_ROUNDS], as[MK_BENCH_MAX_ROUNDS],
+        fs[MK_BENCH_MAX_ROUNDS], total[MK_BENCH_MAX_ROUNDS];
+    uint64_t p50[MK_BENCH_MAX_ROUNDS], p99[MK_BENCH_MAX_ROUNDS],
+        p999[MK_BENCH_MAX_ROUNDS];
+    unsigned long long na, nf, l50, l99, l999, lmax;
+    double ta, tf;
+    int n = 0;
+
+    while (n < want && fscanf(in, "round %llu %llu %lf %lf %llu %llu %llu %llu\n", &na,
+                              &nf, &ta, &tf, &l50, &l99, &l999, &lmax) == 8) {
+        /* A phase too fast for the clock counts as one nanosecond, not infinity. */
+        as[n] = ta;
+        fs[n] = tf;
+        total[n] = ta + tf;
+        ar[n] = (double)na / (ta > 1e-9 ? ta : 1e-9);
+        fr[n] = (double)nf / (tf > 1e-9 ? tf : 1e-9);
+        p50[n] = l50;
+        p99[n] = l99;
+        p999[n] = l999;
+        if (lmax > r->max_ns)
+            r->max_ns = lmax;
+        n++;
+    }
+    if (n != want)
+        return false;
+    if (r->max_ns) {
+        r->p50_ns = median_u64(p50, n);
+        r->p99_ns = median_u64(p99, n);
+        r->p999_ns = median_u64(p999, n);
+    }
+    /* first_to_steady: the first round against the median of the rest */
+    if (n >= 2) {
+        double first = total[0];
+        mk_bench_stat rest = stat3(total + 1, n - 1);
+        r->first_to_steady = rest.median > 0 ? first / rest.median : 0;
+    }
+    r->alloc_rate = stat3(ar, n);
+    r->free_rate = stat3(fr, n);
+    r->alloc_s = stat3(as, n);
+    r->free_s = stat3(fs, n);
+    return true;
+}
+
+const char *mk_bench_unavailable(const mk_workload *w, const mk_bench_allocator *a,
+                                 mk_bench_result *r)
+{
+    char lib[512];
+
+    if (!w->supports(a->api)) {
+        snprintf(r->reason, sizeof r->reason, "the %s pattern does not fit %s", w->name,
+                 a->name);
+        return "n/a";
+    }
+    if (a->tuned && BENCH_SANITIZED) {
+        snprintf(r->reason, sizeof r->reason,
+                 "glibc's settings do not reach a sanitizer's own allocator");
+        return "skipped";
+    }
+    if (a->soname && BENCH_SANITIZED) {
+        snprintf(r->reason, sizeof r->reason,
+                 "cannot preload a drop-in allocator into a sanitizer build");
+        return "skipped";
+    }
+    if (a->soname && !find_library(a->soname, lib, sizeof lib)) {
+        snprintf(r->reason, sizeof r->reason, "not installed: apt-get install %s",
+                 a->package);
+        return "skipped";
+    }
+    return NULL;
+}
+
+void mk_bench_run_one(const mk_workload *w, const mk_bench_allocator *a, uint64_t scale,
+                      int rounds, mk_bench_result *r)
+{
+    char lib[512], scale_s[32], rounds_s[16];
+    const char *preload = NULL;
+    struct rusage ru;
+    int fds[2], status;
+    double t0;
+    pid_t pid;
+    FILE *in;
+
+    memset(r, 0, sizeof *r);
+    r->alloc = a;
+    if ((r->status = mk_bench_unavailable(w, a, r)) != NULL)
+        return;
+    if (a->soname)
+        preload = find_library(a->soname, lib, sizeof lib);
+    snprintf(scale_s, sizeof scale_s, "%llu", (unsigned long long)scale);
+    snprintf(rounds_s, sizeof rounds_s, "%d", rounds);
+    fflush(NULL);
+    if (pipe(fds) != 0)
+        goto fail_errno;
+    t0 = mk_bench_now();
+    pid = fork();
+    if (pid < 0) {
+        int err = errno;
+
+        close(fds[0]);
+        close(fds[1]);
+        errno = err;
+        goto fail_errno;
+    }
+    if (pid == 0) {
+        char *args[] = {"memkit",        "bench", "--child", (char *)w->name,
+                        (char *)a->name, scale_s, rounds_s,  NULL};
+
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        if (preload)
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    close(fds[1]);
+    in = fdopen(fds[0], "r");
+    bool parsed = in && parse_rounds(in, r, rounds);
+    if (in)
+        fclose(in);
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+        ;
+    r->wall_s = mk_bench_now() - t0;
+    r->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+    r->minor_faults = (uint64_t)ru.ru_minflt;
+    if (!parsed || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        r->status = "failed";
+        if (WIFSIGNALED(status))
+            snprintf(r->reason, sizeof r->reason, "child killed by signal %d",
+                     WTERMSIG(status));
+        else
+            snprintf(r->reason, sizeof r->reason, "child exited with status %d",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return;
+    }
+    r->status = "ok";
+    return;
+fail_errno:
+    r->status = "failed";
+    snprintf(r->reason, sizeof r->reason, "cannot start the child: %s", strerror(errno));
+}

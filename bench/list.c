@@ -3,7 +3,8 @@
  * of N 8-byte nodes, then free it; allocation and free phases are timed separately.
  *
  * With mk_stack the free phase is one pop of the frame holding every node; with
- * mk_pool it frees node by node in list order, exactly like malloc/free.
+ * mk_pool and mk_fifo it frees node by node in list order, exactly like
+ * malloc/free (newest first: the list is built at its head).
  *
  * Memory kept between rounds: glibc (and every drop-in allocator here) keeps the
  * freed heap in the process, so its rounds 2 and 3 reuse pages already faulted in.
@@ -16,6 +17,7 @@
  */
 #include "workload.h"
 
+#include <memkit/fifo.h>
 #include <memkit/pool.h>
 #include <memkit/stack.h>
 
@@ -106,15 +108,44 @@ static int list_mk_pool(mk_pool_t *pool, uint64_t n, mk_bench_round *r)
     return 0;
 }
 
+static int list_mk_fifo(mk_fifo_t *fifo, uint64_t n, mk_bench_round *r)
+{
+    node_t *head = NULL, *node;
+    double t0, t1, t2;
+
+    t0 = mk_bench_now();
+    for (uint64_t i = 0; i < n; i++) {
+        node = mk_fifo_new(fifo, node_t, 1);
+        if (!node) {
+            fprintf(stderr, "list: mk_fifo out of memory after %llu nodes\n",
+                    (unsigned long long)i);
+            return -1;
+        }
+        node->next = head;
+        head = node;
+    }
+    t1 = mk_bench_now();
+    while (head) {
+        node = head->next;
+        mk_fifo_free(fifo, head);
+        head = node;
+    }
+    t2 = mk_bench_now();
+    *r = (mk_bench_round){.allocs = n, .frees = n, .alloc_s = t1 - t0, .free_s = t2 - t1};
+    return 0;
+}
+
 static bool list_supports(mk_bench_api api)
 {
-    return api == MK_API_MALLOC || api == MK_API_MK_STACK || api == MK_API_MK_POOL;
+    return api == MK_API_MALLOC || api == MK_API_MK_STACK || api == MK_API_MK_POOL ||
+           api == MK_API_MK_FIFO;
 }
 
 static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
 {
     mk_stack_t *st = NULL;
     mk_pool_t *pool = NULL;
+    mk_fifo_t *fifo = NULL;
     bool retain = !getenv("MEMKIT_BENCH_DEFAULT_POLICY");
     int rc = 0;
 
@@ -128,6 +159,9 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
         !(pool = mk_pool_create(&(mk_pool_config_t){
               .item_size = sizeof(node_t), .max_empty_slabs = retain ? SIZE_MAX : 0})))
         return -1;
+    if (api == MK_API_MK_FIFO && !(fifo = mk_fifo_create(&(mk_fifo_config_t){
+                                       .max_spare_chunks = retain ? SIZE_MAX : 0})))
+        return -1;
     for (int i = 0; i < rounds && rc == 0; i++) {
         switch (api) {
         case MK_API_MALLOC:
@@ -139,10 +173,17 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
         case MK_API_MK_POOL:
             rc = list_mk_pool(pool, scale, &out[i]);
             break;
+        case MK_API_MK_FIFO:
+            rc = list_mk_fifo(fifo, scale, &out[i]);
+            break;
+        default:
+            rc = -1;
+            break;
         }
     }
     mk_stack_destroy(st);
     mk_pool_destroy(pool);
+    mk_fifo_destroy(fifo);
     return rc;
 }
 

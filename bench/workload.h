@@ -27,6 +27,8 @@ typedef enum mk_bench_api {
     MK_API_MALLOC, /* malloc/free of whatever allocator the process has */
     MK_API_MK_STACK,
     MK_API_MK_POOL,
+    MK_API_MK_FIFO,
+    MK_API_MK_RING,
 } mk_bench_api;
 
 typedef struct mk_workload {

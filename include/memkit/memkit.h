@@ -3,6 +3,8 @@
  *
  *   mk_stack  stack/frame allocator: bump allocation, whole frames released at once
  *   mk_pool   fixed-size pool: O(1) allocation and free of same-size objects
+ *   mk_fifo   FIFO allocator: bump allocation, chunks recycled when their blocks are
+ * freed mk_ring   ring allocator: frames built by one thread, released by any
  */
 #ifndef MEMKIT_MEMKIT_H
 #define MEMKIT_MEMKIT_H
@@ -10,5 +12,7 @@
 #include <memkit/common.h>
 #include <memkit/stack.h>
 #include <memkit/pool.h>
+#include <memkit/fifo.h>
+#include <memkit/ring.h>
 
 #endif /* MEMKIT_MEMKIT_H */

@@ -1,0 +1,432 @@
+/*
+ * fifo.c - the FIFO allocator: chunks, the slow paths, and debug mode.
+ *
+ * The inline fast paths in fifo.h bump through the current chunk (alloc) and
+ * count a free in the block's own chunk (free). Everything else is here:
+ *   - taking a new current chunk when a block does not fit (a spare first), or
+ *     rewinding the current one when every block in it has been freed;
+ *   - blocks larger than a chunk, which get a chunk of their own;
+ *   - recycling a chunk whose last block was freed (spare or munmap);
+ *   - every call when fifo->slow is set (debug, ASan, Valgrind).
+ *
+ * Invariants:
+ *   - cur == NULL <=> no chunk was ever needed, and then pos == end == 0;
+ *   - cur->blocks == SIZE_MAX (the FIFO counts cur's blocks in cur_blocks), so a
+ *     free in the fast path never finds the current chunk empty;
+ *   - every other chunk in use has freed < blocks: the free that makes them equal
+ *     recycles it at once;
+ *   - chunks are aligned to chunk_size and every block starts in the first
+ *     chunk_size bytes of its chunk, so masking a block's address finds the header
+ *     (a large chunk is several chunk sizes long, with its one block at the front).
+ */
+#include "internal.h"
+
+#include <memkit/fifo.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_MAGIC   0x6d6b6669u /* "mkfi" */
+#define CHUNK_DEFAULT MK_HUGE_PAGE
+#define CHUNK_MIN     ((size_t)64 << 10)
+#define FIFO_ASAN     (1u << 8) /* slow because of AddressSanitizer */
+#define FIFO_VALGRIND (1u << 9) /* slow because memcheck is watching */
+
+typedef struct mk__fifo_chunk chunk_t;
+
+/* ------------------------------------------------------------------------ */
+/* creation                                                                  */
+
+mk_fifo_t *mk_fifo_create(const mk_fifo_config_t *config)
+{
+    mk_fifo_config_t cfg = config ? *config : (mk_fifo_config_t){0};
+    mk_fifo_t *fifo;
+
+    if (!cfg.chunk_size)
+        cfg.chunk_size = CHUNK_DEFAULT;
+    if (!mk__is_pow2(cfg.chunk_size) || cfg.chunk_size < CHUNK_MIN ||
+        cfg.chunk_size > ((size_t)1 << 40) || (cfg.flags & ~(unsigned)MK_FIFO_DEBUG)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(fifo = calloc(1, sizeof *fifo))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    fifo->chunk_size = cfg.chunk_size;
+    fifo->chunk_mask = ~(uintptr_t)(cfg.chunk_size - 1);
+    fifo->max_spare = cfg.max_spare_chunks ? cfg.max_spare_chunks : 1;
+    fifo->flags = cfg.flags;
+    fifo->slow = cfg.flags & MK_FIFO_DEBUG;
+#ifdef MK_ASAN
+    fifo->slow |= FIFO_ASAN;
+#endif
+    if (MK_ON_VALGRIND()) {
+        fifo->slow |= FIFO_VALGRIND;
+        VALGRIND_CREATE_MEMPOOL(fifo, 0, 0);
+    }
+    /* Debug checks need the bitmap; so does poisoning, to know a block's size. */
+    fifo->tracked = fifo->slow & (MK_FIFO_DEBUG | FIFO_ASAN);
+    return fifo;
+}
+
+/* ------------------------------------------------------------------------ */
+/* chunks                                                                    */
+
+/* Bytes before the first block: the header and, when tracked, one bit per grain
+ * of the first chunk_size bytes (no block starts beyond, even in a large chunk). */
+static size_t payload_offset(const mk_fifo_t *fifo)
+{
+    size_t bitmap = fifo->tracked ? fifo->chunk_size / MK_FIFO_GRAIN / 8 : 0;
+
+    return mk__align_up(sizeof(chunk_t) + bitmap, 64);
+}
+
+static void chunk_link(chunk_t **list, chunk_t *c)
+{
+    c->prev = NULL;
+    c->next = *list;
+    if (*list)
+        (*list)->prev = c;
+    *list = c;
+}
+
+static void chunk_unlink(chunk_t **list, chunk_t *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        *list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+}
+
+/* Makes c's payload ready for blocks: no block, nothing freed, memory poisoned. */
+static void chunk_reset(mk_fifo_t *fifo, chunk_t *c)
+{
+    c->freed = 0;
+    c->blocks = 0;
+    c->top = c->payload;
+    if (c->starts)
+        memset(c->starts, 0, (c->payload - (uintptr_t)c->starts));
+    MK_POISON((void *)c->payload, (uintptr_t)c + c->size - c->payload);
+    if (fifo->slow & FIFO_VALGRIND)
+        VALGRIND_MAKE_MEM_NOACCESS((void *)c->payload,
+                                   (uintptr_t)c + c->size - c->payload);
+}
+
+/* A chunk of `size` bytes (a multiple of chunk_size), in use: spare or fresh. */
+static chunk_t *chunk_get(mk_fifo_t *fifo, size_t size)
+{
+    chunk_t *c = fifo->spares;
+
+    if (c && size == fifo->chunk_size) {
+        chunk_unlink(&fifo->spares, c);
+        fifo->spare--;
+    } else {
+        if (!(c = mk__pages_map(size, fifo->chunk_size)))
+            return NULL;
+        c->fifo = fifo;
+        c->size = size;
+        c->magic = CHUNK_MAGIC;
+        c->payload = (uintptr_t)c + payload_offset(fifo);
+        c->starts = fifo->tracked ? (uint8_t *)(c + 1) : NULL;
+        fifo->chunks++;
+        fifo->mapped += size;
+        if (fifo->chunks > fifo->peak_chunks)
+            fifo->peak_chunks = fifo->chunks;
+    }
+    chunk_reset(fifo, c);
+    chunk_link(&fifo->all, c);
+    return c;
+}
+
+static void chunk_unmap(mk_fifo_t *fifo, chunk_t *c)
+{
+    fifo->chunks--;
+    fifo->mapped -= c->size;
+    /* ASan's shadow outlives the mapping: leave it clean for whoever maps next. */
+    MK_UNPOISON(c, c->size);
+    mk__pages_unmap(c, c->size);
+}
+
+/* c (not the current chunk) has no live block: keep it as a spare or unmap it. */
+void mk__fifo_chunk_empty(mk_fifo_t *fifo, chunk_t *c)
+{
+    assert(c != fifo->cur && c->freed == c->blocks);
+    chunk_unlink(&fifo->all, c);
+    if (c->size == fifo->chunk_size && fifo->spare < fifo->max_spare) {
+        chunk_reset(fifo, c);
+        chunk_link(&fifo->spares, c);
+        fifo->spare++;
+        return;
+    }
+    chunk_unmap(fifo, c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the block-start bitmap (debug mode and ASan)                              */
+
+static size_t start_bit(const chunk_t *c, uintptr_t p)
+{
+    return (p - (uintptr_t)c) / MK_FIFO_GRAIN;
+}
+
+static bool start_test(const chunk_t *c, uintptr_t p)
+{
+    size_t b = start_bit(c, p);
+
+    return c->starts[b / 8] >> (b % 8) & 1;
+}
+
+static void start_flip(chunk_t *c, uintptr_t p)
+{
+    size_t b = start_bit(c, p);
+
+    c->starts[b / 8] ^= (uint8_t)(1u << (b % 8));
+}
+
+/* Where the block at p ends: the next live block's start, or the chunk's top.
+ * A freed block in between only makes the extent longer than the block was,
+ * and that memory is free anyway. */
+static uintptr_t block_end(const mk_fifo_t *fifo, const chunk_t *c, uintptr_t p)
+{
+    uintptr_t top = c == fifo->cur ? fifo->pos : c->top;
+    uintptr_t starts_end = (uintptr_t)c + fifo->chunk_size; /* the bitmap's reach */
+    uintptr_t lim = top < starts_end ? top : starts_end;
+
+    for (uintptr_t q = p + MK_FIFO_GRAIN; q < lim; q += MK_FIFO_GRAIN)
+        if (start_test(c, q))
+            return q;
+    return top;
+}
+
+/* ------------------------------------------------------------------------ */
+/* allocation                                                                */
+
+/* Records a block handed out in the slow path (bitmap, poisoning, memcheck). */
+static void *block_out(mk_fifo_t *fifo, chunk_t *c, uintptr_t p, size_t size)
+{
+    if (fifo->tracked)
+        start_flip(c, p);
+    MK_UNPOISON((void *)p, size);
+    if (fifo->slow & FIFO_VALGRIND)
+        VALGRIND_MEMPOOL_ALLOC(fifo, (void *)p, size);
+    return (void *)p;
+}
+
+/* Closes the current chunk: from now on it counts its own blocks. */
+static void cur_retire(mk_fifo_t *fifo)
+{
+    chunk_t *c = fifo->cur;
+
+    c->blocks = fifo->cur_blocks;
+    c->top = fifo->pos;
+    fifo->cur = NULL;
+    fifo->pos = fifo->end = fifo->cur_end = 0;
+    fifo->newest = 0;
+    if (c->freed == c->blocks)
+        mk__fifo_chunk_empty(fifo, c);
+}
+
+static void cur_set(mk_fifo_t *fifo, chunk_t *c)
+{
+    c->blocks = SIZE_MAX;
+    fifo->cur = c;
+    fifo->cur_blocks = 0;
+    fifo->pos = c->payload;
+    fifo->cur_end = (uintptr_t)c + c->size;
+    fifo->end = fifo->slow ? 0 : fifo->cur_end;
+    fifo->newest = 0;
+}
+
+/* Bumps n bytes aligned to align in the current chunk; 0 if they do not fit. */
+static uintptr_t cur_bump(mk_fifo_t *fifo, size_t n, size_t align)
+{
+    uintptr_t p;
+
+    if (!fifo->cur)
+        return 0;
+    p = mk__align_up(fifo->pos, align);
+    if (p > fifo->cur_end || n > fifo->cur_end - p)
+        return 0;
+    fifo->pos = p + n;
+    fifo->newest = p;
+    fifo->cur_blocks++;
+    return p;
+}
+
+/* A block too large for a chunk gets a chunk of its own, never current. */
+static void *alloc_large(mk_fifo_t *fifo, size_t n, size_t size, size_t align)
+{
+    size_t head = mk__align_up(payload_offset(fifo), align);
+    size_t bytes;
+    chunk_t *c;
+
+    if (head + n < n || head >= fifo->chunk_size)
+        goto nomem;
+    bytes = mk__align_up(head + n, fifo->chunk_size);
+    if (bytes < head + n || !(c = chunk_get(fifo, bytes)))
+        goto nomem;
+    c->blocks = 1;
+    c->top = (uintptr_t)c + head + n;
+    return block_out(fifo, c, (uintptr_t)c + head, size);
+nomem:
+    errno = ENOMEM;
+    return NULL;
+}
+
+void *mk__fifo_alloc_slow(mk_fifo_t *fifo, size_t size, size_t align)
+{
+    size_t n = mk__align_up(size ? size : 1, MK_FIFO_GRAIN);
+    uintptr_t p;
+    chunk_t *c;
+
+    if (!mk__is_pow2(align) || align < MK_FIFO_GRAIN || align > fifo->chunk_size / 4)
+        mk__die("mk_fifo_alloc_aligned: alignment %zu is not a power of two in [%d, "
+                "chunk size / 4]",
+                align, MK_FIFO_GRAIN);
+    if (size > SIZE_MAX - MK_FIFO_GRAIN) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if ((p = cur_bump(fifo, n, align)))
+        return block_out(fifo, fifo->cur, p, size);
+    /* Would the block fit in an empty chunk at all? */
+    if (payload_offset(fifo) + align + n > fifo->chunk_size)
+        return alloc_large(fifo, n, size, align);
+    /* The current chunk is full. If all its blocks were freed, start it over. */
+    if (fifo->cur && fifo->cur->freed == fifo->cur_blocks) {
+        fifo->cur->freed = 0;
+        fifo->pos = fifo->cur->payload;
+        fifo->cur_blocks = 0;
+        fifo->newest = 0;
+        if (fifo->tracked)
+            memset(fifo->cur->starts, 0,
+                   fifo->cur->payload - (uintptr_t)fifo->cur->starts);
+    } else {
+        if (!(c = chunk_get(fifo, fifo->chunk_size))) {
+            errno = ENOMEM;
+            return NULL; /* the current chunk stays as it was */
+        }
+        if (fifo->cur)
+            cur_retire(fifo);
+        cur_set(fifo, c);
+    }
+    p = cur_bump(fifo, n, align);
+    assert(p != 0);
+    return block_out(fifo, fifo->cur, p, size);
+}
+
+/* ------------------------------------------------------------------------ */
+/* free                                                                      */
+
+/* Debug mode: c must be a chunk of this FIFO in use (walking the list rather than
+ * reading the header first, so a foreign pointer never reads unmapped memory). */
+static chunk_t *debug_chunk_of(mk_fifo_t *fifo, uintptr_t p)
+{
+    for (chunk_t *c = fifo->all; c; c = c->next)
+        if (p >= c->payload && p < (uintptr_t)c + c->size &&
+            (p & fifo->chunk_mask) == (uintptr_t)c)
+            return c;
+    mk__die("mk_fifo_free: %p is not a block of this FIFO (foreign pointer)", (void *)p);
+}
+
+void mk__fifo_free_slow(mk_fifo_t *fifo, void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    chunk_t *c;
+
+    if (!ptr)
+        return;
+    c = fifo->flags & MK_FIFO_DEBUG ? debug_chunk_of(fifo, p)
+                                    : (chunk_t *)(p & fifo->chunk_mask);
+    if (fifo->tracked) {
+        if (!start_test(c, p))
+            mk__die(
+                "mk_fifo_free: %p is not a live block (freed twice, or inside a block)",
+                ptr);
+        uintptr_t end = block_end(fifo, c, p);
+        start_flip(c, p);
+        MK_POISON(ptr, end - p);
+    }
+    if (fifo->slow & FIFO_VALGRIND)
+        VALGRIND_MEMPOOL_FREE(fifo, ptr);
+    if (p == fifo->newest)
+        fifo->newest = 0; /* no realloc in place of a freed block */
+    if (++c->freed == c->blocks)
+        mk__fifo_chunk_empty(fifo, c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* realloc, stats, destroy                                                   */
+
+void *mk_fifo_realloc(mk_fifo_t *fifo, void *ptr, size_t old_size, size_t new_size)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    size_t n = mk__align_up(new_size ? new_size : 1, MK_FIFO_GRAIN);
+    void *q;
+
+    if (!ptr)
+        return mk_fifo_alloc(fifo, new_size);
+    if (new_size > SIZE_MAX - MK_FIFO_GRAIN) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* The newest block of the current chunk ends at pos: move pos. */
+    if (p == fifo->newest && n <= fifo->cur_end - p) {
+        fifo->pos = p + n;
+        MK_UNPOISON(ptr, new_size);
+        MK_POISON((void *)(p + n), fifo->cur_end - (p + n));
+        if (fifo->slow & FIFO_VALGRIND) {
+            /* MEMPOOL_CHANGE resizes the record only: the access bits are ours. */
+            VALGRIND_MEMPOOL_CHANGE(fifo, ptr, ptr, new_size);
+            if (new_size > old_size)
+                VALGRIND_MAKE_MEM_UNDEFINED((char *)ptr + old_size, new_size - old_size);
+            else
+                VALGRIND_MAKE_MEM_NOACCESS((char *)ptr + new_size, old_size - new_size);
+        }
+        return ptr;
+    }
+    if (new_size <= old_size)
+        return ptr; /* shrinks where it is; the tail is reclaimed with the block */
+    if (!(q = mk_fifo_alloc(fifo, new_size)))
+        return NULL;
+    memcpy(q, ptr, old_size);
+    mk_fifo_free(fifo, ptr);
+    return q;
+}
+
+void mk_fifo_stats(mk_fifo_t *fifo, mk_fifo_stats_t *out)
+{
+    size_t live = 0;
+
+    for (chunk_t *c = fifo->all; c; c = c->next)
+        live += (c == fifo->cur ? fifo->cur_blocks : c->blocks) - c->freed;
+    *out = (mk_fifo_stats_t){
+        .live_blocks = live,
+        .chunks = fifo->chunks,
+        .spare_chunks = fifo->spare,
+        .peak_chunks = fifo->peak_chunks,
+        .mapped_bytes = fifo->mapped,
+    };
+}
+
+void mk_fifo_destroy(mk_fifo_t *fifo)
+{
+    chunk_t *c, *next;
+
+    if (!fifo)
+        return;
+    for (chunk_t **list = &fifo->all; list;
+         list = list == &fifo->all ? &fifo->spares : NULL)
+        for (c = *list; c; c = next) {
+            next = c->next;
+            chunk_unmap(fifo, c);
+        }
+    if (fifo->slow & FIFO_VALGRIND)
+        VALGRIND_DESTROY_MEMPOOL(fifo);
+    free(fifo);
+}

@@ -10,17 +10,23 @@
  * previous batch: lists of 65,536 8-byte nodes are built on the main thread
  * and handed over whole. alloc rate: nodes per second of the builder;
  * free rate: of the freeing thread.
+ *
+ * Both also run under mk_ring, the allocator for this pattern: each message, or
+ * each batch of nodes, is one frame, sealed by the producer and released by the
+ * other thread (which still walks a batch's nodes, as free() would).
  */
 #include "workload.h"
+
+#include <memkit/ring.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static bool malloc_only(mk_bench_api api)
+static bool malloc_or_ring(mk_bench_api api)
 {
-    return api == MK_API_MALLOC; /* mk_pool and mk_stack are single-threaded */
+    return api == MK_API_MALLOC || api == MK_API_MK_RING; /* the others: one thread */
 }
 
 /* ---- producer-consumer ---- */
@@ -28,7 +34,8 @@ static bool malloc_only(mk_bench_api api)
 #define RING 1024
 
 typedef struct ring {
-    void *slot[RING];
+    void *slot[RING]; /* a message, or under mk_ring its frame */
+    bool frames;
     _Atomic uint64_t head; /* written by the producer */
     _Atomic uint64_t tail; /* written by the consumer */
     uint64_t n;
@@ -42,20 +49,37 @@ static void *consume(void *arg)
     for (uint64_t i = 0; i < q->n; i++) {
         while (atomic_load_explicit(&q->head, memory_order_acquire) == i)
             ; /* spin: the queue is empty */
-        free(q->slot[i % RING]);
+        if (q->frames)
+            mk_ring_release(q->slot[i % RING]);
+        else
+            free(q->slot[i % RING]);
         atomic_store_explicit(&q->tail, i + 1, memory_order_release);
     }
     q->consumer_s = mk_bench_now() - t0;
     return NULL;
 }
 
-static int pc_round(uint64_t n, mk_bench_round *r)
+/* One message: malloc'd, or a frame of its own in mk_ring. */
+static void *pc_message(mk_ring_t *ring, size_t size, void **handle)
+{
+    if (!ring)
+        return *handle = malloc(size);
+    mk_ring_frame_t *f = mk_ring_open(ring);
+    void *m = f ? mk_ring_alloc(ring, size) : NULL;
+    if (m)
+        mk_ring_seal(ring);
+    *handle = f;
+    return m;
+}
+
+static int pc_round(mk_ring_t *ring, uint64_t n, mk_bench_round *r)
 {
     ring_t *q = calloc(1, sizeof *q);
     pthread_t t;
     if (!q)
         return -1;
     q->n = n;
+    q->frames = ring != NULL;
     if (pthread_create(&t, NULL, consume, q) != 0) {
         free(q);
         return -1;
@@ -66,11 +90,10 @@ static int pc_round(uint64_t n, mk_bench_round *r)
         while (i - atomic_load_explicit(&q->tail, memory_order_acquire) == RING)
             ;                       /* spin: the queue is full */
         size = size * 7 % 449 + 64; /* 64-512, the same sequence every time */
-        void *m = malloc(size);
+        void *m = pc_message(ring, size, &q->slot[i % RING]);
         if (!m)
             abort(); /* the consumer waits for it: no way back */
         *(char *)m = (char)i;
-        q->slot[i % RING] = m;
         atomic_store_explicit(&q->head, i + 1, memory_order_release);
     }
     double producer_s = mk_bench_now() - t0;
@@ -83,11 +106,15 @@ static int pc_round(uint64_t n, mk_bench_round *r)
 
 static int pc_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
 {
-    (void)api;
-    for (int i = 0; i < rounds; i++)
-        if (pc_round(scale, &out[i]) != 0)
-            return -1;
-    return 0;
+    mk_ring_t *ring = NULL;
+    int rc = 0;
+
+    if (api == MK_API_MK_RING && !(ring = mk_ring_create(NULL)))
+        return -1;
+    for (int i = 0; i < rounds && rc == 0; i++)
+        rc = pc_round(ring, scale, &out[i]);
+    mk_ring_destroy(ring);
+    return rc;
 }
 
 /* ---- list-contended ---- */
@@ -101,7 +128,8 @@ typedef struct node {
 typedef struct handoff {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    node_t *pending; /* a built list waiting for the freer */
+    node_t *pending;                /* a built list waiting for the freer */
+    mk_ring_frame_t *pending_frame; /* under mk_ring: the frame holding it */
     bool done;
     double free_s;
     uint64_t freed;
@@ -115,6 +143,7 @@ static void *free_batches(void *arg)
         while (!h->pending && !h->done)
             pthread_cond_wait(&h->cond, &h->lock);
         node_t *list = h->pending;
+        mk_ring_frame_t *frame = h->pending_frame;
         h->pending = NULL;
         bool done = h->done;
         pthread_cond_broadcast(&h->cond);
@@ -124,15 +153,18 @@ static void *free_batches(void *arg)
         double t0 = mk_bench_now();
         while (list) {
             node_t *next = list->next;
-            free(list);
+            if (!frame)
+                free(list);
             list = next;
             h->freed++;
         }
+        if (frame)
+            mk_ring_release(frame);
         h->free_s += mk_bench_now() - t0;
     }
 }
 
-static int lc_round(uint64_t n, mk_bench_round *r)
+static int lc_round(mk_ring_t *ring, uint64_t n, mk_bench_round *r)
 {
     handoff_t h = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
     pthread_t t;
@@ -142,13 +174,27 @@ static int lc_round(uint64_t n, mk_bench_round *r)
     for (uint64_t done = 0; done < n;) {
         uint64_t k = n - done < BATCH ? n - done : BATCH;
         node_t *head = NULL;
+        mk_ring_frame_t *frame = NULL;
         double t0 = mk_bench_now();
-        for (uint64_t i = 0; i < k; i++) {
-            node_t *node = malloc(sizeof *node);
-            if (!node)
+        if (ring) {
+            if (!(frame = mk_ring_open(ring)))
                 abort();
-            node->next = head;
-            head = node;
+            for (uint64_t i = 0; i < k; i++) {
+                node_t *node = mk_ring_new(ring, node_t, 1);
+                if (!node)
+                    abort();
+                node->next = head;
+                head = node;
+            }
+            mk_ring_seal(ring);
+        } else {
+            for (uint64_t i = 0; i < k; i++) {
+                node_t *node = malloc(sizeof *node);
+                if (!node)
+                    abort();
+                node->next = head;
+                head = node;
+            }
         }
         alloc_s += mk_bench_now() - t0;
         done += k;
@@ -156,6 +202,7 @@ static int lc_round(uint64_t n, mk_bench_round *r)
         while (h.pending) /* the freer is one batch behind at most */
             pthread_cond_wait(&h.cond, &h.lock);
         h.pending = head;
+        h.pending_frame = frame;
         pthread_cond_broadcast(&h.cond);
         pthread_mutex_unlock(&h.lock);
     }
@@ -171,11 +218,15 @@ static int lc_round(uint64_t n, mk_bench_round *r)
 
 static int lc_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
 {
-    (void)api;
-    for (int i = 0; i < rounds; i++)
-        if (lc_round(scale, &out[i]) != 0)
-            return -1;
-    return 0;
+    mk_ring_t *ring = NULL;
+    int rc = 0;
+
+    if (api == MK_API_MK_RING && !(ring = mk_ring_create(NULL)))
+        return -1;
+    for (int i = 0; i < rounds && rc == 0; i++)
+        rc = lc_round(ring, scale, &out[i]);
+    mk_ring_destroy(ring);
+    return rc;
 }
 
 const mk_workload mk_workload_producer_consumer = {
@@ -185,7 +236,7 @@ const mk_workload mk_workload_producer_consumer = {
     .default_scale = 5000000,
     .quick_scale = 50000,
     .scale_unit = "messages",
-    .supports = malloc_only,
+    .supports = malloc_or_ring,
     .run = pc_run,
     /* 20M took glibc 87 s per process here (0.7M messages/s): too long for a
      * default; 5M is about 20 s. */
@@ -198,7 +249,7 @@ const mk_workload mk_workload_list_contended = {
     .default_scale = 20000000,
     .quick_scale = 200000,
     .scale_unit = "nodes",
-    .supports = malloc_only,
+    .supports = malloc_or_ring,
     .run = lc_run,
     /* Intersec's 100M nodes took glibc 100 s per process here (3.3M nodes/s
      * with the second thread freeing): 20M is about 20 s. */

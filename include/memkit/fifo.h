@@ -22,8 +22,10 @@
  * block pins its whole chunk.
  *
  * Realloc. mk_fifo_realloc grows or shrinks the newest block in place when its
- * chunk has room; any other block is moved (allocate, copy, free), so the caller
- * passes the size the block has now, like C++'s sized delete.
+ * chunk has room; any other block is moved (allocate, copy, free). The caller
+ * passes the size the block has now, like C++'s sized delete: it is how the
+ * newest block is recognised (it ends where the next allocation would start) and
+ * what is copied when a block moves.
  *
  * Threads. A FIFO is single-threaded: one thread at a time may call it, and nothing
  * synchronizes calls. For blocks released by other threads, see memkit/ring.h.
@@ -89,7 +91,6 @@ struct mk__fifo_chunk {
 struct mk_fifo {
     uintptr_t pos, end;         /* free room of the current chunk; end 0: slow path */
     size_t cur_blocks;          /* blocks allocated in the current chunk */
-    uintptr_t newest;           /* the newest block of the current chunk, or 0 */
     uintptr_t chunk_mask;       /* ~(chunk_size - 1) */
     struct mk__fifo_chunk *cur; /* NULL before the first allocation */
     uintptr_t cur_end;          /* end of the current chunk (end may be 0 instead) */
@@ -122,7 +123,6 @@ static inline void *mk_fifo_alloc_aligned(mk_fifo_t *fifo, size_t size, size_t a
     /* n - 1 wraps for size 0 (it needs a grain) and for overflow: both go slow. */
     if (MK_LIKELY(p <= fifo->end && n - 1 < fifo->end - p)) {
         fifo->pos = p + n;
-        fifo->newest = p;
         fifo->cur_blocks++;
         return (void *)p;
     }

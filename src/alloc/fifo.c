@@ -226,7 +226,6 @@ static void cur_retire(mk_fifo_t *fifo)
     c->top = fifo->pos;
     fifo->cur = NULL;
     fifo->pos = fifo->end = fifo->cur_end = 0;
-    fifo->newest = 0;
     if (c->freed == c->blocks)
         mk__fifo_chunk_empty(fifo, c);
 }
@@ -239,7 +238,6 @@ static void cur_set(mk_fifo_t *fifo, chunk_t *c)
     fifo->pos = c->payload;
     fifo->cur_end = (uintptr_t)c + c->size;
     fifo->end = fifo->slow ? 0 : fifo->cur_end;
-    fifo->newest = 0;
 }
 
 /* Bumps n bytes aligned to align in the current chunk; 0 if they do not fit. */
@@ -253,7 +251,6 @@ static uintptr_t cur_bump(mk_fifo_t *fifo, size_t n, size_t align)
     if (p > fifo->cur_end || n > fifo->cur_end - p)
         return 0;
     fifo->pos = p + n;
-    fifo->newest = p;
     fifo->cur_blocks++;
     return p;
 }
@@ -302,7 +299,6 @@ void *mk__fifo_alloc_slow(mk_fifo_t *fifo, size_t size, size_t align)
         fifo->cur->freed = 0;
         fifo->pos = fifo->cur->payload;
         fifo->cur_blocks = 0;
-        fifo->newest = 0;
         if (fifo->tracked)
             memset(fifo->cur->starts, 0,
                    fifo->cur->payload - (uintptr_t)fifo->cur->starts);
@@ -354,8 +350,6 @@ void mk__fifo_free_slow(mk_fifo_t *fifo, void *ptr)
     }
     if (fifo->slow & FIFO_VALGRIND)
         VALGRIND_MEMPOOL_FREE(fifo, ptr);
-    if (p == fifo->newest)
-        fifo->newest = 0; /* no realloc in place of a freed block */
     if (++c->freed == c->blocks)
         mk__fifo_chunk_empty(fifo, c);
 }
@@ -367,6 +361,7 @@ void *mk_fifo_realloc(mk_fifo_t *fifo, void *ptr, size_t old_size, size_t new_si
 {
     uintptr_t p = (uintptr_t)ptr;
     size_t n = mk__align_up(new_size ? new_size : 1, MK_FIFO_GRAIN);
+    size_t old_n = mk__align_up(old_size ? old_size : 1, MK_FIFO_GRAIN);
     void *q;
 
     if (!ptr)
@@ -375,8 +370,13 @@ void *mk_fifo_realloc(mk_fifo_t *fifo, void *ptr, size_t old_size, size_t new_si
         errno = ENOMEM;
         return NULL;
     }
-    /* The newest block of the current chunk ends at pos: move pos. */
-    if (p == fifo->newest && n <= fifo->cur_end - p) {
+    if ((fifo->flags & MK_FIFO_DEBUG) && !start_test(debug_chunk_of(fifo, p), p))
+        mk__die("mk_fifo_realloc: %p is not a live block (freed, or inside a block)",
+                ptr);
+    /* The newest block ends at pos (no block of another chunk can: each lies
+     * inside its own chunk, before the current chunk's header): move pos. */
+    if (fifo->cur && old_size <= SIZE_MAX - MK_FIFO_GRAIN && p + old_n == fifo->pos &&
+        n <= fifo->cur_end - p) {
         fifo->pos = p + n;
         MK_UNPOISON(ptr, new_size);
         MK_POISON((void *)(p + n), fifo->cur_end - (p + n));

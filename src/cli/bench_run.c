@@ -36,8 +36,7 @@ const mk_bench_allocator mk_bench_allocators[] = {
     {"mk_stack", MK_API_MK_STACK, NULL, NULL, NULL, false},
     {"mk_pool", MK_API_MK_POOL, NULL, NULL, NULL, false},
     {"mk_fifo", MK_API_MK_FIFO, NULL, NULL, NULL, false},
-    {"mk_ring", MK_API_MALLOC, NULL, NULL, "planned: the FIFO and ring allocators issue",
-     false},
+    {"mk_ring", MK_API_MK_RING, NULL, NULL, NULL, false},
     {"mk_tlsf", MK_API_MALLOC, NULL, NULL, "planned: the TLSF issue", false},
 };
 const size_t mk_bench_n_allocators =

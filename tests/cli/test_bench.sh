@@ -36,7 +36,7 @@ grep -q "unknown allocator 'nosuch'" "$tmp/err" && ok || bad "unknown allocator 
 expect_status 2 "bad scale" "$memkit" bench list --scale -5
 
 expect_status 0 "bench list --quick" "$memkit" bench list --quick
-for a in glibc mk_stack mk_pool; do
+for a in glibc mk_stack mk_pool mk_fifo; do
     grep -q "^$a " "$tmp/out" && ok || bad "table has a $a row"
 done
 
@@ -106,6 +106,10 @@ d = json.load(open(sys.argv[1]))
 assert d["workload"] == sys.argv[2] and d["rounds"] == 2, d
 ran = [r for r in d["results"] if r["status"] == "ok"]
 assert "glibc" in {r["allocator"] for r in ran}, d
+# libmemkit's allocator for each pattern runs (never a sanitizer skip)
+ours = {"list-contended": "mk_ring", "producer-consumer": "mk_ring", "fifo-queue": "mk_fifo"}
+if sys.argv[2] in ours:
+    assert ours[sys.argv[2]] in {r["allocator"] for r in ran}, d
 for r in ran:
     assert r["alloc_rate"] > 0 and r["free_rate"] > 0 and r["peak_rss_bytes"] > 0, r
 for r in d["results"]:

@@ -230,8 +230,18 @@ static void child_inside_block(void)
     mk_fifo_free(f, p + 16);
 }
 
+static void child_realloc_freed(void)
+{
+    mk_fifo_t *f = mk_fifo_create(&(mk_fifo_config_t){.flags = MK_FIFO_DEBUG});
+    char *p = mk_fifo_alloc(f, 64);
+
+    mk_fifo_free(f, p);
+    mk_fifo_realloc(f, p, 64, 128);
+}
+
 static void test_debug_aborts(void)
 {
+    CHECK_ABORTS(child_realloc_freed, "mk_fifo_realloc: ");
     CHECK_ABORTS(child_double_free, "is not a live block (freed twice");
     CHECK_ABORTS(child_foreign_pointer, "is not a block of this FIFO");
     CHECK_ABORTS(child_other_fifo, "is not a block of this FIFO");

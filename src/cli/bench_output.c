@@ -39,6 +39,15 @@ static void print_title(const mk_bench_config *c, FILE *out)
             c->rounds == 1 ? "" : "s");
 }
 
+/* "median [min-max]" in millions per second; a rate too large for the column
+ * (mk_stack frees a whole frame with one pop) keeps only its median. */
+static void format_rate(char *buf, size_t len, mk_bench_stat s)
+{
+    if (snprintf(buf, len, "%.1f [%.1f-%.1f]", s.median / 1e6, s.min / 1e6, s.max / 1e6) >
+        24)
+        snprintf(buf, len, "%.4g", s.median / 1e6);
+}
+
 static void print_row(const mk_bench_result *r, const mk_bench_result *base, bool latency,
                       FILE *out)
 {
@@ -48,10 +57,8 @@ static void print_row(const mk_bench_result *r, const mk_bench_result *base, boo
         fprintf(out, "%-11s %s: %s\n", r->alloc->name, r->status, r->reason);
         return;
     }
-    snprintf(a, sizeof a, "%.1f [%.1f-%.1f]", r->alloc_rate.median / 1e6,
-             r->alloc_rate.min / 1e6, r->alloc_rate.max / 1e6);
-    snprintf(f, sizeof f, "%.1f [%.1f-%.1f]", r->free_rate.median / 1e6,
-             r->free_rate.min / 1e6, r->free_rate.max / 1e6);
+    format_rate(a, sizeof a, r->alloc_rate);
+    format_rate(f, sizeof f, r->free_rate);
     if (base)
         snprintf(ratio, sizeof ratio, "%.2fx",
                  r->alloc_rate.median / base->alloc_rate.median);

@@ -14,5 +14,6 @@
 #include <memkit/pool.h>
 #include <memkit/fifo.h>
 #include <memkit/ring.h>
+#include <memkit/tlsf.h>
 
 #endif /* MEMKIT_MEMKIT_H */

@@ -1,0 +1,866 @@
+/*
+ * tlsf.c - two-level segregated fit: size classes, boundary tags, regions.
+ *
+ * A block is addressed by its boundary tag; its usable memory (the payload)
+ * starts 16 bytes later:
+ *
+ *     b + 0   prev_phys   the previous block, valid only when it is free (these 8
+ *                         bytes are the previous block's last 8 payload bytes)
+ *     b + 8   size        usable bytes | FREE | PREV_FREE
+ *     b + 16  payload     (a free block keeps next_free, prev_free here)
+ *
+ * so the next block starts at b + 8 + size, and a block costs 8 bytes of header.
+ * Payloads are 16-aligned, which makes every size 16k + 8; the smallest is 24 (the
+ * two list links and the next block's prev_phys).
+ *
+ * Free blocks of usable size s are in list [fl][sl]: below 512 bytes fl = 0 and
+ * sl = s / 16; above, fl is s's power of two (from 1) and sl the next 5 bits. A
+ * request is rounded up to the next class boundary before the search, so any block
+ * of the class found fits without looking further (good fit, not best fit).
+ *
+ * Invariants (mk_tlsf_check verifies each):
+ *   - blocks tile each region from its first block to a zero-size sentinel;
+ *   - no two free blocks are neighbours (free merges at once);
+ *   - PREV_FREE in a block's size <=> its previous block is free, and then its
+ *     prev_phys points at that block;
+ *   - a free block is in exactly the list of its class; a list's bit in sl_bitmap
+ *     is set <=> the list is not empty; fl_bitmap's bit <=> sl_bitmap[fl] != 0.
+ */
+#include "internal.h"
+
+#include <memkit/tlsf.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define ALIGN_LOG2 4
+#define ALIGN      ((size_t)1 << ALIGN_LOG2)
+#define SL_LOG2    5
+#define SL_COUNT   (1u << SL_LOG2)
+#define FL_SHIFT   (SL_LOG2 + ALIGN_LOG2) /* 9: classes below 512 are linear */
+#define SMALL      ((size_t)1 << FL_SHIFT)
+#define FL_LOG2MAX 40 /* the largest block: 2^40 bytes */
+#define FL_COUNT   (FL_LOG2MAX - FL_SHIFT + 1)
+
+#define HDR       ((size_t)8)  /* the size field: what a block costs */
+#define BLOCK_MIN ((size_t)24) /* links + the next block's prev_phys */
+#define SIZE_MAXB (((size_t)1 << FL_LOG2MAX) - ALIGN)
+
+#define FREE      ((size_t)1)
+#define PREV_FREE ((size_t)2)
+#define FLAGS     (FREE | PREV_FREE)
+
+/* Debug mode: after the caller's bytes, an 8-byte canary; in the block's last 16
+ * bytes the requested size and a tag that ties the block to its address. */
+#define CANARY      0xa5c3e1f00f1e3c5aull
+#define TAG_MAGIC   0x6d6b746c73667462ull /* "mktlsftb" */
+#define DEBUG_EXTRA ((size_t)24)
+
+typedef struct block {
+    struct block *prev_phys;
+    size_t size;
+    struct block *next_free, *prev_free;
+} block_t;
+
+typedef struct region {
+    struct region *next;
+    size_t bytes;
+    bool mapped; /* ours to unmap */
+} region_t;
+
+#define REGION_HEAD mk__align_up(sizeof(region_t), ALIGN)
+
+struct mk_tlsf {
+    uint64_t fl_bitmap;
+    uint32_t sl_bitmap[FL_COUNT];
+    block_t *lists[FL_COUNT][SL_COUNT];
+    unsigned flags;
+    bool poison;     /* ASan or Valgrind: free bodies are off limits */
+    bool self_alloc; /* the struct was malloc'd (mk_tlsf_create) */
+    size_t grow_size;
+    region_t *regions;
+    unsigned steps, max_steps; /* this call's steps; the most any call took */
+    pthread_mutex_t lock;
+};
+
+_Static_assert(sizeof(block_t) == 32, "block header layout");
+
+/* ------------------------------------------------------------------------ */
+/* blocks                                                                    */
+
+static inline size_t bsize(const block_t *b)
+{
+    return b->size & ~FLAGS;
+}
+
+static inline void *payload(const block_t *b)
+{
+    return (char *)b + 16;
+}
+
+static inline block_t *of_payload(const void *p)
+{
+    return (block_t *)((char *)p - 16);
+}
+
+static inline block_t *next_phys(const block_t *b)
+{
+    return (block_t *)((char *)b + HDR + bsize(b));
+}
+
+/* The usable size a request needs: 16k + 8, at least BLOCK_MIN; 0 if too large. */
+static inline size_t adjust(size_t size)
+{
+    if (size > SIZE_MAXB)
+        return 0;
+    return size <= BLOCK_MIN ? BLOCK_MIN : mk__align_up(size - HDR, ALIGN) + HDR;
+}
+
+static inline unsigned log2_floor(size_t x)
+{
+    return 63u - (unsigned)__builtin_clzll((unsigned long long)x);
+}
+
+/* The class of a free block of usable size s. */
+static inline void mapping_insert(size_t s, unsigned *fl, unsigned *sl)
+{
+    if (s < SMALL) {
+        *fl = 0;
+        *sl = (unsigned)(s / ALIGN);
+    } else {
+        unsigned f = log2_floor(s);
+        *sl = (unsigned)(s >> (f - SL_LOG2)) ^ SL_COUNT;
+        *fl = f - (FL_SHIFT - 1);
+    }
+}
+
+/* The first class whose every block holds s: s rounded up to a class boundary. */
+static inline void mapping_search(size_t s, unsigned *fl, unsigned *sl)
+{
+    if (s >= SMALL)
+        s += ((size_t)1 << (log2_floor(s) - SL_LOG2)) - 1;
+    mapping_insert(s, fl, sl);
+}
+
+/* ------------------------------------------------------------------------ */
+/* poisoning (ASan, Valgrind): free bodies are off limits; metadata is opened  */
+/* before it is written where a body was                                       */
+
+static void off_limits(const mk_tlsf_t *t, void *p, size_t n)
+{
+    if (!t->poison || !n)
+        return;
+    MK_POISON(p, n);
+    VALGRIND_MAKE_MEM_NOACCESS(p, n);
+}
+
+static void open_up(const mk_tlsf_t *t, void *p, size_t n)
+{
+    if (!t->poison || !n)
+        return;
+    MK_UNPOISON(p, n);
+    VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+}
+
+/* A free block's body: its payload past the links, before the last 8 bytes. */
+static void poison_body(const mk_tlsf_t *t, block_t *b)
+{
+    if (bsize(b) > BLOCK_MIN)
+        off_limits(t, (char *)b + 32, bsize(b) - BLOCK_MIN);
+}
+
+/* ------------------------------------------------------------------------ */
+/* free lists                                                                */
+
+static void list_insert(mk_tlsf_t *t, block_t *b)
+{
+    unsigned fl, sl;
+    block_t *head;
+
+    mapping_insert(bsize(b), &fl, &sl);
+    head = t->lists[fl][sl];
+    b->next_free = head;
+    b->prev_free = NULL;
+    if (head)
+        head->prev_free = b;
+    t->lists[fl][sl] = b;
+    t->fl_bitmap |= (uint64_t)1 << fl;
+    t->sl_bitmap[fl] |= 1u << sl;
+    t->steps++;
+}
+
+static void list_remove(mk_tlsf_t *t, block_t *b)
+{
+    unsigned fl, sl;
+
+    mapping_insert(bsize(b), &fl, &sl);
+    if (b->prev_free)
+        b->prev_free->next_free = b->next_free;
+    else
+        t->lists[fl][sl] = b->next_free;
+    if (b->next_free)
+        b->next_free->prev_free = b->prev_free;
+    if (!t->lists[fl][sl]) {
+        t->sl_bitmap[fl] &= ~(1u << sl);
+        if (!t->sl_bitmap[fl])
+            t->fl_bitmap &= ~((uint64_t)1 << fl);
+    }
+    t->steps++;
+}
+
+/* A free block of usable size >= s, or NULL: at most two bit scans. */
+static block_t *find_fit(mk_tlsf_t *t, size_t s)
+{
+    unsigned fl, sl;
+    uint32_t sl_map;
+
+    mapping_search(s, &fl, &sl);
+    t->steps++;
+    if (fl >= FL_COUNT)
+        return NULL;
+    sl_map = t->sl_bitmap[fl] & (~0u << sl);
+    if (!sl_map) {
+        uint64_t fl_map = fl + 1 < 64 ? t->fl_bitmap & (~(uint64_t)0 << (fl + 1)) : 0;
+        if (!fl_map)
+            return NULL;
+        fl = (unsigned)__builtin_ctzll(fl_map);
+        sl_map = t->sl_bitmap[fl];
+        t->steps++;
+    }
+    return t->lists[fl][__builtin_ctz(sl_map)];
+}
+
+/* ------------------------------------------------------------------------ */
+/* splitting and merging                                                     */
+
+/* Makes b (free or used, with usable size >= n) exactly n when the rest can be a
+ * block of its own, which becomes free (merged with a free next block). */
+static void split_tail(mk_tlsf_t *t, block_t *b, size_t n)
+{
+    size_t rest = bsize(b) - n;
+    block_t *r, *next;
+
+    if (rest < BLOCK_MIN + HDR)
+        return;
+    r = (block_t *)((char *)b + HDR + n);
+    open_up(t, &r->size, 24);
+    r->size = (rest - HDR) | FREE;
+    b->size = n | (b->size & FLAGS);
+    next = next_phys(r);
+    if (next->size & FREE) { /* only when b was used: a free b has no free next */
+        list_remove(t, next);
+        r->size += bsize(next) + HDR;
+        next = next_phys(r);
+    }
+    next->prev_phys = r;
+    next->size |= PREV_FREE;
+    list_insert(t, r);
+    poison_body(t, r);
+    t->steps++;
+}
+
+/* Marks free block b (already off its list) used: the next block learns it. */
+static void mark_used(block_t *b)
+{
+    b->size &= ~FREE;
+    next_phys(b)->size &= ~PREV_FREE;
+}
+
+/* b, used, becomes free: merged with free neighbours, then listed. */
+static void release(mk_tlsf_t *t, block_t *b)
+{
+    block_t *next;
+
+    b->size |= FREE;
+    if (b->size & PREV_FREE) {
+        block_t *prev = b->prev_phys;
+        list_remove(t, prev);
+        prev->size += bsize(b) + HDR;
+        b = prev;
+        t->steps++;
+    }
+    next = next_phys(b);
+    if (next->size & FREE) {
+        list_remove(t, next);
+        b->size += bsize(next) + HDR;
+        next = next_phys(b);
+        t->steps++;
+    }
+    open_up(t, &next->prev_phys, sizeof next->prev_phys);
+    next->prev_phys = b;
+    next->size |= PREV_FREE;
+    list_insert(t, b);
+    poison_body(t, b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* regions                                                                   */
+
+/* Lays out [mem, mem + bytes) as one free block and a sentinel. */
+static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
+{
+    uintptr_t start = mk__align_up((uintptr_t)mem, ALIGN);
+    uintptr_t end = (uintptr_t)mem + bytes;
+    region_t *r = (region_t *)start;
+    block_t *b, *sentinel;
+
+    if (!mem || end < (uintptr_t)mem || end < start + REGION_HEAD + 64) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (t->flags & MK_TLSF_PRELOCK) {
+        /* Fault every page in now and keep it: later calls never page-fault. */
+        memset(mem, 0, bytes);
+        if (mlock(mem, bytes) != 0)
+            return -1;
+    }
+    b = (block_t *)(start + REGION_HEAD);
+    sentinel = (block_t *)((end - 16) & ~(uintptr_t)(ALIGN - 1));
+    open_up(t, r, (size_t)((uintptr_t)sentinel + 16 - start));
+    r->next = t->regions;
+    r->bytes = end - start;
+    r->mapped = mapped;
+    t->regions = r;
+    b->size = ((uintptr_t)sentinel - (uintptr_t)b - HDR) | FREE;
+    sentinel->size = PREV_FREE;
+    sentinel->prev_phys = b;
+    list_insert(t, b);
+    poison_body(t, b);
+    return 0;
+}
+
+static bool map_region(mk_tlsf_t *t, size_t bytes)
+{
+    size_t page = mk__page_size();
+    void *mem;
+
+    bytes = mk__align_up(bytes, page);
+    if (!(mem = mk__pages_map(bytes, 0)))
+        return false;
+    if (region_add(t, mem, bytes, true) != 0) {
+        int err = errno;
+        mk__pages_unmap(mem, bytes);
+        errno = err;
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* creation                                                                  */
+
+static bool init(mk_tlsf_t *t, unsigned flags)
+{
+    if (flags &
+        ~(unsigned)(MK_TLSF_DEBUG | MK_TLSF_THREAD_SAFE | MK_TLSF_GROW | MK_TLSF_PRELOCK))
+        return false;
+    t->flags = flags;
+#ifdef MK_ASAN
+    t->poison = true;
+#endif
+    if (MK_ON_VALGRIND())
+        t->poison = true;
+    if (flags & MK_TLSF_THREAD_SAFE)
+        pthread_mutex_init(&t->lock, NULL);
+    return true;
+}
+
+mk_tlsf_t *mk_tlsf_create(const mk_tlsf_config_t *config)
+{
+    mk_tlsf_config_t cfg = config ? *config : (mk_tlsf_config_t){0};
+    mk_tlsf_t *t;
+
+    if (!cfg.initial_size)
+        cfg.initial_size = (size_t)1 << 20;
+    if (!(t = calloc(1, sizeof *t))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    t->self_alloc = true;
+    t->grow_size = cfg.grow_size ? cfg.grow_size : cfg.initial_size;
+    if (!init(t, cfg.flags) || cfg.initial_size > SIZE_MAXB) {
+        free(t);
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!map_region(t, cfg.initial_size)) {
+        int err = errno;
+        mk_tlsf_destroy(t);
+        errno = err;
+        return NULL;
+    }
+    return t;
+}
+
+mk_tlsf_t *mk_tlsf_create_in(void *mem, size_t bytes, unsigned flags)
+{
+    size_t head = mk__align_up(sizeof(mk_tlsf_t), 64);
+    uintptr_t at = mk__align_up((uintptr_t)mem, 64);
+    mk_tlsf_t *t = (mk_tlsf_t *)at;
+
+    if (!mem || bytes < head + 8192 || at - (uintptr_t)mem > bytes - head - 8192) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if ((flags & MK_TLSF_PRELOCK) && mlock(mem, bytes) != 0)
+        return NULL;
+    memset(t, 0, sizeof *t);
+    if (!init(t, flags)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    t->grow_size = (size_t)1 << 20;
+    if (region_add(t, (char *)t + head, bytes - (at - (uintptr_t)mem) - head, false) != 0)
+        return NULL;
+    return t;
+}
+
+int mk_tlsf_add_region(mk_tlsf_t *t, void *mem, size_t bytes)
+{
+    int rc;
+
+    if (bytes < 256) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (t->flags & MK_TLSF_THREAD_SAFE)
+        pthread_mutex_lock(&t->lock);
+    rc = region_add(t, mem, bytes, false);
+    if (t->flags & MK_TLSF_THREAD_SAFE)
+        pthread_mutex_unlock(&t->lock);
+    return rc;
+}
+
+void mk_tlsf_destroy(mk_tlsf_t *t)
+{
+    region_t *r, *next;
+
+    if (!t)
+        return;
+    for (r = t->regions; r; r = next) {
+        next = r->next;
+        if (t->flags & MK_TLSF_PRELOCK)
+            munlock(r, r->bytes);
+        if (r->mapped) {
+            MK_UNPOISON(r, r->bytes);
+            mk__pages_unmap(r, r->bytes);
+        } else {
+            /* The caller's memory goes back clean. */
+            open_up(t, r, r->bytes);
+        }
+    }
+    if (t->flags & MK_TLSF_THREAD_SAFE)
+        pthread_mutex_destroy(&t->lock);
+    if (t->self_alloc)
+        free(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* debug mode                                                                */
+
+__attribute__((noreturn, format(printf, 2, 3), cold)) static void
+debug_die(mk_tlsf_t *t, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    (void)t;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mk__die("%s", msg);
+}
+
+static region_t *region_of(mk_tlsf_t *t, uintptr_t p)
+{
+    for (region_t *r = t->regions; r; r = r->next)
+        if (p >= (uintptr_t)r + REGION_HEAD + 16 && p < (uintptr_t)r + r->bytes)
+            return r;
+    return NULL;
+}
+
+static void debug_tag(block_t *b, size_t req)
+{
+    char *end = (char *)payload(b) + bsize(b);
+    uint64_t canary = CANARY, tag = TAG_MAGIC ^ (uintptr_t)b;
+
+    memcpy((char *)payload(b) + req, &canary, 8);
+    memcpy(end - 16, &req, 8);
+    memcpy(end - 8, &tag, 8);
+}
+
+/* The requested size of used block b, after checking it is one (debug mode). */
+static size_t debug_verify(mk_tlsf_t *t, const void *p, const char *who)
+{
+    region_t *r = region_of(t, (uintptr_t)p);
+    block_t *b = of_payload(p);
+    uint64_t canary, tag;
+    size_t req;
+    char *end;
+
+    if (!r || (uintptr_t)p % ALIGN)
+        debug_die(t, "%s: %p is not a block of this heap (foreign pointer)", who, p);
+    if (b->size & FREE)
+        debug_die(t, "%s: %p is already free (double free)", who, p);
+    end = (char *)payload(b) + bsize(b);
+    if (bsize(b) < BLOCK_MIN || (uintptr_t)end > (uintptr_t)r + r->bytes ||
+        (memcpy(&tag, end - 8, 8), tag != (TAG_MAGIC ^ (uintptr_t)b)))
+        debug_die(t, "%s: %p is not a live block (inside a block, or freed and reused)",
+                  who, p);
+    memcpy(&req, end - 16, 8);
+    if (req > bsize(b) - DEBUG_EXTRA)
+        debug_die(t, "%s: the block at %p has a damaged size record (overrun?)", who, p);
+    memcpy(&canary, (const char *)p + req, 8);
+    if (canary != CANARY)
+        debug_die(t, "%s: the block at %p (%zu bytes) was written past its end", who, p,
+                  req);
+    return req;
+}
+
+/* ------------------------------------------------------------------------ */
+/* allocation                                                                */
+
+/* Every public call runs between these: the lock, and the count of its steps. */
+static void call_begin(mk_tlsf_t *t)
+{
+    if (t->flags & MK_TLSF_THREAD_SAFE)
+        pthread_mutex_lock(&t->lock);
+    t->steps = 0;
+}
+
+static void call_end(mk_tlsf_t *t)
+{
+    if (t->steps > t->max_steps)
+        t->max_steps = t->steps;
+    if (t->flags & MK_TLSF_THREAD_SAFE)
+        pthread_mutex_unlock(&t->lock);
+}
+
+/* A free block of at least n usable bytes, off its list; NULL if there is none
+ * (after mapping a region, with MK_TLSF_GROW). */
+static block_t *take(mk_tlsf_t *t, size_t n)
+{
+    block_t *b = find_fit(t, n);
+
+    if (!b && (t->flags & MK_TLSF_GROW)) {
+        size_t want = n + n / 8 + 4096; /* the class rounding, the region's own bytes */
+        if (map_region(t, want > t->grow_size ? want : t->grow_size))
+            b = find_fit(t, n);
+    }
+    if (b)
+        list_remove(t, b);
+    return b;
+}
+
+/* Hands out free block b (off its list) trimmed to n usable bytes. */
+static void *hand_out(mk_tlsf_t *t, block_t *b, size_t n, size_t req)
+{
+    open_up(t, payload(b), bsize(b));
+    split_tail(t, b, n);
+    mark_used(b);
+    if (t->flags & MK_TLSF_DEBUG)
+        debug_tag(b, req);
+    return payload(b);
+}
+
+static void *alloc_locked(mk_tlsf_t *t, size_t size)
+{
+    size_t req = size, n;
+    block_t *b;
+
+    if (t->flags & MK_TLSF_DEBUG)
+        size = size > SIZE_MAXB ? size : size + DEBUG_EXTRA;
+    if (!(n = adjust(size)) || !(b = take(t, n))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return hand_out(t, b, n, req);
+}
+
+void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size)
+{
+    void *p;
+
+    call_begin(t);
+    p = alloc_locked(t, size);
+    call_end(t);
+    return p;
+}
+
+void *mk_tlsf_calloc(mk_tlsf_t *t, size_t n, size_t size)
+{
+    size_t bytes;
+    void *p;
+
+    if (__builtin_mul_overflow(n, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if ((p = mk_tlsf_malloc(t, bytes)))
+        memset(p, 0, bytes);
+    return p;
+}
+
+void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
+{
+    size_t req = size, n, gap;
+    uintptr_t at;
+    block_t *b;
+    void *p = NULL;
+
+    if (!mk__is_pow2(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align <= ALIGN)
+        return mk_tlsf_malloc(t, size);
+    call_begin(t);
+    if (t->flags & MK_TLSF_DEBUG)
+        size = size > SIZE_MAXB ? size : size + DEBUG_EXTRA;
+    /* Room for the block, the alignment and a free block in front of it. */
+    if (!(n = adjust(size)) || n > SIZE_MAXB - align - 32 ||
+        !(b = take(t, n + align + 32))) {
+        errno = ENOMEM;
+        goto out;
+    }
+    at = mk__align_up((uintptr_t)payload(b), align);
+    gap = at - (uintptr_t)payload(b);
+    if (gap && gap < BLOCK_MIN + HDR)
+        gap += align, at += align; /* the front piece must be a block of its own */
+    if (gap) {
+        /* Split the front off as a free block; b2 starts gap bytes later. */
+        block_t *b2 = (block_t *)((char *)b + gap);
+        open_up(t, b2, 32);
+        b2->size = (bsize(b) - gap) | PREV_FREE;
+        b2->prev_phys = b;
+        b->size = (gap - HDR) | FREE | (b->size & PREV_FREE);
+        list_insert(t, b);
+        poison_body(t, b);
+        b = b2;
+        t->steps++;
+    }
+    p = hand_out(t, b, n, req);
+out:
+    call_end(t);
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* free and realloc                                                          */
+
+void mk_tlsf_free(mk_tlsf_t *t, void *p)
+{
+    if (!p)
+        return;
+    call_begin(t);
+    if (t->flags & MK_TLSF_DEBUG)
+        debug_verify(t, p, "mk_tlsf_free");
+    release(t, of_payload(p));
+    call_end(t);
+}
+
+/* Grows or shrinks used block b to n usable bytes where it is; false if it cannot. */
+static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n)
+{
+    block_t *next = next_phys(b);
+    size_t have = bsize(b);
+
+    if (n > have) {
+        if (!(next->size & FREE) || have + HDR + bsize(next) < n)
+            return false;
+        list_remove(t, next);
+        b->size += bsize(next) + HDR;
+        open_up(t, (char *)payload(b) + have, bsize(b) - have);
+        next_phys(b)->size &= ~PREV_FREE;
+        t->steps++;
+    }
+    split_tail(t, b, n);
+    return true;
+}
+
+void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size)
+{
+    size_t n, old;
+    void *q;
+
+    if (!p)
+        return mk_tlsf_malloc(t, size);
+    if (!size) {
+        mk_tlsf_free(t, p);
+        return NULL;
+    }
+    call_begin(t);
+    if (t->flags & MK_TLSF_DEBUG) {
+        /* Debug mode always moves: the canary and tag are laid out anew. */
+        old = debug_verify(t, p, "mk_tlsf_realloc");
+        if ((q = alloc_locked(t, size))) {
+            memcpy(q, p, old < size ? old : size);
+            release(t, of_payload(p));
+        }
+        call_end(t);
+        return q;
+    }
+    old = bsize(of_payload(p));
+    if ((n = adjust(size)) && resize_in_place(t, of_payload(p), n)) {
+        call_end(t);
+        return p;
+    }
+    if ((q = alloc_locked(t, size))) {
+        memcpy(q, p, old < size ? old : size);
+        release(t, of_payload(p));
+    }
+    call_end(t);
+    return q;
+}
+
+size_t mk_tlsf_usable_size(mk_tlsf_t *t, const void *p)
+{
+    size_t n;
+
+    if (!p)
+        return 0;
+    call_begin(t);
+    n = t->flags & MK_TLSF_DEBUG ? debug_verify(t, p, "mk_tlsf_usable_size")
+                                 : bsize(of_payload(p));
+    call_end(t);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* check and stats: the only walks                                           */
+
+#define FAIL(...)                                                                        \
+    do {                                                                                 \
+        if (why)                                                                         \
+            snprintf(why, why_len, __VA_ARGS__);                                         \
+        return false;                                                                    \
+    } while (0)
+
+static bool check_regions(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char *why,
+                          size_t why_len)
+{
+    for (region_t *r = t->regions; r; r = r->next) {
+        block_t *b = (block_t *)((uintptr_t)r + REGION_HEAD), *prev = NULL;
+        uintptr_t end = (uintptr_t)r + r->bytes;
+
+        for (;;) {
+            size_t s = bsize(b);
+            bool pf = b->size & PREV_FREE;
+
+            if ((uintptr_t)b % ALIGN || (uintptr_t)b + 16 > end)
+                FAIL("block %p: misaligned or outside its region", (void *)b);
+            if (pf != (prev && (prev->size & FREE)))
+                FAIL("block %p: PREV_FREE does not match its previous block", (void *)b);
+            if (pf && b->prev_phys != prev)
+                FAIL("block %p: prev_phys points to %p, not %p", (void *)b,
+                     (void *)b->prev_phys, (void *)prev);
+            if (s == 0) {
+                if (b->size & FREE)
+                    FAIL("sentinel %p is marked free", (void *)b);
+                break;
+            }
+            if (s < BLOCK_MIN || s % ALIGN != HDR)
+                FAIL("block %p: bad size %zu", (void *)b, s);
+            if ((b->size & FREE) && (prev && (prev->size & FREE)))
+                FAIL("blocks %p and %p are free neighbours", (void *)prev, (void *)b);
+            if (b->size & FREE) {
+                unsigned fl, sl;
+                mapping_insert(s, &fl, &sl);
+                counts[fl][sl]++;
+            } else if (t->flags & MK_TLSF_DEBUG) {
+                uint64_t canary, tag;
+                size_t req;
+                char *e = (char *)payload(b) + s;
+                memcpy(&tag, e - 8, 8);
+                memcpy(&req, e - 16, 8);
+                if (tag != (TAG_MAGIC ^ (uintptr_t)b) || req > s - DEBUG_EXTRA)
+                    FAIL("block %p: debug tag damaged", (void *)b);
+                memcpy(&canary, (char *)payload(b) + req, 8);
+                if (canary != CANARY)
+                    FAIL("block %p: written past its end (%zu bytes)", (void *)b, req);
+            }
+            prev = b;
+            b = next_phys(b);
+        }
+    }
+    return true;
+}
+
+static bool check_lists(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char *why,
+                        size_t why_len)
+{
+    for (unsigned fl = 0; fl < FL_COUNT; fl++) {
+        if (((t->fl_bitmap >> fl) & 1) != (t->sl_bitmap[fl] != 0))
+            FAIL("fl_bitmap bit %u does not match sl_bitmap", fl);
+        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
+            size_t n = 0;
+            block_t *prev = NULL;
+
+            if (((t->sl_bitmap[fl] >> sl) & 1) != (t->lists[fl][sl] != NULL))
+                FAIL("sl_bitmap[%u] bit %u does not match its list", fl, sl);
+            for (block_t *b = t->lists[fl][sl]; b; prev = b, b = b->next_free) {
+                unsigned f, s;
+                if (!region_of(t, (uintptr_t)payload(b)) || !(b->size & FREE))
+                    FAIL("list [%u][%u] holds %p, not a free block", fl, sl, (void *)b);
+                mapping_insert(bsize(b), &f, &s);
+                if (f != fl || s != sl || b->prev_free != prev)
+                    FAIL("list [%u][%u]: block %p is misfiled or mislinked", fl, sl,
+                         (void *)b);
+                if (++n > counts[fl][sl])
+                    break;
+            }
+            if (n != counts[fl][sl])
+                FAIL("list [%u][%u] has %zu blocks, the heap %zu free ones of its class",
+                     fl, sl, n, counts[fl][sl]);
+        }
+    }
+    return true;
+}
+
+bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len)
+{
+    size_t counts[FL_COUNT][SL_COUNT];
+    bool ok;
+
+    call_begin(t);
+    memset(counts, 0, sizeof counts);
+    /* Reading free bodies' headers is the point here: open nothing, read only
+     * headers and links, which are never poisoned. */
+    ok = check_regions(t, counts, why, why_len) && check_lists(t, counts, why, why_len);
+    t->steps = 0;
+    call_end(t);
+    return ok;
+}
+
+void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out)
+{
+    mk_tlsf_stats_t s = {0};
+
+    call_begin(t);
+    for (region_t *r = t->regions; r; r = r->next) {
+        s.regions++;
+        s.region_bytes += r->bytes;
+        for (block_t *b = (block_t *)((uintptr_t)r + REGION_HEAD); bsize(b);
+             b = next_phys(b))
+            if (b->size & FREE) {
+                s.free_blocks++;
+                s.free_bytes += bsize(b);
+                if (bsize(b) > s.largest_free)
+                    s.largest_free = bsize(b);
+            } else {
+                s.used_blocks++;
+                s.used_bytes += bsize(b);
+            }
+    }
+    s.fragmentation =
+        s.free_bytes ? 1.0 - (double)s.largest_free / (double)s.free_bytes : 0;
+    s.max_call_steps = t->max_steps;
+    t->steps = 0;
+    call_end(t);
+    *out = s;
+}

@@ -1,0 +1,385 @@
+/*
+ * test_tlsf.c - unit tests of mk_tlsf: configuration, sizes and alignment, calloc,
+ * realloc in place and by moving, memalign, exhaustion, regions given and grown,
+ * statistics and the bounded step count, thread-safe mode, prelocked mode (no page
+ * faults after creation), the integrity check catching damage, and the debug-mode
+ * aborts.
+ */
+#include "check.h"
+
+#include <memkit/tlsf.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#define KIB ((size_t)1 << 10)
+
+static char why[256];
+
+static bool heap_ok(mk_tlsf_t *t)
+{
+    bool ok = mk_tlsf_check(t, why, sizeof why);
+    if (!ok)
+        fprintf(stderr, "mk_tlsf_check: %s\n", why);
+    return ok;
+}
+
+static void test_config_errors(void)
+{
+    static char small[4096];
+
+    errno = 0;
+    CHECK(mk_tlsf_create_in(small, sizeof small, 0) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    CHECK(mk_tlsf_create_in(NULL, 1 << 20, 0) == NULL);
+    CHECK(mk_tlsf_create(&(mk_tlsf_config_t){.flags = 1u << 9}) == NULL);
+    mk_tlsf_destroy(mk_tlsf_create(NULL));
+    mk_tlsf_destroy(NULL);
+}
+
+static void test_basics(void)
+{
+    static _Alignas(64) char arena[256 * KIB];
+    mk_tlsf_t *t = mk_tlsf_create_in(arena, sizeof arena, 0);
+    mk_tlsf_stats_t s;
+
+    CHECK(t != NULL);
+    CHECK(heap_ok(t));
+    char *a = mk_tlsf_malloc(t, 1), *b = mk_tlsf_malloc(t, 100),
+         *c = mk_tlsf_malloc(t, 5000);
+    CHECK(a && b && c);
+    CHECK_EQ((uintptr_t)a % 16, 0);
+    CHECK_EQ((uintptr_t)b % 16, 0);
+    /* Usable sizes are 16k + 8, at least 24: one 8-byte header per block. */
+    CHECK_EQ(mk_tlsf_usable_size(t, a), 24);
+    CHECK_EQ(mk_tlsf_usable_size(t, b), 104);
+    CHECK_EQ(b - a, 32);
+    memset(c, 0x11, 5000);
+    mk_tlsf_stats(t, &s);
+    CHECK_EQ(s.used_blocks, 3);
+    CHECK_EQ(s.free_blocks, 1);
+    CHECK(s.fragmentation == 0);
+    mk_tlsf_free(t, b);
+    mk_tlsf_stats(t, &s);
+    CHECK_EQ(s.free_blocks, 2);
+    CHECK(s.fragmentation > 0);
+    CHECK(heap_ok(t));
+    /* Freeing the rest merges everything back into one block. */
+    mk_tlsf_free(t, a);
+    mk_tlsf_free(t, c);
+    mk_tlsf_free(t, NULL);
+    mk_tlsf_stats(t, &s);
+    CHECK_EQ(s.used_blocks, 0);
+    CHECK_EQ(s.free_blocks, 1);
+    CHECK(heap_ok(t));
+    /* calloc zeroes recycled memory and checks n * size. */
+    char *z = mk_tlsf_calloc(t, 100, 50);
+    for (int i = 0; i < 5000; i++)
+        if (z[i]) {
+            CHECK(z[i] == 0);
+            break;
+        }
+    errno = 0;
+    CHECK(mk_tlsf_calloc(t, SIZE_MAX / 2, 3) == NULL);
+    CHECK_EQ(errno, ENOMEM);
+    mk_tlsf_free(t, z);
+    mk_tlsf_destroy(t);
+}
+
+static void test_realloc(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(NULL);
+    char *a = mk_tlsf_malloc(t, 100), *b = mk_tlsf_malloc(t, 100);
+
+    memset(a, 'a', 100);
+    memset(b, 'b', 100);
+    /* b's next block is the big free one: b grows where it is. */
+    char *b2 = mk_tlsf_realloc(t, b, 4000);
+    CHECK(b2 == b);
+    CHECK(b2[99] == 'b');
+    /* a's neighbour is used: a moves, keeping its bytes. */
+    char *a2 = mk_tlsf_realloc(t, a, 300);
+    CHECK(a2 != a && a2[0] == 'a' && a2[99] == 'a');
+    /* Shrinking stays in place and gives the tail back. */
+    CHECK(mk_tlsf_realloc(t, b2, 50) == b2);
+    CHECK_EQ(mk_tlsf_usable_size(t, b2), 56);
+    /* a's old block is free now, and b2's next is free: both merge on free. */
+    CHECK(heap_ok(t));
+    CHECK(mk_tlsf_realloc(t, NULL, 10) != NULL);
+    CHECK(mk_tlsf_realloc(t, a2, 0) == NULL); /* frees, like glibc */
+    errno = 0;
+    CHECK(mk_tlsf_realloc(t, b2, (size_t)1 << 50) == NULL);
+    CHECK_EQ(errno, ENOMEM);
+    CHECK(b2[49] == 'b'); /* untouched */
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+}
+
+static void test_memalign(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(NULL);
+
+    for (size_t align = 1; align <= 65536; align *= 2) {
+        char *p = mk_tlsf_memalign(t, align, 40);
+        CHECK(p != NULL);
+        CHECK_EQ((uintptr_t)p % (align < 16 ? 16 : align), 0);
+        memset(p, 1, 40);
+        CHECK(heap_ok(t));
+        if (align % 4 == 0)
+            mk_tlsf_free(t, p);
+    }
+    errno = 0;
+    CHECK(mk_tlsf_memalign(t, 48, 10) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+}
+
+/* Exhaustion returns NULL and leaves the heap whole; a region added later serves. */
+static void test_exhaustion_and_regions(void)
+{
+    static _Alignas(64) char arena[64 * KIB], more[64 * KIB];
+    mk_tlsf_t *t = mk_tlsf_create_in(arena, sizeof arena, 0);
+    void *p[1000];
+    int n = 0;
+    mk_tlsf_stats_t s;
+
+    while (n < 1000 && (p[n] = mk_tlsf_malloc(t, 1000)))
+        n++;
+    CHECK(n > 40 && n < 60);
+    CHECK_EQ(errno, ENOMEM);
+    CHECK(mk_tlsf_malloc(t, 100000) == NULL);
+    CHECK(heap_ok(t));
+    CHECK_EQ(mk_tlsf_add_region(t, more, sizeof more), 0);
+    CHECK(mk_tlsf_malloc(t, 30000) != NULL);
+    mk_tlsf_stats(t, &s);
+    CHECK_EQ(s.regions, 2);
+    CHECK(heap_ok(t));
+    CHECK_EQ(mk_tlsf_add_region(t, more, 100), -1);
+    mk_tlsf_destroy(t);
+
+    /* MK_TLSF_GROW maps a region when the heap runs out. */
+    t = mk_tlsf_create(
+        &(mk_tlsf_config_t){.initial_size = 64 * KIB, .flags = MK_TLSF_GROW});
+    for (n = 0; n < 1000; n++)
+        CHECK((p[n] = mk_tlsf_malloc(t, 1000)) != NULL);
+    void *big = mk_tlsf_malloc(t, 10 << 20);
+    CHECK(big != NULL);
+    mk_tlsf_stats(t, &s);
+    CHECK(s.regions > 2);
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+}
+
+/* No call takes more steps when the heap holds 10x more blocks. */
+static unsigned long long rng_state = 12345;
+
+static size_t churn_max_steps(size_t live)
+{
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.initial_size = 64 << 20});
+    void **slot = calloc(live, sizeof *slot);
+    mk_tlsf_stats_t s;
+
+    for (size_t i = 0; i < live; i++)
+        slot[i] = mk_tlsf_malloc(t, 16 + rng_next(&rng_state) % 4081);
+    for (int i = 0; i < 200000; i++) {
+        size_t k = rng_next(&rng_state) % live;
+        mk_tlsf_free(t, slot[k]);
+        slot[k] = mk_tlsf_malloc(t, 16 + rng_next(&rng_state) % 4081);
+        CHECK(slot[k] != NULL);
+    }
+    mk_tlsf_stats(t, &s);
+    free(slot);
+    mk_tlsf_destroy(t);
+    return s.max_call_steps;
+}
+
+static void test_bounded_steps(void)
+{
+    size_t small = churn_max_steps(1000), large = churn_max_steps(10000);
+
+    printf("test_tlsf: most steps in one call: %zu with 1,000 live blocks, %zu with "
+           "10,000\n",
+           small, large);
+    CHECK(small <= 10 && large <= 10);
+    CHECK(large <= small);
+}
+
+/* ---- thread-safe mode ---- */
+
+static mk_tlsf_t *shared;
+
+static void *hammer(void *arg)
+{
+    unsigned long long r = (uintptr_t)arg;
+    void *p[64] = {0};
+
+    for (int i = 0; i < 50000; i++) {
+        int k = (int)(rng_next(&r) % 64);
+        mk_tlsf_free(shared, p[k]);
+        p[k] = mk_tlsf_malloc(shared, 8 + rng_next(&r) % 2000);
+        if (p[k])
+            memset(p[k], k, 8);
+    }
+    for (int k = 0; k < 64; k++)
+        mk_tlsf_free(shared, p[k]);
+    return NULL;
+}
+
+static void test_thread_safe(void)
+{
+    pthread_t th[3];
+    mk_tlsf_stats_t s;
+
+    shared = mk_tlsf_create(
+        &(mk_tlsf_config_t){.initial_size = 4 << 20, .flags = MK_TLSF_THREAD_SAFE});
+    for (uintptr_t i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, hammer, (void *)(i + 1));
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    CHECK(heap_ok(shared));
+    mk_tlsf_stats(shared, &s);
+    CHECK_EQ(s.used_blocks, 0);
+    mk_tlsf_destroy(shared);
+}
+
+/* ---- prelocked mode: no page faults after creation ---- */
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+static void test_prelock(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(
+        &(mk_tlsf_config_t){.initial_size = 32 << 20, .flags = MK_TLSF_PRELOCK});
+    static void *p[4000];
+
+    if (!t) {
+        printf("prelock: skipped (mlock of 32 MiB failed: %s; raise RLIMIT_MEMLOCK)\n",
+               strerror(errno));
+        return;
+    }
+    long before = minor_faults();
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 4000; i++) {
+            p[i] = mk_tlsf_malloc(t, 4096);
+            memset(p[i], i, 4096); /* touch every page of every block */
+        }
+        for (int i = 0; i < 4000; i++)
+            mk_tlsf_free(t, p[i]);
+    }
+    long faults = minor_faults() - before;
+    printf("test_tlsf: prelocked heap, 12,000 x malloc(4096) + touch: %ld minor faults\n",
+           faults);
+#if defined(TEST_ASAN) || defined(__SANITIZE_THREAD__)
+    bool shadowed = true;
+#else
+    const char *preload = getenv("LD_PRELOAD");
+    bool shadowed = preload && strstr(preload, "vgpreload");
+#endif
+    if (shadowed)
+        printf("prelock fault count: not checked under a sanitizer or Valgrind (their "
+               "shadow memory faults)\n");
+    else
+        CHECK(faults < 10); /* the test's own code may fault a page or two */
+    mk_tlsf_destroy(t);
+}
+
+/* ---- the check catches damage; debug mode aborts ---- */
+
+static void test_check_catches_damage(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(NULL);
+    size_t *p = mk_tlsf_malloc(t, 64);
+
+    mk_tlsf_malloc(t, 64);
+    CHECK(heap_ok(t));
+    p[-1] ^= 16 * 7; /* the block's size field: a heap overrun from the front */
+    CHECK(!mk_tlsf_check(t, why, sizeof why));
+    CHECK(strlen(why) > 0);
+    p[-1] ^= 16 * 7;
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+}
+
+static void child_double_free(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.flags = MK_TLSF_DEBUG});
+    void *p = mk_tlsf_malloc(t, 24);
+
+    mk_tlsf_malloc(t, 24);
+    mk_tlsf_free(t, p);
+    mk_tlsf_free(t, p);
+}
+
+static void child_foreign(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.flags = MK_TLSF_DEBUG});
+    static _Alignas(16) char not_ours[64];
+
+    mk_tlsf_free(t, not_ours + 16);
+}
+
+static void child_inside(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.flags = MK_TLSF_DEBUG});
+    char *p = mk_tlsf_calloc(t, 1, 200);
+
+    mk_tlsf_free(t, p + 64);
+}
+
+static void child_overrun(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.flags = MK_TLSF_DEBUG});
+    char *p = mk_tlsf_malloc(t, 30);
+
+    p[30] = 'x'; /* one byte past the end */
+    mk_tlsf_free(t, p);
+}
+
+static void test_debug_aborts(void)
+{
+    CHECK_ABORTS(child_double_free, "already free (double free)");
+    CHECK_ABORTS(child_foreign, "is not a block of this heap");
+    CHECK_ABORTS(child_inside, "is not a live block");
+    CHECK_ABORTS(child_overrun, "was written past its end");
+}
+
+#ifdef TEST_ASAN
+static void child_use_after_free(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(NULL);
+    volatile char *p = mk_tlsf_malloc(t, 200);
+
+    mk_tlsf_malloc(t, 200);
+    mk_tlsf_free(t, (void *)p);
+    p[100] = 1;
+}
+#endif
+
+int main(void)
+{
+    test_config_errors();
+    test_basics();
+    test_realloc();
+    test_memalign();
+    test_exhaustion_and_regions();
+    test_bounded_steps();
+    test_thread_safe();
+    test_prelock();
+    test_check_catches_damage();
+    test_debug_aborts();
+#ifdef TEST_ASAN
+    CHECK_ABORTS(child_use_after_free, "use-after-poison");
+#else
+    printf("use-after-free poisoning: skipped (not an AddressSanitizer build; make "
+           "test-sanitize runs it)\n");
+#endif
+    return check_report("test_tlsf");
+}

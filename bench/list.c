@@ -3,7 +3,7 @@
  * of N 8-byte nodes, then free it; allocation and free phases are timed separately.
  *
  * With mk_stack the free phase is one pop of the frame holding every node; with
- * mk_pool and mk_fifo it frees node by node in list order, exactly like
+ * mk_pool, mk_fifo and mk_tlsf it frees node by node in list order, exactly like
  * malloc/free (newest first: the list is built at its head).
  *
  * Memory kept between rounds: glibc (and every drop-in allocator here) keeps the
@@ -20,6 +20,7 @@
 #include <memkit/fifo.h>
 #include <memkit/pool.h>
 #include <memkit/stack.h>
+#include <memkit/tlsf.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,10 +136,37 @@ static int list_mk_fifo(mk_fifo_t *fifo, uint64_t n, mk_bench_round *r)
     return 0;
 }
 
+static int list_mk_tlsf(mk_tlsf_t *t, uint64_t n, mk_bench_round *r)
+{
+    node_t *head = NULL, *node;
+    double t0, t1, t2;
+
+    t0 = mk_bench_now();
+    for (uint64_t i = 0; i < n; i++) {
+        node = mk_tlsf_malloc(t, sizeof *node);
+        if (!node) {
+            fprintf(stderr, "list: mk_tlsf out of memory after %llu nodes\n",
+                    (unsigned long long)i);
+            return -1;
+        }
+        node->next = head;
+        head = node;
+    }
+    t1 = mk_bench_now();
+    while (head) {
+        node = head->next;
+        mk_tlsf_free(t, head);
+        head = node;
+    }
+    t2 = mk_bench_now();
+    *r = (mk_bench_round){.allocs = n, .frees = n, .alloc_s = t1 - t0, .free_s = t2 - t1};
+    return 0;
+}
+
 static bool list_supports(mk_bench_api api)
 {
     return api == MK_API_MALLOC || api == MK_API_MK_STACK || api == MK_API_MK_POOL ||
-           api == MK_API_MK_FIFO;
+           api == MK_API_MK_FIFO || api == MK_API_MK_TLSF;
 }
 
 static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
@@ -146,6 +174,7 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     mk_stack_t *st = NULL;
     mk_pool_t *pool = NULL;
     mk_fifo_t *fifo = NULL;
+    mk_tlsf_t *tlsf = NULL;
     bool retain = !getenv("MEMKIT_BENCH_DEFAULT_POLICY");
     int rc = 0;
 
@@ -162,6 +191,12 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     if (api == MK_API_MK_FIFO && !(fifo = mk_fifo_create(&(mk_fifo_config_t){
                                        .max_spare_chunks = retain ? SIZE_MAX : 0})))
         return -1;
+    /* 32 bytes a node (24 usable + the header), in regions of 256 MiB: a TLSF heap
+     * keeps its regions, as malloc keeps its heap. */
+    if (api == MK_API_MK_TLSF &&
+        !(tlsf = mk_tlsf_create(&(mk_tlsf_config_t){.initial_size = (size_t)256 << 20,
+                                                    .flags = MK_TLSF_GROW})))
+        return -1;
     for (int i = 0; i < rounds && rc == 0; i++) {
         switch (api) {
         case MK_API_MALLOC:
@@ -176,6 +211,9 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
         case MK_API_MK_FIFO:
             rc = list_mk_fifo(fifo, scale, &out[i]);
             break;
+        case MK_API_MK_TLSF:
+            rc = list_mk_tlsf(tlsf, scale, &out[i]);
+            break;
         default:
             rc = -1;
             break;
@@ -184,6 +222,7 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     mk_stack_destroy(st);
     mk_pool_destroy(pool);
     mk_fifo_destroy(fifo);
+    mk_tlsf_destroy(tlsf);
     return rc;
 }
 

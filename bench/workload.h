@@ -21,6 +21,11 @@ typedef struct mk_bench_round {
      * timed on its own, the clock's ~20-40 ns included); all 0 when the
      * workload does not time single calls. */
     uint64_t p50_ns, p99_ns, p999_ns, max_ns;
+    /* The same for single free calls, where the workload times them. */
+    uint64_t free_p50_ns, free_p99_ns, free_p999_ns, free_max_ns;
+    /* An allocator that counts its own work per call (mk_tlsf): the most steps
+     * any single call took in this round; 0 when not reported. */
+    uint64_t max_steps;
 } mk_bench_round;
 
 typedef enum mk_bench_api {
@@ -29,6 +34,7 @@ typedef enum mk_bench_api {
     MK_API_MK_POOL,
     MK_API_MK_FIFO,
     MK_API_MK_RING,
+    MK_API_MK_TLSF,
 } mk_bench_api;
 
 typedef struct mk_workload {
@@ -57,5 +63,23 @@ uint64_t mk_bench_now_ns(void);
 
 /* Fills r's percentiles from n single-call latencies (sorts ns in place). */
 void mk_bench_latencies(uint64_t *ns, size_t n, mk_bench_round *r);
+
+/* The cycle counter, for timing single calls where clock_gettime's 20-40 ns would
+ * swamp them (x86: rdtscp, which waits for the calls before it; elsewhere the
+ * monotonic clock in ns). mk_bench_ns_per_tick calibrates it once per process. */
+uint64_t mk_bench_ticks(void);
+double mk_bench_ns_per_tick(void);
+
+/* A latency histogram: exact below 64 ticks, then 32 steps per power of two (at
+ * most 3% off), so millions of calls cost a few KiB. */
+#define MK_BENCH_HIST_BUCKETS (64 + 58 * 32)
+typedef struct mk_bench_hist {
+    uint64_t count, max;
+    uint32_t bucket[MK_BENCH_HIST_BUCKETS];
+} mk_bench_hist;
+
+void mk_bench_hist_add(mk_bench_hist *h, uint64_t ticks);
+/* The value (in ticks) below which a fraction q of the samples fall. */
+uint64_t mk_bench_hist_quantile(const mk_bench_hist *h, double q);
 
 #endif /* MEMKIT_BENCH_WORKLOAD_H */

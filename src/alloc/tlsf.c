@@ -61,6 +61,10 @@
 #define TAG_MAGIC   0x6d6b746c73667462ull /* "mktlsftb" */
 #define DEBUG_EXTRA ((size_t)24)
 
+/* The hot paths (malloc, free) are inlined whole into the public functions: one
+ * call per operation, and the compiler sees the whole dependency chain. */
+#define HOT static inline __attribute__((always_inline))
+
 typedef struct block {
     struct block *prev_phys;
     size_t size;
@@ -84,7 +88,7 @@ struct mk_tlsf {
     bool self_alloc; /* the struct was malloc'd (mk_tlsf_create) */
     size_t grow_size;
     region_t *regions;
-    unsigned steps, max_steps; /* this call's steps; the most any call took */
+    unsigned max_steps; /* the most steps any call took */
     pthread_mutex_t lock;
 };
 
@@ -151,39 +155,46 @@ static inline void mapping_search(size_t s, unsigned *fl, unsigned *sl)
 /* poisoning (ASan, Valgrind): free bodies are off limits; metadata is opened  */
 /* before it is written where a body was                                       */
 
-static void off_limits(const mk_tlsf_t *t, void *p, size_t n)
+/* Out of line and cold: the client requests' inline assembly would otherwise
+ * bloat every hot function's frame. */
+__attribute__((noinline, cold)) static void set_access(void *p, size_t n, bool on)
 {
-    if (!t->poison || !n)
-        return;
-    MK_POISON(p, n);
-    VALGRIND_MAKE_MEM_NOACCESS(p, n);
+    if (on) {
+        MK_UNPOISON(p, n);
+        VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+    } else {
+        MK_POISON(p, n);
+        VALGRIND_MAKE_MEM_NOACCESS(p, n);
+    }
 }
 
-static void open_up(const mk_tlsf_t *t, void *p, size_t n)
+static inline void off_limits(const mk_tlsf_t *t, void *p, size_t n)
 {
-    if (!t->poison || !n)
-        return;
-    MK_UNPOISON(p, n);
-    VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+    if (MK_UNLIKELY(t->poison) && n)
+        set_access(p, n, false);
+}
+
+static inline void open_up(const mk_tlsf_t *t, void *p, size_t n)
+{
+    if (MK_UNLIKELY(t->poison) && n)
+        set_access(p, n, true);
 }
 
 /* A free block's body: its payload past the links, before the last 8 bytes. */
-static void poison_body(const mk_tlsf_t *t, block_t *b)
+static inline void poison_body(const mk_tlsf_t *t, block_t *b)
 {
-    if (bsize(b) > BLOCK_MIN)
-        off_limits(t, (char *)b + 32, bsize(b) - BLOCK_MIN);
+    if (MK_LIKELY(!t->poison) || bsize(b) <= BLOCK_MIN)
+        return;
+    off_limits(t, (char *)b + 32, bsize(b) - BLOCK_MIN);
 }
 
 /* ------------------------------------------------------------------------ */
-/* free lists                                                                */
+/* free lists: every operation takes the class, so none computes it twice     */
 
-static void list_insert(mk_tlsf_t *t, block_t *b)
+static inline unsigned list_push(mk_tlsf_t *t, block_t *b, unsigned fl, unsigned sl)
 {
-    unsigned fl, sl;
-    block_t *head;
+    block_t *head = t->lists[fl][sl];
 
-    mapping_insert(bsize(b), &fl, &sl);
-    head = t->lists[fl][sl];
     b->next_free = head;
     b->prev_free = NULL;
     if (head)
@@ -191,14 +202,11 @@ static void list_insert(mk_tlsf_t *t, block_t *b)
     t->lists[fl][sl] = b;
     t->fl_bitmap |= (uint64_t)1 << fl;
     t->sl_bitmap[fl] |= 1u << sl;
-    t->steps++;
+    return 1;
 }
 
-static void list_remove(mk_tlsf_t *t, block_t *b)
+static inline unsigned list_unlink(mk_tlsf_t *t, block_t *b, unsigned fl, unsigned sl)
 {
-    unsigned fl, sl;
-
-    mapping_insert(bsize(b), &fl, &sl);
     if (b->prev_free)
         b->prev_free->next_free = b->next_free;
     else
@@ -210,92 +218,176 @@ static void list_remove(mk_tlsf_t *t, block_t *b)
         if (!t->sl_bitmap[fl])
             t->fl_bitmap &= ~((uint64_t)1 << fl);
     }
-    t->steps++;
+    return 1;
 }
 
-/* A free block of usable size >= s, or NULL: at most two bit scans. */
-static block_t *find_fit(mk_tlsf_t *t, size_t s)
+/* nb takes ob's place in list [fl][sl]: the bitmaps do not change. This is what
+ * keeps splitting and merging a large block cheap when its class stays the same. */
+static inline unsigned list_replace(mk_tlsf_t *t, block_t *ob, block_t *nb, unsigned fl,
+                                    unsigned sl)
+{
+    nb->next_free = ob->next_free;
+    nb->prev_free = ob->prev_free;
+    if (nb->prev_free)
+        nb->prev_free->next_free = nb;
+    else
+        t->lists[fl][sl] = nb;
+    if (nb->next_free)
+        nb->next_free->prev_free = nb;
+    return 1;
+}
+
+static inline unsigned list_insert(mk_tlsf_t *t, block_t *b)
 {
     unsigned fl, sl;
+
+    mapping_insert(bsize(b), &fl, &sl);
+    return list_push(t, b, fl, sl);
+}
+
+static inline unsigned list_remove(mk_tlsf_t *t, block_t *b)
+{
+    unsigned fl, sl;
+
+    mapping_insert(bsize(b), &fl, &sl);
+    return list_unlink(t, b, fl, sl);
+}
+
+/* The head of a list whose blocks all hold s, and that list's class; NULL if
+ * none. At most two bit scans (each a step). */
+HOT block_t *find_fit(mk_tlsf_t *t, size_t s, unsigned *fl, unsigned *sl, unsigned *steps)
+{
     uint32_t sl_map;
 
-    mapping_search(s, &fl, &sl);
-    t->steps++;
-    if (fl >= FL_COUNT)
+    mapping_search(s, fl, sl);
+    (*steps)++;
+    if (*fl >= FL_COUNT)
         return NULL;
-    sl_map = t->sl_bitmap[fl] & (~0u << sl);
+    sl_map = t->sl_bitmap[*fl] & (~0u << *sl);
     if (!sl_map) {
-        uint64_t fl_map = fl + 1 < 64 ? t->fl_bitmap & (~(uint64_t)0 << (fl + 1)) : 0;
+        uint64_t fl_map = *fl + 1 < 64 ? t->fl_bitmap & (~(uint64_t)0 << (*fl + 1)) : 0;
         if (!fl_map)
             return NULL;
-        fl = (unsigned)__builtin_ctzll(fl_map);
-        sl_map = t->sl_bitmap[fl];
-        t->steps++;
+        *fl = (unsigned)__builtin_ctzll(fl_map);
+        sl_map = t->sl_bitmap[*fl];
+        (*steps)++;
     }
-    return t->lists[fl][__builtin_ctz(sl_map)];
+    *sl = (unsigned)__builtin_ctz(sl_map);
+    return t->lists[*fl][*sl];
 }
 
 /* ------------------------------------------------------------------------ */
 /* splitting and merging                                                     */
 
-/* Makes b (free or used, with usable size >= n) exactly n when the rest can be a
- * block of its own, which becomes free (merged with a free next block). */
-static void split_tail(mk_tlsf_t *t, block_t *b, size_t n)
+/* Free block b (in list [fl][sl] when listed) becomes a used block of exactly n
+ * usable bytes; the rest, if it can be a block, stays free and takes b's place
+ * in its list when its class is b's (the common case for a large block). */
+HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
+                   unsigned sl)
 {
+    unsigned steps = 0;
+    size_t rest = bsize(b) - n;
+
+    if (rest < BLOCK_MIN + HDR) {
+        if (listed)
+            steps += list_unlink(t, b, fl, sl);
+        open_up(t, payload(b), bsize(b));
+        b->size &= ~FREE;
+        next_phys(b)->size &= ~PREV_FREE;
+        return steps;
+    }
+    block_t *r = (block_t *)((char *)b + HDR + n);
+    unsigned rfl, rsl;
+
+    open_up(t, payload(b), n); /* r's prev_phys is b's last word: opened too */
+    open_up(t, &r->size, 24);
+    r->size = (rest - HDR) | FREE; /* PREV_FREE clear: b is used now */
+    next_phys(r)->prev_phys = r;   /* r's next already has PREV_FREE (b was free) */
+    mapping_insert(rest - HDR, &rfl, &rsl);
+    if (listed && rfl == fl && rsl == sl) {
+        steps += list_replace(t, b, r, fl, sl);
+    } else {
+        if (listed)
+            steps += list_unlink(t, b, fl, sl);
+        steps += list_push(t, r, rfl, rsl);
+    }
+    b->size = n | (b->size & PREV_FREE);
+    poison_body(t, r);
+    steps++;
+    return steps;
+}
+
+/* Makes used block b exactly n usable bytes when the rest can be a block of its
+ * own, which becomes free (merged with a free next block). For realloc. */
+static unsigned split_used(mk_tlsf_t *t, block_t *b, size_t n)
+{
+    unsigned steps = 0;
     size_t rest = bsize(b) - n;
     block_t *r, *next;
 
     if (rest < BLOCK_MIN + HDR)
-        return;
+        return steps;
     r = (block_t *)((char *)b + HDR + n);
     open_up(t, &r->size, 24);
     r->size = (rest - HDR) | FREE;
     b->size = n | (b->size & FLAGS);
     next = next_phys(r);
-    if (next->size & FREE) { /* only when b was used: a free b has no free next */
-        list_remove(t, next);
+    if (next->size & FREE) {
+        steps += list_remove(t, next);
         r->size += bsize(next) + HDR;
         next = next_phys(r);
     }
     next->prev_phys = r;
     next->size |= PREV_FREE;
-    list_insert(t, r);
+    steps += list_insert(t, r);
     poison_body(t, r);
-    t->steps++;
+    steps++;
+    return steps;
 }
 
-/* Marks free block b (already off its list) used: the next block learns it. */
-static void mark_used(block_t *b)
+/* Used block b becomes free, merged with free neighbours. The merged block keeps
+ * a neighbour's list position when its class is that neighbour's. */
+HOT unsigned release(mk_tlsf_t *t, block_t *b)
 {
-    b->size &= ~FREE;
-    next_phys(b)->size &= ~PREV_FREE;
-}
+    unsigned steps = 0;
+    block_t *f = b, *next = next_phys(b);
+    bool prev_free = b->size & PREV_FREE, next_free = next->size & FREE;
+    size_t total = bsize(b);
+    unsigned ofl = 0, osl = 0, nfl, nsl, xfl = 0, xsl = 0;
 
-/* b, used, becomes free: merged with free neighbours, then listed. */
-static void release(mk_tlsf_t *t, block_t *b)
-{
-    block_t *next;
-
-    b->size |= FREE;
-    if (b->size & PREV_FREE) {
-        block_t *prev = b->prev_phys;
-        list_remove(t, prev);
-        prev->size += bsize(b) + HDR;
-        b = prev;
-        t->steps++;
+    if (prev_free) {
+        f = b->prev_phys;
+        mapping_insert(bsize(f), &ofl, &osl);
+        total += bsize(f) + HDR;
+        steps++;
     }
-    next = next_phys(b);
-    if (next->size & FREE) {
-        list_remove(t, next);
-        b->size += bsize(next) + HDR;
-        next = next_phys(b);
-        t->steps++;
+    if (next_free) {
+        mapping_insert(bsize(next), &xfl, &xsl);
+        total += bsize(next) + HDR;
+        steps++;
     }
+    mapping_insert(total, &nfl, &nsl);
+    if (prev_free) {
+        if (next_free)
+            steps += list_unlink(t, next, xfl, xsl);
+        if (nfl != ofl || nsl != osl) {
+            steps += list_unlink(t, f, ofl, osl);
+            steps += list_push(t, f, nfl, nsl);
+        }
+    } else if (next_free && nfl == xfl && nsl == xsl) {
+        steps += list_replace(t, next, f, nfl, nsl);
+    } else {
+        if (next_free)
+            steps += list_unlink(t, next, xfl, xsl);
+        steps += list_push(t, f, nfl, nsl);
+    }
+    f->size = total | FREE | (f->size & PREV_FREE);
+    next = next_phys(f);
     open_up(t, &next->prev_phys, sizeof next->prev_phys);
-    next->prev_phys = b;
+    next->prev_phys = f;
     next->size |= PREV_FREE;
-    list_insert(t, b);
-    poison_body(t, b);
+    poison_body(t, f);
+    return steps;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -525,70 +617,62 @@ static size_t debug_verify(mk_tlsf_t *t, const void *p, const char *who)
 /* ------------------------------------------------------------------------ */
 /* allocation                                                                */
 
-/* Every public call runs between these: the lock, and the count of its steps. */
-static void call_begin(mk_tlsf_t *t)
+/* Every public call runs between these: the lock, and the record of its steps
+ * (counted in a local and returned by the helpers, so no store per step). */
+static inline void call_begin(mk_tlsf_t *t)
 {
     if (t->flags & MK_TLSF_THREAD_SAFE)
         pthread_mutex_lock(&t->lock);
-    t->steps = 0;
 }
 
-static void call_end(mk_tlsf_t *t)
+static inline void call_end(mk_tlsf_t *t, unsigned steps)
 {
-    if (t->steps > t->max_steps)
-        t->max_steps = t->steps;
+    if (steps > t->max_steps)
+        t->max_steps = steps;
     if (t->flags & MK_TLSF_THREAD_SAFE)
         pthread_mutex_unlock(&t->lock);
 }
 
-/* A free block of at least n usable bytes, off its list; NULL if there is none
- * (after mapping a region, with MK_TLSF_GROW). */
-static block_t *take(mk_tlsf_t *t, size_t n)
+/* A free block of at least n usable bytes (the head of list [fl][sl]); NULL if
+ * there is none, after mapping a region with MK_TLSF_GROW. */
+HOT block_t *take(mk_tlsf_t *t, size_t n, unsigned *fl, unsigned *sl, unsigned *steps)
 {
-    block_t *b = find_fit(t, n);
+    block_t *b = find_fit(t, n, fl, sl, steps);
 
-    if (!b && (t->flags & MK_TLSF_GROW)) {
+    if (MK_UNLIKELY(!b) && (t->flags & MK_TLSF_GROW)) {
         size_t want = n + n / 8 + 4096; /* the class rounding, the region's own bytes */
         if (map_region(t, want > t->grow_size ? want : t->grow_size))
-            b = find_fit(t, n);
+            b = find_fit(t, n, fl, sl, steps);
     }
-    if (b)
-        list_remove(t, b);
     return b;
 }
 
-/* Hands out free block b (off its list) trimmed to n usable bytes. */
-static void *hand_out(mk_tlsf_t *t, block_t *b, size_t n, size_t req)
+HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
 {
-    open_up(t, payload(b), bsize(b));
-    split_tail(t, b, n);
-    mark_used(b);
+    size_t req = size, n;
+    unsigned fl, sl;
+    block_t *b;
+
+    if (t->flags & MK_TLSF_DEBUG)
+        size = size > SIZE_MAXB ? size : size + DEBUG_EXTRA;
+    if (!(n = adjust(size)) || !(b = take(t, n, &fl, &sl, steps))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    *steps += carve(t, b, n, true, fl, sl);
     if (t->flags & MK_TLSF_DEBUG)
         debug_tag(b, req);
     return payload(b);
 }
 
-static void *alloc_locked(mk_tlsf_t *t, size_t size)
-{
-    size_t req = size, n;
-    block_t *b;
-
-    if (t->flags & MK_TLSF_DEBUG)
-        size = size > SIZE_MAXB ? size : size + DEBUG_EXTRA;
-    if (!(n = adjust(size)) || !(b = take(t, n))) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    return hand_out(t, b, n, req);
-}
-
 void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size)
 {
+    unsigned steps = 0;
     void *p;
 
     call_begin(t);
-    p = alloc_locked(t, size);
-    call_end(t);
+    p = alloc_locked(t, size, &steps);
+    call_end(t, steps);
     return p;
 }
 
@@ -609,6 +693,7 @@ void *mk_tlsf_calloc(mk_tlsf_t *t, size_t n, size_t size)
 void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
 {
     size_t req = size, n, gap;
+    unsigned fl, sl, steps = 0;
     uintptr_t at;
     block_t *b;
     void *p = NULL;
@@ -624,10 +709,11 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
         size = size > SIZE_MAXB ? size : size + DEBUG_EXTRA;
     /* Room for the block, the alignment and a free block in front of it. */
     if (!(n = adjust(size)) || n > SIZE_MAXB - align - 32 ||
-        !(b = take(t, n + align + 32))) {
+        !(b = take(t, n + align + 32, &fl, &sl, &steps))) {
         errno = ENOMEM;
         goto out;
     }
+    steps += list_unlink(t, b, fl, sl);
     at = mk__align_up((uintptr_t)payload(b), align);
     gap = at - (uintptr_t)payload(b);
     if (gap && gap < BLOCK_MIN + HDR)
@@ -636,17 +722,19 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
         /* Split the front off as a free block; b2 starts gap bytes later. */
         block_t *b2 = (block_t *)((char *)b + gap);
         open_up(t, b2, 32);
-        b2->size = (bsize(b) - gap) | PREV_FREE;
+        b2->size = (bsize(b) - gap) | FREE | PREV_FREE;
         b2->prev_phys = b;
         b->size = (gap - HDR) | FREE | (b->size & PREV_FREE);
-        list_insert(t, b);
+        steps += list_insert(t, b) + 1;
         poison_body(t, b);
         b = b2;
-        t->steps++;
     }
-    p = hand_out(t, b, n, req);
+    steps += carve(t, b, n, false, 0, 0);
+    if (t->flags & MK_TLSF_DEBUG)
+        debug_tag(b, req);
+    p = payload(b);
 out:
-    call_end(t);
+    call_end(t, steps);
     return p;
 }
 
@@ -660,12 +748,11 @@ void mk_tlsf_free(mk_tlsf_t *t, void *p)
     call_begin(t);
     if (t->flags & MK_TLSF_DEBUG)
         debug_verify(t, p, "mk_tlsf_free");
-    release(t, of_payload(p));
-    call_end(t);
+    call_end(t, release(t, of_payload(p)));
 }
 
 /* Grows or shrinks used block b to n usable bytes where it is; false if it cannot. */
-static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n)
+static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n, unsigned *steps)
 {
     block_t *next = next_phys(b);
     size_t have = bsize(b);
@@ -673,18 +760,18 @@ static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n)
     if (n > have) {
         if (!(next->size & FREE) || have + HDR + bsize(next) < n)
             return false;
-        list_remove(t, next);
+        *steps += list_remove(t, next) + 1;
         b->size += bsize(next) + HDR;
         open_up(t, (char *)payload(b) + have, bsize(b) - have);
         next_phys(b)->size &= ~PREV_FREE;
-        t->steps++;
     }
-    split_tail(t, b, n);
+    *steps += split_used(t, b, n);
     return true;
 }
 
 void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size)
 {
+    unsigned steps = 0;
     size_t n, old;
     void *q;
 
@@ -698,23 +785,18 @@ void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size)
     if (t->flags & MK_TLSF_DEBUG) {
         /* Debug mode always moves: the canary and tag are laid out anew. */
         old = debug_verify(t, p, "mk_tlsf_realloc");
-        if ((q = alloc_locked(t, size))) {
-            memcpy(q, p, old < size ? old : size);
-            release(t, of_payload(p));
+    } else {
+        old = bsize(of_payload(p));
+        if ((n = adjust(size)) && resize_in_place(t, of_payload(p), n, &steps)) {
+            call_end(t, steps);
+            return p;
         }
-        call_end(t);
-        return q;
     }
-    old = bsize(of_payload(p));
-    if ((n = adjust(size)) && resize_in_place(t, of_payload(p), n)) {
-        call_end(t);
-        return p;
-    }
-    if ((q = alloc_locked(t, size))) {
+    if ((q = alloc_locked(t, size, &steps))) {
         memcpy(q, p, old < size ? old : size);
-        release(t, of_payload(p));
+        steps += release(t, of_payload(p));
     }
-    call_end(t);
+    call_end(t, steps);
     return q;
 }
 
@@ -727,7 +809,7 @@ size_t mk_tlsf_usable_size(mk_tlsf_t *t, const void *p)
     call_begin(t);
     n = t->flags & MK_TLSF_DEBUG ? debug_verify(t, p, "mk_tlsf_usable_size")
                                  : bsize(of_payload(p));
-    call_end(t);
+    call_end(t, 0);
     return n;
 }
 
@@ -832,8 +914,7 @@ bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len)
     /* Reading free bodies' headers is the point here: open nothing, read only
      * headers and links, which are never poisoned. */
     ok = check_regions(t, counts, why, why_len) && check_lists(t, counts, why, why_len);
-    t->steps = 0;
-    call_end(t);
+    call_end(t, 0);
     return ok;
 }
 
@@ -860,7 +941,6 @@ void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out)
     s.fragmentation =
         s.free_bytes ? 1.0 - (double)s.largest_free / (double)s.free_bytes : 0;
     s.max_call_steps = t->max_steps;
-    t->steps = 0;
-    call_end(t);
+    call_end(t, 0);
     *out = s;
 }

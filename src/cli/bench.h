@@ -38,6 +38,8 @@ typedef struct mk_bench_result {
     /* single-call latencies: medians over rounds (max: the largest); 0 when
      * the workload does not time single calls */
     uint64_t p50_ns, p99_ns, p999_ns, max_ns;
+    uint64_t free_p50_ns, free_p99_ns, free_p999_ns, free_max_ns; /* the same for free */
+    uint64_t max_steps;     /* mk_tlsf: the most steps of any call, all rounds; 0: n/a */
     double first_to_steady; /* round 1's time / median of the others; 0: n/a */
     uint64_t peak_rss_bytes, minor_faults;
     double wall_s;

@@ -49,7 +49,7 @@ static void format_rate(char *buf, size_t len, mk_bench_stat s)
 }
 
 static void print_row(const mk_bench_result *r, const mk_bench_result *base, bool latency,
-                      FILE *out)
+                      bool free_latency, FILE *out)
 {
     char a[64], f[64], ratio[32] = "-";
 
@@ -66,36 +66,55 @@ static void print_row(const mk_bench_result *r, const mk_bench_result *base, boo
             f, r->free_s.median * 1e3, (double)r->peak_rss_bytes / (1 << 20),
             (unsigned long long)r->minor_faults, r->wall_s, ratio);
     if (latency)
-        fprintf(out, " %8llu %8llu %8llu %10llu %7.2fx", (unsigned long long)r->p50_ns,
+        fprintf(out, " %8llu %8llu %8llu %10llu", (unsigned long long)r->p50_ns,
                 (unsigned long long)r->p99_ns, (unsigned long long)r->p999_ns,
-                (unsigned long long)r->max_ns, r->first_to_steady);
+                (unsigned long long)r->max_ns);
+    if (free_latency)
+        fprintf(out, " %8llu %8llu %8llu", (unsigned long long)r->free_p50_ns,
+                (unsigned long long)r->free_p99_ns, (unsigned long long)r->free_p999_ns);
+    if (latency && !free_latency)
+        fprintf(out, " %7.2fx", r->first_to_steady);
     fprintf(out, "\n");
 }
 
 void mk_bench_print_table(const mk_bench_config *c, FILE *out)
 {
     const mk_bench_result *base = find_ok(c, "glibc");
-    bool latency = false;
+    bool latency = false, free_latency = false;
 
-    for (int i = 0; i < c->n; i++)
+    for (int i = 0; i < c->n; i++) {
         latency |= c->res[i].max_ns != 0;
+        free_latency |= c->res[i].free_max_ns != 0;
+    }
     print_title(c, out);
     fprintf(out, "%-11s %24s %24s %10s %10s %12s %8s %8s", "allocator", "alloc M/s",
             "free M/s", "free ms", "peak RSS", "minor flt", "wall s", "vs glibc");
     if (latency)
-        fprintf(out, " %8s %8s %8s %10s %8s", "p50 ns", "p99 ns", "p99.9 ns", "max ns",
-                "1st/rest");
+        fprintf(out, " %8s %8s %8s %10s", "p50 ns", "p99 ns", "p99.9 ns", "max ns");
+    if (free_latency)
+        fprintf(out, " %8s %8s %8s", "free p50", "free p99", "free p99.9");
+    if (latency && !free_latency)
+        fprintf(out, " %8s", "1st/rest");
     fprintf(out, "\n");
     for (int i = 0; i < c->n; i++)
-        print_row(&c->res[i], base, latency, out);
+        print_row(&c->res[i], base, latency, free_latency, out);
     if (base)
         fprintf(out,
                 "(vs glibc: median allocation rate relative to glibc's in this run)\n");
-    if (latency)
+    if (latency && free_latency)
+        fprintf(out,
+                "(latencies: single malloc and free calls timed with the cycle counter, "
+                "a sample of every 8th operation, ns; medians over rounds, max over "
+                "all)\n");
+    else if (latency)
         fprintf(
             out,
             "(latencies: single malloc calls, clock included, medians over rounds, max "
             "over all; 1st/rest: round 1's time over the median of the others)\n");
+    for (int i = 0; i < c->n; i++)
+        if (c->res[i].max_steps)
+            fprintf(out, "(%s: at most %llu steps in any single call)\n",
+                    c->res[i].alloc->name, (unsigned long long)c->res[i].max_steps);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -145,6 +164,14 @@ static void json_result(mk_json *j, const mk_bench_result *r)
         json_uint(j, "p999_ns", r->p999_ns);
         json_uint(j, "max_ns", r->max_ns);
     }
+    if (r->free_max_ns) {
+        json_uint(j, "free_p50_ns", r->free_p50_ns);
+        json_uint(j, "free_p99_ns", r->free_p99_ns);
+        json_uint(j, "free_p999_ns", r->free_p999_ns);
+        json_uint(j, "free_max_ns", r->free_max_ns);
+    }
+    if (r->max_steps)
+        json_uint(j, "max_call_steps", r->max_steps);
     if (r->first_to_steady > 0) {
         mk_json_key(j, "first_to_steady");
         mk_json_double(j, r->first_to_steady);

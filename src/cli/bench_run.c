@@ -11,6 +11,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ const mk_bench_allocator mk_bench_allocators[] = {
     {"mk_pool", MK_API_MK_POOL, NULL, NULL, NULL, false},
     {"mk_fifo", MK_API_MK_FIFO, NULL, NULL, NULL, false},
     {"mk_ring", MK_API_MK_RING, NULL, NULL, NULL, false},
-    {"mk_tlsf", MK_API_MALLOC, NULL, NULL, "planned: the TLSF issue", false},
+    {"mk_tlsf", MK_API_MK_TLSF, NULL, NULL, NULL, false},
 };
 const size_t mk_bench_n_allocators =
     sizeof mk_bench_allocators / sizeof mk_bench_allocators[0];
@@ -81,13 +82,17 @@ int mk_bench_child(int argc, char **argv)
     memset(rounds, 0, sizeof rounds);
     if (w->run(a->api, scale, n, rounds) != 0)
         return MK_EXIT_FAIL;
-    for (int i = 0; i < n; i++)
-        printf("round %llu %llu %.9f %.9f %llu %llu %llu %llu\n",
-               (unsigned long long)rounds[i].allocs, (unsigned long long)rounds[i].frees,
-               rounds[i].alloc_s, rounds[i].free_s, (unsigned long long)rounds[i].p50_ns,
-               (unsigned long long)rounds[i].p99_ns,
-               (unsigned long long)rounds[i].p999_ns,
-               (unsigned long long)rounds[i].max_ns);
+    for (int i = 0; i < n; i++) {
+        const mk_bench_round *r = &rounds[i];
+
+        printf("round %llu %llu %.9f %.9f %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+               (unsigned long long)r->allocs, (unsigned long long)r->frees, r->alloc_s,
+               r->free_s, (unsigned long long)r->p50_ns, (unsigned long long)r->p99_ns,
+               (unsigned long long)r->p999_ns, (unsigned long long)r->max_ns,
+               (unsigned long long)r->free_p50_ns, (unsigned long long)r->free_p99_ns,
+               (unsigned long long)r->free_p999_ns, (unsigned long long)r->free_max_ns,
+               (unsigned long long)r->max_steps);
+    }
     return fflush(stdout) == 0 ? MK_EXIT_OK : MK_EXIT_FAIL;
 }
 
@@ -139,38 +144,76 @@ static uint64_t median_u64(uint64_t *v, int n)
     return (uint64_t)stat3(d, n).median;
 }
 
-/* Parses the child's "round ..." lines into per-round rates. */
+/* Reads one "round ..." line of the child; false at the end or on a bad line. */
+static bool read_round(FILE *in, mk_bench_round *r)
+{
+    unsigned long long v[11];
+
+    if (fscanf(in,
+               "round %llu %llu %lf %lf %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+               &v[0], &v[1], &r->alloc_s, &r->free_s, &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7], &v[8], &v[9], &v[10]) != 13)
+        return false;
+    r->allocs = v[0];
+    r->frees = v[1];
+    r->p50_ns = v[2];
+    r->p99_ns = v[3];
+    r->p999_ns = v[4];
+    r->max_ns = v[5];
+    r->free_p50_ns = v[6];
+    r->free_p99_ns = v[7];
+    r->free_p999_ns = v[8];
+    r->free_max_ns = v[9];
+    r->max_steps = v[10];
+    return true;
+}
+
+/* Medians over rounds of one latency field (offset into mk_bench_round). */
+static uint64_t median_field(const mk_bench_round *rr, int n, size_t offset)
+{
+    uint64_t v[MK_BENCH_MAX_ROUNDS];
+
+    for (int i = 0; i < n; i++)
+        memcpy(&v[i], (const char *)&rr[i] + offset, sizeof v[i]);
+    return median_u64(v, n);
+}
+
+/* Parses the child's "round ..." lines into rates, latencies and steps. */
 static bool parse_rounds(FILE *in, mk_bench_result *r, int want)
 {
     double ar[MK_BENCH_MAX_ROUNDS], fr[MK_BENCH_MAX_ROUNDS], as[MK_BENCH_MAX_ROUNDS],
         fs[MK_BENCH_MAX_ROUNDS], total[MK_BENCH_MAX_ROUNDS];
-    uint64_t p50[MK_BENCH_MAX_ROUNDS], p99[MK_BENCH_MAX_ROUNDS],
-        p999[MK_BENCH_MAX_ROUNDS];
-    unsigned long long na, nf, l50, l99, l999, lmax;
-    double ta, tf;
+    mk_bench_round rr[MK_BENCH_MAX_ROUNDS];
     int n = 0;
 
-    while (n < want && fscanf(in, "round %llu %llu %lf %lf %llu %llu %llu %llu\n", &na,
-                              &nf, &ta, &tf, &l50, &l99, &l999, &lmax) == 8) {
+    while (n < want && read_round(in, &rr[n])) {
+        double ta = rr[n].alloc_s, tf = rr[n].free_s;
+
         /* A phase too fast for the clock counts as one nanosecond, not infinity. */
         as[n] = ta;
         fs[n] = tf;
         total[n] = ta + tf;
-        ar[n] = (double)na / (ta > 1e-9 ? ta : 1e-9);
-        fr[n] = (double)nf / (tf > 1e-9 ? tf : 1e-9);
-        p50[n] = l50;
-        p99[n] = l99;
-        p999[n] = l999;
-        if (lmax > r->max_ns)
-            r->max_ns = lmax;
+        ar[n] = (double)rr[n].allocs / (ta > 1e-9 ? ta : 1e-9);
+        fr[n] = (double)rr[n].frees / (tf > 1e-9 ? tf : 1e-9);
+        if (rr[n].max_ns > r->max_ns)
+            r->max_ns = rr[n].max_ns;
+        if (rr[n].free_max_ns > r->free_max_ns)
+            r->free_max_ns = rr[n].free_max_ns;
+        if (rr[n].max_steps > r->max_steps)
+            r->max_steps = rr[n].max_steps;
         n++;
     }
     if (n != want)
         return false;
     if (r->max_ns) {
-        r->p50_ns = median_u64(p50, n);
-        r->p99_ns = median_u64(p99, n);
-        r->p999_ns = median_u64(p999, n);
+        r->p50_ns = median_field(rr, n, offsetof(mk_bench_round, p50_ns));
+        r->p99_ns = median_field(rr, n, offsetof(mk_bench_round, p99_ns));
+        r->p999_ns = median_field(rr, n, offsetof(mk_bench_round, p999_ns));
+    }
+    if (r->free_max_ns) {
+        r->free_p50_ns = median_field(rr, n, offsetof(mk_bench_round, free_p50_ns));
+        r->free_p99_ns = median_field(rr, n, offsetof(mk_bench_round, free_p99_ns));
+        r->free_p999_ns = median_field(rr, n, offsetof(mk_bench_round, free_p999_ns));
     }
     /* first_to_steady: the first round against the median of the rest */
     if (n >= 2) {

@@ -107,11 +107,18 @@ assert d["workload"] == sys.argv[2] and d["rounds"] == 2, d
 ran = [r for r in d["results"] if r["status"] == "ok"]
 assert "glibc" in {r["allocator"] for r in ran}, d
 # libmemkit's allocator for each pattern runs (never a sanitizer skip)
-ours = {"list-contended": "mk_ring", "producer-consumer": "mk_ring", "fifo-queue": "mk_fifo"}
+ours = {"list-contended": "mk_ring", "producer-consumer": "mk_ring", "fifo-queue": "mk_fifo",
+        "mixed": "mk_tlsf"}
 if sys.argv[2] in ours:
     assert ours[sys.argv[2]] in {r["allocator"] for r in ran}, d
 for r in ran:
     assert r["alloc_rate"] > 0 and r["free_rate"] > 0 and r["peak_rss_bytes"] > 0, r
+    if sys.argv[2] == "mixed":  # malloc and free timed one by one
+        assert 0 < r["p50_ns"] <= r["p99_ns"] <= r["p999_ns"] <= r["max_ns"], r
+        assert 0 < r["free_p50_ns"] <= r["free_p99_ns"] <= r["free_p999_ns"] <= r["free_max_ns"], r
+        assert ("max_call_steps" in r) == (r["allocator"] == "mk_tlsf"), r
+        if r["allocator"] == "mk_tlsf":
+            assert 1 <= r["max_call_steps"] <= 10, r
 for r in d["results"]:
     assert r["status"] in ("ok", "skipped", "n/a"), r
     if r["status"] != "ok":

@@ -382,10 +382,19 @@ HOT unsigned release(mk_tlsf_t *t, block_t *b)
         steps += list_push(t, f, nfl, nsl);
     }
     f->size = total | FREE | (f->size & PREV_FREE);
-    next = next_phys(f);
-    open_up(t, &next->prev_phys, sizeof next->prev_phys);
-    next->prev_phys = f;
-    next->size |= PREV_FREE;
+    /* The block after f: its back pointer is f's last word (a store, no load); its
+     * PREV_FREE is already set when it followed a free block, so only b's own next,
+     * whose line is loaded anyway, needs the flag. This keeps the block beyond a
+     * merged neighbour out of the chain of cache misses. */
+    if (next_free) {
+        block_t *after = next_phys(f);
+        open_up(t, &after->prev_phys, sizeof after->prev_phys);
+        after->prev_phys = f;
+    } else {
+        open_up(t, &next->prev_phys, sizeof next->prev_phys);
+        next->prev_phys = f;
+        next->size |= PREV_FREE;
+    }
     poison_body(t, f);
     return steps;
 }

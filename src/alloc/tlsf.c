@@ -299,7 +299,6 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
     block_t *r = (block_t *)((char *)b + HDR + n);
     unsigned rfl, rsl;
 
-    open_up(t, payload(b), n); /* r's prev_phys is b's last word: opened too */
     open_up(t, &r->size, 24);
     r->size = (rest - HDR) | FREE; /* PREV_FREE clear: b is used now */
     next_phys(r)->prev_phys = r;   /* r's next already has PREV_FREE (b was free) */
@@ -311,6 +310,8 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
             steps += list_unlink(t, b, fl, sl);
         steps += list_push(t, r, rfl, rsl);
     }
+    /* Opened only now: for Valgrind, opening marks b's links undefined. */
+    open_up(t, payload(b), n);
     b->size = n | (b->size & PREV_FREE);
     poison_body(t, r);
     steps++;

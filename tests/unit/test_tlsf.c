@@ -299,7 +299,9 @@ static void test_check_catches_damage(void)
     mk_tlsf_t *t = mk_tlsf_create(NULL);
     size_t *p = mk_tlsf_malloc(t, 64);
 
-    mk_tlsf_malloc(t, 64);
+    /* Defined contents: the check will read them as headers once damaged. */
+    memset(p, 0, 64);
+    memset(mk_tlsf_malloc(t, 64), 0, 64);
     CHECK(heap_ok(t));
     p[-1] ^= 16 * 7; /* the block's size field: a heap overrun from the front */
     CHECK(!mk_tlsf_check(t, why, sizeof why));

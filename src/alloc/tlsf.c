@@ -180,6 +180,15 @@ static inline void open_up(const mk_tlsf_t *t, void *p, size_t n)
         set_access(p, n, true);
 }
 
+/* Poisons [from, to): the part of a block that just became free body. Only that
+ * part: the rest of a merged or split free block was poisoned already, and
+ * poisoning it again would make every call O(block size) under ASan. */
+static inline void poison_span(const mk_tlsf_t *t, void *from, void *to)
+{
+    if (MK_UNLIKELY(t->poison) && (char *)to > (char *)from)
+        set_access(from, (size_t)((char *)to - (char *)from), false);
+}
+
 /* A free block's body: its payload past the links, before the last 8 bytes. */
 static inline void poison_body(const mk_tlsf_t *t, block_t *b)
 {
@@ -313,7 +322,7 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
     /* Opened only now: for Valgrind, opening marks b's links undefined. */
     open_up(t, payload(b), n);
     b->size = n | (b->size & PREV_FREE);
-    poison_body(t, r);
+    /* r's body lies inside b's old body, which was poisoned. */
     steps++;
     return steps;
 }
@@ -333,15 +342,18 @@ static unsigned split_used(mk_tlsf_t *t, block_t *b, size_t n)
     r->size = (rest - HDR) | FREE;
     b->size = n | (b->size & FLAGS);
     next = next_phys(r);
+    /* r's body was b's payload: poison it, and a merged neighbour's header. */
+    char *body_end = (char *)next;
     if (next->size & FREE) {
         steps += list_remove(t, next);
         r->size += bsize(next) + HDR;
+        body_end = (char *)next + 32;
         next = next_phys(r);
     }
     next->prev_phys = r;
     next->size |= PREV_FREE;
     steps += list_insert(t, r);
-    poison_body(t, r);
+    poison_span(t, (char *)r + 32, body_end);
     steps++;
     return steps;
 }
@@ -396,7 +408,11 @@ HOT unsigned release(mk_tlsf_t *t, block_t *b)
         next->prev_phys = f;
         next->size |= PREV_FREE;
     }
-    poison_body(t, f);
+    /* What turned into body: b's payload past f's links (all of b when f is its
+     * free previous block), up to b's last word, or through a merged next's header.
+     * The merged neighbours' bodies were poisoned already. */
+    poison_span(t, f == b ? (char *)b + 32 : (char *)b,
+                next_free ? (char *)next + 32 : (char *)next);
     return steps;
 }
 
@@ -736,7 +752,7 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
         b2->prev_phys = b;
         b->size = (gap - HDR) | FREE | (b->size & PREV_FREE);
         steps += list_insert(t, b) + 1;
-        poison_body(t, b);
+        /* The front's body lies inside b's old body, which was poisoned. */
         b = b2;
     }
     steps += carve(t, b, n, false, 0, 0);
@@ -765,17 +781,35 @@ void mk_tlsf_free(mk_tlsf_t *t, void *p)
 static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n, unsigned *steps)
 {
     block_t *next = next_phys(b);
-    size_t have = bsize(b);
+    size_t have = bsize(b), total, rest;
 
-    if (n > have) {
-        if (!(next->size & FREE) || have + HDR + bsize(next) < n)
-            return false;
-        *steps += list_remove(t, next) + 1;
-        b->size += bsize(next) + HDR;
-        open_up(t, (char *)payload(b) + have, bsize(b) - have);
-        next_phys(b)->size &= ~PREV_FREE;
+    if (n <= have) {
+        *steps += split_used(t, b, n);
+        return true;
     }
-    *steps += split_used(t, b, n);
+    if (!(next->size & FREE) || have + HDR + bsize(next) < n)
+        return false;
+    /* Grow into the free next block: b takes n bytes of it, and what is left
+     * (when it can be a block) stays free where next was. */
+    *steps += list_remove(t, next) + 1;
+    total = have + HDR + bsize(next);
+    rest = total - n;
+    open_up(t, (char *)payload(b) + have, n - have);
+    if (rest < BLOCK_MIN + HDR) {
+        open_up(t, (char *)payload(b) + n, rest);
+        b->size = total | (b->size & FLAGS);
+        next_phys(b)->size &= ~PREV_FREE;
+        return true;
+    }
+    block_t *r = (block_t *)((char *)b + HDR + n);
+    open_up(t, &r->size, 24);
+    r->size = (rest - HDR) | FREE;
+    b->size = n | (b->size & FLAGS);
+    next_phys(r)->prev_phys = r; /* its PREV_FREE is set: next was free */
+    *steps += list_insert(t, r) + 1;
+    /* Only next's old header can lie in r's body unpoisoned; the rest was body. */
+    char *from = (char *)r + 32 > (char *)next ? (char *)r + 32 : (char *)next;
+    poison_span(t, from, (char *)next + 32);
     return true;
 }
 

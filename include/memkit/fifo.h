@@ -83,7 +83,7 @@ struct mk__fifo_chunk {
     uintptr_t payload;                  /* first byte blocks may use */
     uintptr_t top;                      /* end of the last block (current: fifo->pos) */
     struct mk__fifo_chunk *prev, *next; /* chunks in use, or the spare list */
-    uint8_t *starts;                    /* debug/ASan: bitmap of live block starts */
+    uint8_t *starts; /* debug/ASan: bitmaps of all block starts, then of live ones */
     uint32_t magic;
 };
 

@@ -76,10 +76,11 @@ mk_fifo_t *mk_fifo_create(const mk_fifo_config_t *config)
 /* chunks                                                                    */
 
 /* Bytes before the first block: the header and, when tracked, one bit per grain
- * of the first chunk_size bytes (no block starts beyond, even in a large chunk). */
+ * of the first chunk_size bytes (no block starts beyond, even in a large chunk),
+ * twice: every start since the chunk was reset, then the live ones. */
 static size_t payload_offset(const mk_fifo_t *fifo)
 {
-    size_t bitmap = fifo->tracked ? fifo->chunk_size / MK_FIFO_GRAIN / 8 : 0;
+    size_t bitmap = fifo->tracked ? 2 * (fifo->chunk_size / MK_FIFO_GRAIN / 8) : 0;
 
     return mk__align_up(sizeof(chunk_t) + bitmap, 64);
 }
@@ -174,23 +175,42 @@ static size_t start_bit(const chunk_t *c, uintptr_t p)
     return (p - (uintptr_t)c) / MK_FIFO_GRAIN;
 }
 
-static bool start_test(const chunk_t *c, uintptr_t p)
+/* The live-start bitmap follows the all-starts one. */
+static uint8_t *live_map(const mk_fifo_t *fifo, const chunk_t *c)
+{
+    return c->starts + fifo->chunk_size / MK_FIFO_GRAIN / 8;
+}
+
+static bool bit_get(const uint8_t *map, size_t b)
+{
+    return map[b / 8] >> (b % 8) & 1;
+}
+
+/* Is p the start of a live block of c? */
+static bool start_test(const mk_fifo_t *fifo, const chunk_t *c, uintptr_t p)
+{
+    return bit_get(live_map(fifo, c), start_bit(c, p));
+}
+
+/* A block starts at p: in both bitmaps. */
+static void start_mark(const mk_fifo_t *fifo, chunk_t *c, uintptr_t p)
 {
     size_t b = start_bit(c, p);
 
-    return c->starts[b / 8] >> (b % 8) & 1;
+    c->starts[b / 8] |= (uint8_t)(1u << (b % 8));
+    live_map(fifo, c)[b / 8] |= (uint8_t)(1u << (b % 8));
 }
 
-static void start_flip(chunk_t *c, uintptr_t p)
+static void start_unmark_live(const mk_fifo_t *fifo, chunk_t *c, uintptr_t p)
 {
     size_t b = start_bit(c, p);
 
-    c->starts[b / 8] ^= (uint8_t)(1u << (b % 8));
+    live_map(fifo, c)[b / 8] &= (uint8_t) ~(1u << (b % 8));
 }
 
-/* Where the block at p ends: the next live block's start, or the chunk's top.
- * A freed block in between only makes the extent longer than the block was,
- * and that memory is free anyway. */
+/* Where the block at p ends: the next block's start (live or freed: the
+ * all-starts bitmap, so the scan is as long as the block, not as the freed
+ * blocks after it), or the chunk's top. */
 static uintptr_t block_end(const mk_fifo_t *fifo, const chunk_t *c, uintptr_t p)
 {
     uintptr_t top = c == fifo->cur ? fifo->pos : c->top;
@@ -198,7 +218,7 @@ static uintptr_t block_end(const mk_fifo_t *fifo, const chunk_t *c, uintptr_t p)
     uintptr_t lim = top < starts_end ? top : starts_end;
 
     for (uintptr_t q = p + MK_FIFO_GRAIN; q < lim; q += MK_FIFO_GRAIN)
-        if (start_test(c, q))
+        if (bit_get(c->starts, start_bit(c, q)))
             return q;
     return top;
 }
@@ -210,7 +230,7 @@ static uintptr_t block_end(const mk_fifo_t *fifo, const chunk_t *c, uintptr_t p)
 static void *block_out(mk_fifo_t *fifo, chunk_t *c, uintptr_t p, size_t size)
 {
     if (fifo->tracked)
-        start_flip(c, p);
+        start_mark(fifo, c, p);
     MK_UNPOISON((void *)p, size);
     if (fifo->slow & FIFO_VALGRIND)
         VALGRIND_MEMPOOL_ALLOC(fifo, (void *)p, size);
@@ -340,12 +360,12 @@ void mk__fifo_free_slow(mk_fifo_t *fifo, void *ptr)
     c = fifo->flags & MK_FIFO_DEBUG ? debug_chunk_of(fifo, p)
                                     : (chunk_t *)(p & fifo->chunk_mask);
     if (fifo->tracked) {
-        if (!start_test(c, p))
+        if (!start_test(fifo, c, p))
             mk__die(
                 "mk_fifo_free: %p is not a live block (freed twice, or inside a block)",
                 ptr);
         uintptr_t end = block_end(fifo, c, p);
-        start_flip(c, p);
+        start_unmark_live(fifo, c, p);
         MK_POISON(ptr, end - p);
     }
     if (fifo->slow & FIFO_VALGRIND)
@@ -370,7 +390,7 @@ void *mk_fifo_realloc(mk_fifo_t *fifo, void *ptr, size_t old_size, size_t new_si
         errno = ENOMEM;
         return NULL;
     }
-    if ((fifo->flags & MK_FIFO_DEBUG) && !start_test(debug_chunk_of(fifo, p), p))
+    if ((fifo->flags & MK_FIFO_DEBUG) && !start_test(fifo, debug_chunk_of(fifo, p), p))
         mk__die("mk_fifo_realloc: %p is not a live block (freed, or inside a block)",
                 ptr);
     /* The newest block ends at pos (no block of another chunk can: each lies

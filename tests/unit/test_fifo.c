@@ -103,16 +103,32 @@ static void test_recycling(void)
 }
 
 /* The current chunk starts over when it fills up with every block freed. */
+/* How many blocks of `size` one 64 KiB chunk holds (the header is larger when
+ * the chunk keeps bitmaps: debug mode, ASan). */
+static int blocks_per_chunk(size_t size)
+{
+    mk_fifo_t *f = mk_fifo_create(&(mk_fifo_config_t){.chunk_size = 64 * KIB});
+    uintptr_t chunk = (uintptr_t)mk_fifo_alloc(f, size) & ~(uintptr_t)(64 * KIB - 1);
+    int n = 1;
+
+    while (((uintptr_t)mk_fifo_alloc(f, size) & ~(uintptr_t)(64 * KIB - 1)) == chunk)
+        n++;
+    mk_fifo_destroy(f);
+    return n;
+}
+
+/* The current chunk starts over when it fills up with every block freed. */
 static void test_rewind(void)
 {
-    enum { N = 31 }; /* 2 KiB blocks per 64 KiB chunk, with or without a bitmap */
+    int n = blocks_per_chunk(2 * KIB);
     mk_fifo_t *f = mk_fifo_create(&(mk_fifo_config_t){.chunk_size = 64 * KIB});
-    void *p[N];
+    void *p[64];
     mk_fifo_stats_t s;
 
-    for (int i = 0; i < N; i++)
+    CHECK(n >= 28 && n <= 31);
+    for (int i = 0; i < n; i++)
         p[i] = mk_fifo_alloc(f, 2 * KIB);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < n; i++)
         mk_fifo_free(f, p[i]);
     void *again = mk_fifo_alloc(f, 2 * KIB);
     CHECK(again == p[0]);

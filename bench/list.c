@@ -31,16 +31,60 @@ typedef struct node {
 
 _Static_assert(sizeof(node_t) == 8, "the list workload uses 8-byte nodes");
 
-static int list_malloc(uint64_t n, mk_bench_round *r)
+/* The allocators that free node by node, behind one switch. Inlined with a
+ * constant api at each call in list_run, so every allocator gets a loop of its
+ * own with no branch on the api inside. */
+typedef struct heap {
+    mk_bench_api api;
+    mk_pool_t *pool;
+    mk_fifo_t *fifo;
+    mk_tlsf_t *tlsf;
+} heap_t;
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE node_t *node_alloc(const heap_t *h)
+{
+    switch (h->api) {
+    case MK_API_MK_POOL:
+        return mk_pool_alloc(h->pool);
+    case MK_API_MK_FIFO:
+        return mk_fifo_new(h->fifo, node_t, 1);
+    case MK_API_MK_TLSF:
+        return mk_tlsf_malloc(h->tlsf, sizeof(node_t));
+    default:
+        return malloc(sizeof(node_t));
+    }
+}
+
+ALWAYS_INLINE void node_free(const heap_t *h, node_t *p)
+{
+    switch (h->api) {
+    case MK_API_MK_POOL:
+        mk_pool_free(h->pool, p);
+        break;
+    case MK_API_MK_FIFO:
+        mk_fifo_free(h->fifo, p);
+        break;
+    case MK_API_MK_TLSF:
+        mk_tlsf_free(h->tlsf, p);
+        break;
+    default:
+        free(p);
+        break;
+    }
+}
+
+ALWAYS_INLINE int list_round(const heap_t *h, uint64_t n, mk_bench_round *r)
 {
     node_t *head = NULL, *node;
     double t0, t1, t2;
 
     t0 = mk_bench_now();
     for (uint64_t i = 0; i < n; i++) {
-        node = malloc(sizeof *node);
+        node = node_alloc(h);
         if (!node) {
-            fprintf(stderr, "list: malloc failed after %llu nodes\n",
+            fprintf(stderr, "list: out of memory after %llu nodes\n",
                     (unsigned long long)i);
             return -1;
         }
@@ -50,7 +94,7 @@ static int list_malloc(uint64_t n, mk_bench_round *r)
     t1 = mk_bench_now();
     while (head) {
         node = head->next;
-        free(head);
+        node_free(h, head);
         head = node;
     }
     t2 = mk_bench_now();
@@ -77,87 +121,6 @@ static int list_mk_stack(mk_stack_t *st, uint64_t n, mk_bench_round *r)
     }
     t1 = mk_bench_now();
     mk_stack_pop(st);
-    t2 = mk_bench_now();
-    *r = (mk_bench_round){.allocs = n, .frees = n, .alloc_s = t1 - t0, .free_s = t2 - t1};
-    return 0;
-}
-
-static int list_mk_pool(mk_pool_t *pool, uint64_t n, mk_bench_round *r)
-{
-    node_t *head = NULL, *node;
-    double t0, t1, t2;
-
-    t0 = mk_bench_now();
-    for (uint64_t i = 0; i < n; i++) {
-        node = mk_pool_alloc(pool);
-        if (!node) {
-            fprintf(stderr, "list: mk_pool out of memory after %llu nodes\n",
-                    (unsigned long long)i);
-            return -1;
-        }
-        node->next = head;
-        head = node;
-    }
-    t1 = mk_bench_now();
-    while (head) {
-        node = head->next;
-        mk_pool_free(pool, head);
-        head = node;
-    }
-    t2 = mk_bench_now();
-    *r = (mk_bench_round){.allocs = n, .frees = n, .alloc_s = t1 - t0, .free_s = t2 - t1};
-    return 0;
-}
-
-static int list_mk_fifo(mk_fifo_t *fifo, uint64_t n, mk_bench_round *r)
-{
-    node_t *head = NULL, *node;
-    double t0, t1, t2;
-
-    t0 = mk_bench_now();
-    for (uint64_t i = 0; i < n; i++) {
-        node = mk_fifo_new(fifo, node_t, 1);
-        if (!node) {
-            fprintf(stderr, "list: mk_fifo out of memory after %llu nodes\n",
-                    (unsigned long long)i);
-            return -1;
-        }
-        node->next = head;
-        head = node;
-    }
-    t1 = mk_bench_now();
-    while (head) {
-        node = head->next;
-        mk_fifo_free(fifo, head);
-        head = node;
-    }
-    t2 = mk_bench_now();
-    *r = (mk_bench_round){.allocs = n, .frees = n, .alloc_s = t1 - t0, .free_s = t2 - t1};
-    return 0;
-}
-
-static int list_mk_tlsf(mk_tlsf_t *t, uint64_t n, mk_bench_round *r)
-{
-    node_t *head = NULL, *node;
-    double t0, t1, t2;
-
-    t0 = mk_bench_now();
-    for (uint64_t i = 0; i < n; i++) {
-        node = mk_tlsf_malloc(t, sizeof *node);
-        if (!node) {
-            fprintf(stderr, "list: mk_tlsf out of memory after %llu nodes\n",
-                    (unsigned long long)i);
-            return -1;
-        }
-        node->next = head;
-        head = node;
-    }
-    t1 = mk_bench_now();
-    while (head) {
-        node = head->next;
-        mk_tlsf_free(t, head);
-        head = node;
-    }
     t2 = mk_bench_now();
     *r = (mk_bench_round){.allocs = n, .frees = n, .alloc_s = t1 - t0, .free_s = t2 - t1};
     return 0;
@@ -200,19 +163,22 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     for (int i = 0; i < rounds && rc == 0; i++) {
         switch (api) {
         case MK_API_MALLOC:
-            rc = list_malloc(scale, &out[i]);
+            rc = list_round(&(heap_t){.api = MK_API_MALLOC}, scale, &out[i]);
             break;
         case MK_API_MK_STACK:
             rc = list_mk_stack(st, scale, &out[i]);
             break;
         case MK_API_MK_POOL:
-            rc = list_mk_pool(pool, scale, &out[i]);
+            rc = list_round(&(heap_t){.api = MK_API_MK_POOL, .pool = pool}, scale,
+                            &out[i]);
             break;
         case MK_API_MK_FIFO:
-            rc = list_mk_fifo(fifo, scale, &out[i]);
+            rc = list_round(&(heap_t){.api = MK_API_MK_FIFO, .fifo = fifo}, scale,
+                            &out[i]);
             break;
         case MK_API_MK_TLSF:
-            rc = list_mk_tlsf(tlsf, scale, &out[i]);
+            rc = list_round(&(heap_t){.api = MK_API_MK_TLSF, .tlsf = tlsf}, scale,
+                            &out[i]);
             break;
         default:
             rc = -1;

@@ -15,7 +15,7 @@
  * --default-policy` (MEMKIT_BENCH_DEFAULT_POLICY=1 in the child) measures the
  * defaults instead.
  */
-#include "workload.h"
+#include "heap.h"
 
 #include <memkit/fifo.h>
 #include <memkit/pool.h>
@@ -31,58 +31,17 @@ typedef struct node {
 
 _Static_assert(sizeof(node_t) == 8, "the list workload uses 8-byte nodes");
 
-/* The allocators that free node by node, behind one switch. Inlined with a
- * constant api at each call in list_run, so every allocator gets a loop of its
- * own with no branch on the api inside. */
-typedef struct heap {
-    mk_bench_api api;
-    mk_pool_t *pool;
-    mk_fifo_t *fifo;
-    mk_tlsf_t *tlsf;
-} heap_t;
-
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-ALWAYS_INLINE node_t *node_alloc(const heap_t *h)
-{
-    switch (h->api) {
-    case MK_API_MK_POOL:
-        return mk_pool_alloc(h->pool);
-    case MK_API_MK_FIFO:
-        return mk_fifo_new(h->fifo, node_t, 1);
-    case MK_API_MK_TLSF:
-        return mk_tlsf_malloc(h->tlsf, sizeof(node_t));
-    default:
-        return malloc(sizeof(node_t));
-    }
-}
-
-ALWAYS_INLINE void node_free(const heap_t *h, node_t *p)
-{
-    switch (h->api) {
-    case MK_API_MK_POOL:
-        mk_pool_free(h->pool, p);
-        break;
-    case MK_API_MK_FIFO:
-        mk_fifo_free(h->fifo, p);
-        break;
-    case MK_API_MK_TLSF:
-        mk_tlsf_free(h->tlsf, p);
-        break;
-    default:
-        free(p);
-        break;
-    }
-}
-
-ALWAYS_INLINE int list_round(const heap_t *h, uint64_t n, mk_bench_round *r)
+/* One round of the allocators that free node by node (bench/heap.h). Always
+ * inlined, with a constant api at each call in list_run. */
+static inline __attribute__((always_inline)) int list_round(const mk_bench_heap *h,
+                                                            uint64_t n, mk_bench_round *r)
 {
     node_t *head = NULL, *node;
     double t0, t1, t2;
 
     t0 = mk_bench_now();
     for (uint64_t i = 0; i < n; i++) {
-        node = node_alloc(h);
+        node = mk_bench_heap_alloc(h, sizeof(node_t), _Alignof(node_t));
         if (!node) {
             fprintf(stderr, "list: out of memory after %llu nodes\n",
                     (unsigned long long)i);
@@ -94,7 +53,7 @@ ALWAYS_INLINE int list_round(const heap_t *h, uint64_t n, mk_bench_round *r)
     t1 = mk_bench_now();
     while (head) {
         node = head->next;
-        node_free(h, head);
+        mk_bench_heap_free(h, head);
         head = node;
     }
     t2 = mk_bench_now();
@@ -163,21 +122,21 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     for (int i = 0; i < rounds && rc == 0; i++) {
         switch (api) {
         case MK_API_MALLOC:
-            rc = list_round(&(heap_t){.api = MK_API_MALLOC}, scale, &out[i]);
+            rc = list_round(&(mk_bench_heap){.api = MK_API_MALLOC}, scale, &out[i]);
             break;
         case MK_API_MK_STACK:
             rc = list_mk_stack(st, scale, &out[i]);
             break;
         case MK_API_MK_POOL:
-            rc = list_round(&(heap_t){.api = MK_API_MK_POOL, .pool = pool}, scale,
+            rc = list_round(&(mk_bench_heap){.api = MK_API_MK_POOL, .pool = pool}, scale,
                             &out[i]);
             break;
         case MK_API_MK_FIFO:
-            rc = list_round(&(heap_t){.api = MK_API_MK_FIFO, .fifo = fifo}, scale,
+            rc = list_round(&(mk_bench_heap){.api = MK_API_MK_FIFO, .fifo = fifo}, scale,
                             &out[i]);
             break;
         case MK_API_MK_TLSF:
-            rc = list_round(&(heap_t){.api = MK_API_MK_TLSF, .tlsf = tlsf}, scale,
+            rc = list_round(&(mk_bench_heap){.api = MK_API_MK_TLSF, .tlsf = tlsf}, scale,
                             &out[i]);
             break;
         default:

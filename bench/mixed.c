@@ -16,7 +16,7 @@
  * timing every call: alloc and free rates both report operations (one free
  * and one malloc) per second of the whole loop.
  */
-#include "workload.h"
+#include "heap.h"
 
 #include <memkit/fifo.h>
 #include <memkit/tlsf.h>
@@ -45,41 +45,6 @@ static bool malloc_or_fifo(mk_bench_api api)
     return api == MK_API_MALLOC || api == MK_API_MK_FIFO;
 }
 
-/* The heap under test. Inlined into the loop, where the switch always goes the
- * same way. */
-typedef struct heap {
-    mk_bench_api api;
-    mk_fifo_t *fifo;
-    mk_tlsf_t *tlsf;
-} heap_t;
-
-static inline void *heap_alloc(const heap_t *h, size_t n)
-{
-    switch (h->api) {
-    case MK_API_MK_FIFO:
-        return mk_fifo_alloc(h->fifo, n);
-    case MK_API_MK_TLSF:
-        return mk_tlsf_malloc(h->tlsf, n);
-    default:
-        return malloc(n);
-    }
-}
-
-static inline void heap_free(const heap_t *h, void *p)
-{
-    switch (h->api) {
-    case MK_API_MK_FIFO:
-        mk_fifo_free(h->fifo, p);
-        break;
-    case MK_API_MK_TLSF:
-        mk_tlsf_free(h->tlsf, p);
-        break;
-    default:
-        free(p);
-        break;
-    }
-}
-
 typedef struct churn {
     size_t live, min, max;
     bool fifo;  /* free the oldest (else a random one) */
@@ -100,8 +65,8 @@ static void percentiles(const mk_bench_hist *h, uint64_t *p50, uint64_t *p99,
         *max = 1; /* "measured", even when every call took less than a ns */
 }
 
-static int churn_round(const churn_t *c, const heap_t *h, void **slot, size_t *head,
-                       uint64_t *rng, uint64_t ops, mk_bench_round *out)
+static int churn_round(const churn_t *c, const mk_bench_heap *h, void **slot,
+                       size_t *head, uint64_t *rng, uint64_t ops, mk_bench_round *out)
 {
     static mk_bench_hist alloc_h, free_h;
     size_t span = c->max - c->min + 1;
@@ -119,15 +84,15 @@ static int churn_round(const churn_t *c, const heap_t *h, void **slot, size_t *h
         }
         if (c->timed && (i & 7) == 0) {
             uint64_t a = mk_bench_ticks();
-            heap_free(h, slot[k]);
+            mk_bench_heap_free(h, slot[k]);
             uint64_t b = mk_bench_ticks();
-            slot[k] = heap_alloc(h, n);
+            slot[k] = mk_bench_heap_alloc(h, n, MK_MALLOC_ALIGN);
             uint64_t e = mk_bench_ticks();
             mk_bench_hist_add(&free_h, b - a);
             mk_bench_hist_add(&alloc_h, e - b);
         } else {
-            heap_free(h, slot[k]);
-            slot[k] = heap_alloc(h, n);
+            mk_bench_heap_free(h, slot[k]);
+            slot[k] = mk_bench_heap_alloc(h, n, MK_MALLOC_ALIGN);
         }
         if (!slot[k]) {
             fprintf(stderr, "churn: allocation of %zu bytes failed\n", n);
@@ -150,7 +115,7 @@ static int churn_round(const churn_t *c, const heap_t *h, void **slot, size_t *h
     return 0;
 }
 
-static int churn_loop(const churn_t *c, const heap_t *h, uint64_t ops, int rounds,
+static int churn_loop(const churn_t *c, const mk_bench_heap *h, uint64_t ops, int rounds,
                       mk_bench_round *out)
 {
     void **slot = calloc(c->live, sizeof *slot);
@@ -163,17 +128,18 @@ static int churn_loop(const churn_t *c, const heap_t *h, uint64_t ops, int round
     if (c->timed)
         mk_bench_ns_per_tick(); /* calibrate before the clock runs */
     for (size_t i = 0; i < c->live; i++)
-        if (!(slot[i] =
-                  heap_alloc(h, c->min + next_random(&rng) % (c->max - c->min + 1)))) {
+        if (!(slot[i] = mk_bench_heap_alloc(
+                  h, c->min + next_random(&rng) % (c->max - c->min + 1),
+                  MK_MALLOC_ALIGN))) {
             while (i > 0)
-                heap_free(h, slot[--i]);
+                mk_bench_heap_free(h, slot[--i]);
             free(slot);
             return -1;
         }
     for (int r = 0; r < rounds && rc == 0; r++)
         rc = churn_round(c, h, slot, &head, &rng, ops, &out[r]);
     for (size_t i = 0; i < c->live; i++)
-        heap_free(h, slot[i]);
+        mk_bench_heap_free(h, slot[i]);
     free(slot);
     return rc;
 }
@@ -181,7 +147,7 @@ static int churn_loop(const churn_t *c, const heap_t *h, uint64_t ops, int round
 static int churn_run(const churn_t *c, mk_bench_api api, uint64_t ops, int rounds,
                      mk_bench_round *out)
 {
-    heap_t h = {.api = api};
+    mk_bench_heap h = {.api = api};
     int rc;
 
     if (api == MK_API_MK_FIFO && !(h.fifo = mk_fifo_create(NULL)))

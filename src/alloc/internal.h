@@ -71,6 +71,11 @@ static inline bool mk__is_pow2(size_t n)
     return n && !(n & (n - 1));
 }
 
+/* Marks [p, p + n) usable (contents undefined) or off limits, for ASan and, when
+ * valgrind is true, for memcheck. Out of line: the client requests' inline
+ * assembly would otherwise bloat every hot function that may call it. */
+__attribute__((cold)) void mk__set_access(void *p, size_t n, bool usable, bool valgrind);
+
 /* True when MEMKIT_BYPASS is set to a value other than "0" (read once). */
 bool mk__bypass_enabled(void);
 

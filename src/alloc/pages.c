@@ -1,6 +1,7 @@
 /*
- * pages.c - mapping memory from the OS for the allocators' chunks and slabs, and the
- * small process-wide facts (page size, bypass switch) they share.
+ * pages.c - mapping memory from the OS for the allocators' chunks and slabs, marking
+ * it usable or off limits for ASan and Valgrind, and the small process-wide facts
+ * (page size, bypass switch) they share.
  */
 #include "internal.h"
 
@@ -94,4 +95,17 @@ void mk__pages_unmap(void *p, size_t size)
 {
     if (p)
         munmap(p, size);
+}
+
+void mk__set_access(void *p, size_t n, bool usable, bool valgrind)
+{
+    if (usable) {
+        MK_UNPOISON(p, n);
+        if (valgrind)
+            VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+    } else {
+        MK_POISON(p, n);
+        if (valgrind)
+            VALGRIND_MAKE_MEM_NOACCESS(p, n);
+    }
 }

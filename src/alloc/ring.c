@@ -62,16 +62,14 @@ struct mk_ring_frame {
 
 static void ring_poison(const mk_ring_t *ring, uintptr_t p, size_t n)
 {
-    MK_POISON((void *)p, n);
-    if (ring->slow & RING_VALGRIND)
-        VALGRIND_MAKE_MEM_NOACCESS((void *)p, n);
+    if (ring->slow)
+        mk__set_access((void *)p, n, false, ring->slow & RING_VALGRIND);
 }
 
 static void ring_unpoison(const mk_ring_t *ring, uintptr_t p, size_t n)
 {
-    MK_UNPOISON((void *)p, n);
-    if (ring->slow & RING_VALGRIND)
-        VALGRIND_MAKE_MEM_UNDEFINED((void *)p, n);
+    if (ring->slow)
+        mk__set_access((void *)p, n, true, ring->slow & RING_VALGRIND);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -32,7 +32,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,29 +154,16 @@ static inline void mapping_search(size_t s, unsigned *fl, unsigned *sl)
 /* poisoning (ASan, Valgrind): free bodies are off limits; metadata is opened  */
 /* before it is written where a body was                                       */
 
-/* Out of line and cold: the client requests' inline assembly would otherwise
- * bloat every hot function's frame. */
-__attribute__((noinline, cold)) static void set_access(void *p, size_t n, bool on)
-{
-    if (on) {
-        MK_UNPOISON(p, n);
-        VALGRIND_MAKE_MEM_UNDEFINED(p, n);
-    } else {
-        MK_POISON(p, n);
-        VALGRIND_MAKE_MEM_NOACCESS(p, n);
-    }
-}
-
 static inline void off_limits(const mk_tlsf_t *t, void *p, size_t n)
 {
     if (MK_UNLIKELY(t->poison) && n)
-        set_access(p, n, false);
+        mk__set_access(p, n, false, true);
 }
 
 static inline void open_up(const mk_tlsf_t *t, void *p, size_t n)
 {
     if (MK_UNLIKELY(t->poison) && n)
-        set_access(p, n, true);
+        mk__set_access(p, n, true, true);
 }
 
 /* Poisons [from, to): the part of a block that just became free body. Only that
@@ -186,7 +172,7 @@ static inline void open_up(const mk_tlsf_t *t, void *p, size_t n)
 static inline void poison_span(const mk_tlsf_t *t, void *from, void *to)
 {
     if (MK_UNLIKELY(t->poison) && (char *)to > (char *)from)
-        set_access(from, (size_t)((char *)to - (char *)from), false);
+        mk__set_access(from, (size_t)((char *)to - (char *)from), false, true);
 }
 
 /* A free block's body: its payload past the links, before the last 8 bytes. */
@@ -581,19 +567,6 @@ void mk_tlsf_destroy(mk_tlsf_t *t)
 /* ------------------------------------------------------------------------ */
 /* debug mode                                                                */
 
-__attribute__((noreturn, format(printf, 2, 3), cold)) static void
-debug_die(mk_tlsf_t *t, const char *fmt, ...)
-{
-    char msg[256];
-    va_list ap;
-
-    (void)t;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    mk__die("%s", msg);
-}
-
 static region_t *region_of(mk_tlsf_t *t, uintptr_t p)
 {
     for (region_t *r = t->regions; r; r = r->next)
@@ -622,21 +595,20 @@ static size_t debug_verify(mk_tlsf_t *t, const void *p, const char *who)
     char *end;
 
     if (!r || (uintptr_t)p % ALIGN)
-        debug_die(t, "%s: %p is not a block of this heap (foreign pointer)", who, p);
+        mk__die("%s: %p is not a block of this heap (foreign pointer)", who, p);
     if (b->size & FREE)
-        debug_die(t, "%s: %p is already free (double free)", who, p);
+        mk__die("%s: %p is already free (double free)", who, p);
     end = (char *)payload(b) + bsize(b);
     if (bsize(b) < BLOCK_MIN || (uintptr_t)end > (uintptr_t)r + r->bytes ||
         (memcpy(&tag, end - 8, 8), tag != (TAG_MAGIC ^ (uintptr_t)b)))
-        debug_die(t, "%s: %p is not a live block (inside a block, or freed and reused)",
-                  who, p);
+        mk__die("%s: %p is not a live block (inside a block, or freed and reused)", who,
+                p);
     memcpy(&req, end - 16, 8);
     if (req > bsize(b) - DEBUG_EXTRA)
-        debug_die(t, "%s: the block at %p has a damaged size record (overrun?)", who, p);
+        mk__die("%s: the block at %p has a damaged size record (overrun?)", who, p);
     memcpy(&canary, (const char *)p + req, 8);
     if (canary != CANARY)
-        debug_die(t, "%s: the block at %p (%zu bytes) was written past its end", who, p,
-                  req);
+        mk__die("%s: the block at %p (%zu bytes) was written past its end", who, p, req);
     return req;
 }
 

@@ -53,6 +53,7 @@ typedef struct mk_bench_config {
     int rounds;
     uint64_t size, threads; /* malloc-free's configuration; 0 for the others */
     int n;                  /* results filled so far */
+    bool runs[16];          /* allocator i is wanted and starts a child here */
     mk_bench_result res[16];
 } mk_bench_config;
 

@@ -82,18 +82,10 @@ typedef struct progress {
     int done, total; /* runs that start a child process */
 } progress_t;
 
-static bool runs_child(const mk_bench_config *c, const mk_bench_allocator *a)
-{
-    mk_bench_result scratch;
-
-    return mk_bench_unavailable(c->w, a, &scratch) == NULL;
-}
-
 /* The expected wall time of the runs left, from the finished runs of the same
  * workload, or of any workload before the first of this one finishes; a
  * negative value when nothing has finished yet. */
-static double time_left(const mk_bench_config *c, int nconf, int cur, int next_alloc,
-                        const options_t *o)
+static double time_left(const mk_bench_config *c, int nconf, int cur, int next_alloc)
 {
     double any_sum = 0, left = 0;
     int any_n = 0;
@@ -116,21 +108,21 @@ static double time_left(const mk_bench_config *c, int nconf, int cur, int next_a
                         sum += c[m].res[i].wall_s, cnt++;
         double each = cnt ? sum / cnt : any_sum / any_n;
         for (size_t i = k == cur ? (size_t)next_alloc : 0; i < mk_bench_n_allocators; i++)
-            if (o->want[i] && runs_child(&c[k], &mk_bench_allocators[i]))
+            if (c[k].runs[i])
                 left += each;
     }
     return left;
 }
 
 static void progress_show(progress_t *p, const mk_bench_config *c, int nconf, int cur,
-                          size_t alloc, const options_t *o)
+                          size_t alloc)
 {
     char eta[48] = "";
     double left;
 
     if (!p->on)
         return;
-    if ((left = time_left(c, nconf, cur, (int)alloc, o)) >= 0) {
+    if ((left = time_left(c, nconf, cur, (int)alloc)) >= 0) {
         unsigned s = (unsigned)(left + 0.5);
         if (s >= 60)
             snprintf(eta, sizeof eta, ", about %um%02us left", s / 60, s % 60);
@@ -176,9 +168,18 @@ static int run_plan(mk_bench_config *c, int nconf, const options_t *o)
     progress_t p = {.on = isatty(STDERR_FILENO)};
     int failed = 0;
 
-    for (int k = 0; k < nconf; k++)
-        for (size_t i = 0; i < mk_bench_n_allocators; i++)
-            p.total += o->want[i] && runs_child(&c[k], &mk_bench_allocators[i]);
+    /* Which runs start a child, decided once per configuration with its own
+     * environment (whether mk_pool fits malloc-free depends on its threads). */
+    for (int k = 0; k < nconf; k++) {
+        mk_bench_result scratch;
+
+        export_config(&c[k]);
+        for (size_t i = 0; i < mk_bench_n_allocators; i++) {
+            c[k].runs[i] = o->want[i] && !mk_bench_unavailable(
+                                             c[k].w, &mk_bench_allocators[i], &scratch);
+            p.total += c[k].runs[i];
+        }
+    }
     for (int k = 0; k < nconf; k++) {
         export_config(&c[k]);
         for (size_t i = 0; i < mk_bench_n_allocators; i++) {
@@ -187,12 +188,11 @@ static int run_plan(mk_bench_config *c, int nconf, const options_t *o)
 
             if (!o->want[i])
                 continue;
-            bool child = runs_child(&c[k], a);
-            if (child)
-                progress_show(&p, c, nconf, k, i, o);
+            if (c[k].runs[i])
+                progress_show(&p, c, nconf, k, i);
             mk_bench_run_one(c[k].w, a, c[k].scale, c[k].rounds, r);
             c[k].n++;
-            p.done += child;
+            p.done += c[k].runs[i];
             failed += strcmp(r->status, "failed") == 0;
         }
         progress_clear(&p);

@@ -99,26 +99,6 @@ int mk_bench_child(int argc, char **argv)
 /* ------------------------------------------------------------------------ */
 /* the parent side                                                           */
 
-/* Finds a drop-in allocator's library; NULL if it is not installed. */
-static const char *find_library(const char *soname, char *buf, size_t len)
-{
-    static const char *const dirs[] = {
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib64",
-        "/usr/lib",
-        "/usr/local/lib",
-        "/lib/x86_64-linux-gnu",
-    };
-
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-        snprintf(buf, len, "%s/%s", dirs[i], soname);
-        if (access(buf, R_OK) == 0)
-            return buf;
-    }
-    return NULL;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -248,7 +228,7 @@ const char *mk_bench_unavailable(const mk_workload *w, const mk_bench_allocator 
                  "cannot preload a drop-in allocator into a sanitizer build");
         return "skipped";
     }
-    if (a->soname && !find_library(a->soname, lib, sizeof lib)) {
+    if (a->soname && !mk_find_library(a->soname, lib, sizeof lib)) {
         snprintf(r->reason, sizeof r->reason, "not installed: apt-get install %s",
                  a->package);
         return "skipped";
@@ -272,7 +252,7 @@ void mk_bench_run_one(const mk_workload *w, const mk_bench_allocator *a, uint64_
     if ((r->status = mk_bench_unavailable(w, a, r)) != NULL)
         return;
     if (a->soname)
-        preload = find_library(a->soname, lib, sizeof lib);
+        preload = mk_find_library(a->soname, lib, sizeof lib);
     snprintf(scale_s, sizeof scale_s, "%llu", (unsigned long long)scale);
     snprintf(rounds_s, sizeof rounds_s, "%d", rounds);
     fflush(NULL);

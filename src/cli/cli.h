@@ -3,6 +3,7 @@
 #define MEMKIT_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,6 +21,7 @@ int mk_cmd_trace(int argc, char **argv);
 int mk_cmd_report(int argc, char **argv);
 int mk_cmd_diff(int argc, char **argv);
 int mk_cmd_check(int argc, char **argv);
+int mk_cmd_tune(int argc, char **argv);
 
 /* Reads a trace and prints its summary (full) or nothing; *calls gets its
  * allocation calls. Returns MK_EXIT_OK, or MK_EXIT_USAGE when the file is
@@ -41,6 +43,22 @@ int mk_load_input(struct mk_report *r, const char *path, const struct mk_report_
 
 /* Prints "memkit: <message>" on stderr and returns MK_EXIT_USAGE. */
 int mk_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The program file exec would run for CMD: CMD itself if it has a slash,
+ * else the first executable of that name in PATH. */
+bool mk_resolve_command(const char *cmd, char *out, size_t cap);
+
+/* Whether the dynamic loader will honour LD_PRELOAD for a program file. */
+typedef enum mk_program_kind {
+    MK_PROGRAM_PRELOADABLE, /* dynamically linked (or a script, or unknown) */
+    MK_PROGRAM_STATIC,      /* statically linked: no loader runs */
+    MK_PROGRAM_SETID,       /* setuid/setgid: the loader ignores LD_PRELOAD */
+} mk_program_kind;
+mk_program_kind mk_program_kind_of(const char *file);
+
+/* A drop-in allocator's library file (e.g. "libjemalloc.so.2") in the
+ * system's library directories, written to buf; NULL if not installed. */
+const char *mk_find_library(const char *soname, char *buf, size_t len);
 
 /* Parses a non-negative integer with an optional k/M/G suffix (powers of 1000). */
 bool mk_parse_count(const char *s, uint64_t *out);

@@ -24,7 +24,8 @@ static const command_t commands[] = {
     {"diff", mk_cmd_diff, "compare two traces: totals with ratios, sites that changed"},
     {"check", mk_cmd_check, "fail CI when allocation counts regress"},
     {"bench", mk_cmd_bench, "benchmark allocators on classic workloads"},
-    {"tune", NULL, "find the allocator and glibc settings that suit a program (planned)"},
+    {"tune", mk_cmd_tune,
+     "find the allocator and glibc settings that make a program faster"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

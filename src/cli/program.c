@@ -1,0 +1,89 @@
+/*
+ * program.c - what the subcommands that run a user's program need to know
+ * about it before running it: where exec finds it, whether the loader would
+ * honour LD_PRELOAD for it, and where a drop-in allocator library lives.
+ */
+#include "cli.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool mk_resolve_command(const char *cmd, char *out, size_t cap)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(out, cap, "%s", cmd);
+        return access(out, X_OK) == 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        snprintf(out, cap, "%.*s/%s", (int)len, len ? path : ".", cmd);
+        struct stat st;
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return true;
+        path += len + (path[len] == ':');
+    }
+    return false;
+}
+
+/* A 64-bit ELF file without a PT_INTERP segment is started by the kernel
+ * directly: no dynamic loader, so nothing reads LD_PRELOAD. */
+static bool elf_is_static(int fd)
+{
+    Elf64_Ehdr eh;
+
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+        return false; /* a script, or not ours to judge: exec decides */
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph,
+                  (off_t)(eh.e_phoff + i * (uint64_t)eh.e_phentsize)) !=
+            (ssize_t)sizeof ph)
+            return false;
+        if (ph.p_type == PT_INTERP)
+            return false;
+    }
+    return true;
+}
+
+mk_program_kind mk_program_kind_of(const char *file)
+{
+    struct stat st;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    mk_program_kind kind = MK_PROGRAM_PRELOADABLE;
+
+    if (fd < 0)
+        return kind; /* exec will say why */
+    if (fstat(fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+        kind = MK_PROGRAM_SETID;
+    else if (elf_is_static(fd))
+        kind = MK_PROGRAM_STATIC;
+    close(fd);
+    return kind;
+}
+
+const char *mk_find_library(const char *soname, char *buf, size_t len)
+{
+    static const char *const dirs[] = {
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/lib/x86_64-linux-gnu",
+    };
+
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(buf, len, "%s/%s", dirs[i], soname);
+        if (access(buf, R_OK) == 0)
+            return buf;
+    }
+    return NULL;
+}

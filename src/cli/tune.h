@@ -1,0 +1,105 @@
+/*
+ * tune.h - what the parts of `memkit tune` share: the candidates (an
+ * allocator or glibc setting, expressed as environment variables), their
+ * measured runs, and the recommendation drawn from them.
+ *
+ *   cmd_tune.c     options, the candidates, the interleaved schedule, the verdict
+ *   tune_run.c     one run of the user's command under one candidate, measured
+ *   tune_stats.c   medians and the Mann-Whitney test
+ *   tune_output.c  the table and the JSON (docs/tune-json.md)
+ */
+#ifndef MEMKIT_CLI_TUNE_H
+#define MEMKIT_CLI_TUNE_H
+
+#include "cli.h"
+
+#include <stdint.h>
+
+#define MK_TUNE_MAX_RUNS       100
+#define MK_TUNE_MAX_ENV        8
+#define MK_TUNE_MAX_CANDIDATES 32
+
+/* One measured run of the command. */
+typedef struct mk_tune_sample {
+    double wall_s, user_s, sys_s;
+    uint64_t peak_rss_bytes, minor_faults, major_faults;
+} mk_tune_sample;
+
+typedef struct mk_tune_stat {
+    double median, min, max;
+} mk_tune_stat;
+
+typedef struct mk_tune_candidate {
+    char name[40];
+    const char *about;              /* what it changes, one line */
+    char *env[MK_TUNE_MAX_ENV + 1]; /* "VAR=value", NULL-terminated */
+    char **envp;                    /* the whole environment of its runs */
+    char *merged[MK_TUNE_MAX_ENV];  /* envp entries built from the user's and ours */
+    const char *status; /* "ok", "missing", "n/a", "failed", "output differs" */
+    char reason[240];
+    int nruns;
+    mk_tune_sample s[MK_TUNE_MAX_RUNS];
+    /* computed from s by mk_tune_conclude */
+    mk_tune_stat wall_s, user_s, sys_s, peak_rss, minor_faults, major_faults;
+    double speedup;   /* glibc's median wall / ours; 0 when not measured */
+    double p_faster;  /* one-sided Mann-Whitney p that our walls are smaller */
+    double rss_ratio; /* our median peak RSS / glibc's */
+    double p_leaner;  /* the same test on peak RSS */
+} mk_tune_candidate;
+
+typedef struct mk_tune_opts {
+    char **cmd;        /* the command and its arguments */
+    int runs;          /* measured runs per candidate */
+    bool check_output; /* disqualify on stdout different from glibc's */
+    bool json;         /* JSON instead of the table */
+    const char *input; /* each run's stdin; NULL: /dev/null */
+    double timeout_s;  /* 0: none */
+    bool progress;     /* a progress line on stderr */
+} mk_tune_opts;
+
+/* The verdict: the best candidate beyond noise on time and on memory
+ * (index into the candidates; 0, glibc, when nothing beats it). */
+typedef struct mk_tune_verdict {
+    int fastest, leanest;
+    double tool_wall_s, runs_wall_s; /* all of memkit tune / the command's runs */
+    int total_runs;
+} mk_tune_verdict;
+
+/* The outcome of one run. */
+typedef struct mk_tune_outcome {
+    bool ok;           /* exited with status 0 within the time limit */
+    uint64_t out_hash; /* FNV-1a of its stdout (with check_output) */
+    uint64_t out_len;
+    char why[200]; /* when not ok: exit status or signal, and its last stderr line */
+} mk_tune_outcome;
+
+/* The run-time state of tune_run.c: where the command's output goes. */
+typedef struct mk_tune_runner {
+    int out_fd, err_fd; /* memfds (out: /dev/null without check_output) */
+} mk_tune_runner;
+
+bool mk_tune_runner_open(mk_tune_runner *r, const mk_tune_opts *o, char *err, size_t len);
+void mk_tune_runner_close(mk_tune_runner *r);
+
+/* Runs o->cmd once with c's environment; fills *s (measures) and *res. False
+ * when the command could not be started at all (err says why). */
+bool mk_tune_run(mk_tune_runner *r, const mk_tune_candidate *c, const mk_tune_opts *o,
+                 mk_tune_sample *s, mk_tune_outcome *res, char *err, size_t len);
+
+/* Median, min and max of v[0..n-1] (n <= MK_TUNE_MAX_RUNS); zeros when n is 0. */
+mk_tune_stat mk_tune_stat_of(const double *v, int n);
+
+/* The probability, under the hypothesis that both samples come from one
+ * distribution, that a's values beat b's (are smaller) at least as often as
+ * they did: the exact one-sided Mann-Whitney U test, ties counted half. */
+double mk_tune_p_smaller(const double *a, int na, const double *b, int nb);
+
+/* The command line a user types to run cmd under c (environment first). */
+void mk_tune_command_line(const mk_tune_candidate *c, char **cmd, FILE *out);
+
+void mk_tune_print_table(const mk_tune_candidate *c, int n, const mk_tune_verdict *v,
+                         const mk_tune_opts *o, FILE *out);
+void mk_tune_print_json(const mk_tune_candidate *c, int n, const mk_tune_verdict *v,
+                        const mk_tune_opts *o, FILE *out);
+
+#endif /* MEMKIT_CLI_TUNE_H */

@@ -147,6 +147,19 @@ static void input(mk_json *j, mk_report_t *r)
             key_uint(j, "minor_faults", r->tr->end.minflt);
             key_uint(j, "major_faults", r->tr->end.majflt);
         }
+        mk_json_key(j, "glibc_heap");
+        if (r->tr->end.has_heap_view) {
+            const mk_trace_end_t *e = &r->tr->end;
+            mk_json_begin_object(j);
+            key_uint(j, "arena_bytes", e->glibc_arena);
+            key_uint(j, "in_use_bytes", e->glibc_in_use);
+            key_uint(j, "free_bytes", e->glibc_free);
+            key_uint(j, "mmapped_bytes", e->glibc_mmapped);
+            key_uint(j, "heap_rss_bytes", e->heap_rss);
+            mk_json_end_object(j);
+        } else {
+            mk_json_null(j);
+        }
     } else {
         key_uint(j, "lines", r->md.lines);
         key_uint(j, "unrecognized_lines", r->md.unrecognized);

@@ -21,6 +21,30 @@ static void heading(const text_t *t, const char *s)
     fprintf(t->out, t->color ? "\n\033[1m%s\033[0m\n" : "\n%s\n", s);
 }
 
+/* glibc's own view of its heap at exit: what it took from the system, what
+ * of it the program still uses, and what it holds free (memory a lower trim
+ * threshold or malloc_trim would give back). */
+static void glibc_heap(const mk_trace_end_t *e, FILE *out)
+{
+    char arena[32], used[32], free_b[32], mapped[32], rss[32];
+
+    if (!e->has_heap_view)
+        return;
+    fprintf(out,
+            "glibc heap at exit: %s from the system (%s in use, %s free), %s mmapped\n",
+            mk_fmt_bytes(e->glibc_arena, arena, sizeof arena),
+            mk_fmt_bytes(e->glibc_in_use, used, sizeof used),
+            mk_fmt_bytes(e->glibc_free, free_b, sizeof free_b),
+            mk_fmt_bytes(e->glibc_mmapped, mapped, sizeof mapped));
+    fprintf(out, "Heap RSS ([heap] mapping): %s",
+            mk_fmt_bytes(e->heap_rss, rss, sizeof rss));
+    /* worth a word when the free part dominates and is more than noise */
+    if (e->glibc_free > e->glibc_in_use && e->glibc_free >= (1u << 20))
+        fprintf(out, " (glibc holds %s it does not use: see glibc-lean in memkit tune)",
+                free_b);
+    fputc('\n', out);
+}
+
 static void totals(const text_t *t)
 {
     const mk_profile_t *p = &t->r->prof;
@@ -72,6 +96,7 @@ static void totals(const text_t *t)
         fprintf(out, " (%.1f allocations per byte)",
                 (double)p->allocation_calls / (double)io);
     fputc('\n', out);
+    glibc_heap(&tr->end, out);
 }
 
 /* "  1. 10 calls, 205 bytes: main at basic.c:12 (basic)" */

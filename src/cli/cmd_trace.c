@@ -10,10 +10,10 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
+#include "../trace/mallopt.h"
 #include "../trace/reader.h"
 
 #include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,6 +29,7 @@
 
 typedef struct trace_opts {
     const char *prefix;
+    const char *mallopt; /* MEMKIT_MALLOPT for the program, or NULL */
     int depth;
     bool no_stacks, summary_only, syscalls, quiet;
     int top;
@@ -51,8 +52,16 @@ static void usage(FILE *out)
         "  --summary-only       aggregate inside the process; no per-event trace\n"
         "  --syscalls           also record mmap, munmap, mremap, brk and sbrk\n"
         "  --top N              call sites in the summary (default 3)\n"
+        "  --mallopt LIST       apply glibc mallopt settings in the program first, e.g.\n"
+        "                       mmap_threshold=33554432,trim_threshold=-1 (names as in\n"
+        "                       GLIBC_TUNABLES: mmap_threshold, trim_threshold, "
+        "top_pad,\n"
+        "                       mmap_max, arena_max, arena_test, perturb, mxfast)\n"
         "  -q, --quiet          no summary; just trace\n"
-        "\nenvironment: MEMKIT_PRELOAD overrides the tracer library's path.\n",
+        "\nenvironment: MEMKIT_PRELOAD overrides the tracer library's path; "
+        "MEMKIT_MALLOPT\n"
+        "is what --mallopt sets (the tracer reads it, also in programs started by "
+        "hand).\n",
         128);
 }
 
@@ -83,58 +92,6 @@ static bool find_preload(char *out, size_t cap)
     return false;
 }
 
-/* The program file exec would run: CMD itself if it has a slash, else from PATH. */
-static bool resolve_command(const char *cmd, char *out, size_t cap)
-{
-    if (strchr(cmd, '/')) {
-        snprintf(out, cap, "%s", cmd);
-        return access(out, X_OK) == 0;
-    }
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        size_t len = strcspn(path, ":");
-        snprintf(out, cap, "%.*s/%s", (int)len, len ? path : ".", cmd);
-        struct stat st;
-        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
-            return true;
-        path += len + (path[len] == ':');
-    }
-    return false;
-}
-
-/* A program we cannot trace: statically linked (no PT_INTERP), or setuid. */
-static const char *untraceable(const char *file)
-{
-    Elf64_Ehdr eh;
-    struct stat st;
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
-    const char *why = NULL;
-
-    if (fd < 0)
-        return NULL; /* exec will say why */
-    if (fstat(fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
-        why = "is setuid or setgid: the loader ignores LD_PRELOAD for it";
-    if (!why && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64) {
-        bool interp = false;
-        for (unsigned i = 0; i < eh.e_phnum; i++) {
-            Elf64_Phdr ph;
-            if (pread(fd, &ph, sizeof ph,
-                      (off_t)(eh.e_phoff + i * (uint64_t)eh.e_phentsize)) !=
-                (ssize_t)sizeof ph)
-                break;
-            interp |= ph.p_type == PT_INTERP;
-        }
-        if (!interp)
-            why = "is statically linked: memkit trace needs a dynamically linked program "
-                  "(it preloads a library into it)";
-    }
-    close(fd);
-    return why;
-}
-
 static void set_env(const char *name, const char *value)
 {
     if (setenv(name, value, 1) != 0) {
@@ -162,6 +119,8 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     set_env("MEMKIT_TRACE_DEPTH", depth);
     set_env("MEMKIT_TRACE_SUMMARY_ONLY", o->summary_only ? "1" : "0");
     set_env("MEMKIT_TRACE_SYSCALLS", o->syscalls ? "1" : "0");
+    if (o->mallopt)
+        set_env("MEMKIT_MALLOPT", o->mallopt);
     signal(SIGINT, SIG_DFL);
     signal(SIGQUIT, SIG_DFL);
     execvp(argv[0], argv);
@@ -263,6 +222,12 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
                 return mk_usage_error("--top wants a number up to 1000, not '%s'",
                                       argv[i]);
             o->top = (int)v;
+        } else if (strcmp(a, "--mallopt") == 0 && i + 1 < argc) {
+            mk_mallopt set[MK_MALLOPT_MAX];
+            char err[256];
+            o->mallopt = argv[++i];
+            if (mk_mallopt_parse(o->mallopt, set, err, sizeof err) < 0)
+                return mk_usage_error("trace: --mallopt: %s", err);
         } else if (strcmp(a, "--no-stacks") == 0) {
             o->no_stacks = true;
         } else if (strcmp(a, "--summary-only") == 0) {
@@ -290,12 +255,22 @@ int mk_cmd_trace(int argc, char **argv)
     if ((rc = parse_opts(argc, argv, &o, &first)) >= 0)
         return rc;
     char **cmd = argv + first;
-    if (!resolve_command(cmd[0], file, sizeof file))
+    if (!mk_resolve_command(cmd[0], file, sizeof file))
         return mk_usage_error("trace: cannot find '%s' (not in PATH, or not executable)",
                               cmd[0]);
-    const char *why = untraceable(file);
-    if (why)
-        return mk_usage_error("trace: %s %s", file, why);
+    switch (mk_program_kind_of(file)) {
+    case MK_PROGRAM_SETID:
+        return mk_usage_error("trace: %s is setuid or setgid: the loader ignores "
+                              "LD_PRELOAD for it",
+                              file);
+    case MK_PROGRAM_STATIC:
+        return mk_usage_error(
+            "trace: %s is statically linked: memkit trace needs a "
+            "dynamically linked program (it preloads a library into it)",
+            file);
+    case MK_PROGRAM_PRELOADABLE:
+        break;
+    }
     if (!find_preload(preload, sizeof preload))
         return mk_usage_error(
             "trace: cannot find libmemkit-preload.so (set MEMKIT_PRELOAD)");

@@ -24,6 +24,7 @@ extern char **environ;
 static const char *const traced_vars[] = {
     "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
     "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
+    "MEMKIT_MALLOPT",
 };
 #define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
 static char saved_env[N_TRACED_VARS][4200];

@@ -160,6 +160,12 @@ MK_HIDDEN void mk_stacks_flush_cache(void);
 /* hooks_proc.c */
 MK_HIDDEN void mk_proc_init(void);
 
+/* glibc_heap.c: MEMKIT_MALLOPT applied; glibc's view of its heap at the end:
+ * arena, in use, free, mmapped (mallinfo2) and the [heap] mapping's RSS. */
+#define MK_HEAP_VIEW_FIELDS 5
+MK_HIDDEN void mk_glibc_apply_mallopt(void);
+MK_HIDDEN void mk_glibc_heap_view(uint64_t v[MK_HEAP_VIEW_FIELDS]);
+
 /* modules.c */
 MK_HIDDEN void mk_modules_write(void);
 MK_HIDDEN void mk_modules_after_fork_child(void);

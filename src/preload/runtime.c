@@ -355,6 +355,17 @@ static void write_end(int reason)
     p = mk_put_varint(p, mk_now() - mk_st.t_start);
     p = mk_put_varint(p, mk_ticks());
     p = mk_put_varint(p, mk_st.bytes_written); /* ours, to subtract from wchar */
+    /* Added later, so optional: glibc's view of its heap. Not after _exit,
+     * which is often called from a signal handler that may have interrupted
+     * malloc holding the arena lock mallinfo2 takes. */
+    if (reason != MK_END_EXIT_NOW) {
+        uint64_t view[MK_HEAP_VIEW_FIELDS];
+
+        mk_glibc_heap_view(view);
+        p = mk_put_varint(p, MK_HEAP_VIEW_FIELDS);
+        for (int i = 0; i < MK_HEAP_VIEW_FIELDS; i++)
+            p = mk_put_varint(p, view[i]);
+    }
     mk_output_record(NULL, MK_REC_END, raw, (size_t)(p - raw));
 }
 
@@ -490,6 +501,7 @@ void mk_init(void)
         return;
     }
     read_config(&mk_st.cfg);
+    mk_glibc_apply_mallopt();
     mk_proc_init();
     mk_st.pid = getpid();
     mk_st.t_start = mk_now();

@@ -333,6 +333,19 @@ static bool absorb_end(mk_trace_t *tr, mk_cursor_t *c)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         *fields[i] = mk_get_varint(c);
     e->present = !c->err;
+    /* optional, appended later: a count, then glibc's view of its heap (a
+     * reader takes the fields it knows and skips the rest) */
+    if (!c->err && c->p < c->end) {
+        uint64_t *view[] = {&e->glibc_arena, &e->glibc_in_use, &e->glibc_free,
+                            &e->glibc_mmapped, &e->heap_rss};
+        uint64_t n = mk_get_varint(c);
+        for (uint64_t i = 0; i < n && !c->err; i++) {
+            uint64_t v = mk_get_varint(c);
+            if (i < sizeof view / sizeof view[0])
+                *view[i] = v;
+        }
+        e->has_heap_view = !c->err && n >= sizeof view / sizeof view[0];
+    }
     return !c->err;
 }
 

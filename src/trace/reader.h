@@ -43,6 +43,11 @@ typedef struct mk_trace_end {
     uint64_t maxrss_kb, minflt, majflt, utime_us, stime_us;
     uint64_t rchar, wchar, read_bytes, write_bytes, duration_ns;
     uint64_t end_tick, trace_bytes; /* trace_bytes: written by the tracer itself */
+    /* glibc's view of its heap at the end (absent after _exit and in older
+     * traces): mallinfo2's arena, in use, free and mmapped bytes, and the
+     * RSS of the [heap] mapping */
+    bool has_heap_view;
+    uint64_t glibc_arena, glibc_in_use, glibc_free, glibc_mmapped, heap_rss;
 } mk_trace_end_t;
 
 typedef struct mk_summary_site {

@@ -190,6 +190,42 @@ badargs)
     expect_status 2
     expect_re "cannot find"
     ;;
+mallopt)
+    # glibc's view at exit, default settings: the 1 MiB block was mmapped (with
+    # the tracer's own large buffers) and the freed 20 MB went back to the system
+    trace -- "$progs/heapview"
+    expect_status 5
+    expect_re "^glibc heap at exit: .*\), [1-9][0-9.]* MB mmapped$"
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/default.json" 2>&1 ||
+        fail "report failed"
+    rm -f "$work"/t.*.mkt
+    # the same under --mallopt: nothing mmapped, nothing trimmed
+    trace --mallopt mmap_threshold=33554432,trim_threshold=-1 -- "$progs/heapview"
+    expect_status 5
+    expect_re "^glibc heap at exit: .*\), 0 B mmapped$"
+    expect_re "glibc holds .* it does not use"
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/tuned.json" 2>&1 ||
+        fail "report failed"
+    python3 - "$work/default.json" "$work/tuned.json" <<'PY' || fail "glibc_heap in the JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))["input"]["glibc_heap"]
+t = json.load(open(sys.argv[2]))["input"]["glibc_heap"]
+assert d["mmapped_bytes"] >= 1 << 20 and t["mmapped_bytes"] == 0, (d, t)
+assert d["arena_bytes"] < 4 << 20 and t["arena_bytes"] >= 16 << 20, (d, t)
+assert t["free_bytes"] >= 16 << 20 and t["heap_rss_bytes"] >= 16 << 20, t
+PY
+    # a bad setting: refused before anything runs
+    trace --mallopt mmap_threshold=lots -- "$progs/heapview"
+    expect_status 2
+    expect_re "mallopt setting mmap_threshold wants an int"
+    # set by hand and wrong: said once, the program runs on, traced
+    MEMKIT_MALLOPT=nosuch=1 "$memkit" trace -o "$work/h" -- "$progs/heapview" >"$out" 2>&1
+    status=$?
+    expect_status 5
+    [ "$(grep -c "MEMKIT_MALLOPT: unknown mallopt setting 'nosuch'" "$out")" -eq 1 ] ||
+        fail "expected one message about MEMKIT_MALLOPT"
+    expect "Mallocs: 20002" # and stdout's buffer
+    ;;
 *)
     fail "unknown test"
     ;;

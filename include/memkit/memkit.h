@@ -15,5 +15,7 @@
 #include <memkit/fifo.h>
 #include <memkit/ring.h>
 #include <memkit/tlsf.h>
+#include <memkit/localbuf.h>
+#include <memkit/smallvec.h>
 
 #endif /* MEMKIT_MEMKIT_H */

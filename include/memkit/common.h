@@ -18,8 +18,15 @@
 #define MK_VERSION_STRING "0.1.0"
 
 #ifdef __cplusplus
-#define MK__EXTERN_C_BEGIN extern "C" {
-#define MK__EXTERN_C_END   }
+/* In C++ a struct tag and a function of the same name (mk_pool_stats) trip
+ * -Wshadow in the user's build; the C API keeps C's names. */
+#define MK__EXTERN_C_BEGIN                                                               \
+    _Pragma("GCC diagnostic push")                                                       \
+        _Pragma("GCC diagnostic ignored \"-Wshadow\"") extern "C"                        \
+    {
+#define MK__EXTERN_C_END                                                                 \
+    }                                                                                    \
+    _Pragma("GCC diagnostic pop")
 #else
 #define MK__EXTERN_C_BEGIN
 #define MK__EXTERN_C_END

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh BUILD_DIR CONSUMER_SRC - installs the build into a temporary prefix and
 # builds a small external program against it twice: with pkg-config, and with CMake's
-# find_package(memkit). Both programs must run and print "ok".
+# find_package(memkit), the latter also a C++17 one using the pmr adapters.
+# Every program must run and print "ok".
 set -eu
 build=$1
 src=$2
@@ -25,4 +26,5 @@ cc -std=gnu11 -Wall -Werror -o "$tmp/with_pc_static" "$src/consumer.c" \
 cmake -S "$src" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$tmp/cm" >/dev/null
 "$tmp/cm/consumer" | grep -qx ok
-echo "install_consumer: 3 passed, 0 failed"
+"$tmp/cm/consumer_cxx" | grep -qx ok   # the C++ adapters, with -Wshadow -Werror
+echo "install_consumer: 4 passed, 0 failed"

@@ -1,0 +1,360 @@
+/*
+ * memkit/pmr.hpp - libmemkit under C++ containers (C++17, header-only).
+ *
+ * std::pmr::memory_resource adapters, so a container takes memkit's allocators
+ * with one constructor argument:
+ *
+ *     {
+ *         memkit::stack_resource frame;                  // a frame of mk_tstack()
+ *         std::pmr::vector<int> v(&frame);                // bump allocation
+ *         std::pmr::string s("a longer string than SSO", &frame);
+ *     }                                                   // all of it gone at once
+ *
+ *     memkit::pool_resource nodes;                        // a pool per node size
+ *     std::pmr::unordered_map<int, int> m(&nodes);
+ *
+ *   stack_resource  a frame of an mk_stack (the thread's, or yours), pushed at
+ *                   construction and popped at destruction: monotonic, deallocate
+ *                   does nothing, everything is released by the pop. Allocating
+ *                   while a newer frame is open on that stack aborts with a
+ *                   message (the block would die with the newer frame).
+ *   pool_resource   mk_pool for small fixed sizes: each distinct size up to
+ *                   max_block (default 256 bytes) gets a pool, up to 8 sizes; other
+ *                   requests go upstream. Node containers (map, set, list,
+ *                   unordered_*) allocate one size over and over: that is the case.
+ *   fifo_resource   mk_fifo: for blocks freed in about the order allocated (queues).
+ *   tlsf_resource   mk_tlsf: general purpose, bounded time per call.
+ *
+ * All of them are single-threaded like the allocators under them, and compare
+ * equal only to themselves. On exhaustion they throw std::bad_alloc.
+ *
+ * memkit::allocator<T> is a minimal std-compatible allocator over any
+ * memory_resource (given at construction), for containers that take an
+ * allocator type instead of using std::pmr.
+ * memkit::stack_scope is an RAII frame (MK_SCOPE for C++), with the stack's
+ * unbalanced-pop check intact.
+ */
+#ifndef MEMKIT_PMR_HPP
+#define MEMKIT_PMR_HPP
+
+#include <memkit/memkit.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <memory_resource>
+#include <new>
+
+namespace memkit
+{
+
+/* ------------------------------------------------------------------------ */
+
+/* Pushes a frame on a stack (the thread's by default) and pops it when it goes
+ * out of scope; the frame is recorded at the caller's file and line. */
+class stack_scope
+{
+  public:
+    explicit stack_scope(mk_stack_t *st = mk_tstack(),
+                         const char *file = __builtin_FILE(), int line = __builtin_LINE())
+        : frame_(mk_stack_push_at(st, file, line))
+    {
+    }
+    ~stack_scope()
+    {
+        mk_stack_pop_frame(frame_);
+    }
+    stack_scope(const stack_scope &) = delete;
+    stack_scope &operator=(const stack_scope &) = delete;
+
+  private:
+    mk_stack_frame_t *frame_;
+};
+
+/* ------------------------------------------------------------------------ */
+
+class stack_resource : public std::pmr::memory_resource
+{
+  public:
+    explicit stack_resource(mk_stack_t *st = mk_tstack(),
+                            const char *file = __builtin_FILE(),
+                            int line = __builtin_LINE())
+        : st_(st), frame_(mk_stack_push_at(st, file, line))
+    {
+    }
+    ~stack_resource() override
+    {
+        mk_stack_pop_frame(frame_);
+    }
+    stack_resource(const stack_resource &) = delete;
+    stack_resource &operator=(const stack_resource &) = delete;
+
+    mk_stack_t *stack() const noexcept
+    {
+        return st_;
+    }
+
+  protected:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        /* our frame must be the innermost: mk_stack allocates in the innermost */
+        if (st_->frame != frame_)
+            frame_not_innermost();
+        void *p = mk_stack_alloc_aligned(st_, bytes, align);
+        if (!p)
+            throw std::bad_alloc();
+        return p;
+    }
+    void do_deallocate(void *, std::size_t, std::size_t) override {}
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    {
+        return this == &other;
+    }
+
+  private:
+    [[noreturn]] static void frame_not_innermost();
+    mk_stack_t *st_;
+    mk_stack_frame_t *frame_;
+};
+
+inline void stack_resource::frame_not_innermost()
+{
+    std::fputs(
+        "memkit: memkit::stack_resource: allocation while a newer frame is open on "
+        "its stack (the block would be freed by that frame's pop)\n",
+        stderr);
+    std::abort();
+}
+
+/* ------------------------------------------------------------------------ */
+
+class pool_resource : public std::pmr::memory_resource
+{
+  public:
+    static constexpr int max_sizes = 8;
+
+    /* Pools for every size up to max_block; others go to upstream. */
+    explicit pool_resource(
+        std::pmr::memory_resource *upstream = std::pmr::get_default_resource(),
+        std::size_t max_block = 256)
+        : upstream_(upstream), max_block_(max_block)
+    {
+    }
+    /* Exactly one pooled size. */
+    pool_resource(std::size_t block_size, std::pmr::memory_resource *upstream)
+        : upstream_(upstream), max_block_(block_size), only_(block_size)
+    {
+    }
+    ~pool_resource() override
+    {
+        for (int i = 0; i < n_; i++)
+            mk_pool_destroy(slot_[i].pool);
+    }
+    pool_resource(const pool_resource &) = delete;
+    pool_resource &operator=(const pool_resource &) = delete;
+
+    std::pmr::memory_resource *upstream_resource() const noexcept
+    {
+        return upstream_;
+    }
+
+  protected:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        if (mk_pool_t *pool = pool_for(bytes, align, true)) {
+            void *p = mk_pool_alloc(pool);
+            if (!p)
+                throw std::bad_alloc();
+            return p;
+        }
+        return upstream_->allocate(bytes, align);
+    }
+    void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
+    {
+        /* the same size and alignment as the allocation: the same decision */
+        if (mk_pool_t *pool = pool_for(bytes, align, false))
+            mk_pool_free(pool, p);
+        else
+            upstream_->deallocate(p, bytes, align);
+    }
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    {
+        return this == &other;
+    }
+
+  private:
+    struct slot {
+        std::size_t size;
+        mk_pool_t *pool;
+    };
+
+    /* The pool of this size; created on first use when `create`. NULL: upstream. */
+    mk_pool_t *pool_for(std::size_t bytes, std::size_t align, bool create)
+    {
+        if (bytes == 0 || bytes > max_block_ || align > MK_MALLOC_ALIGN ||
+            (only_ && bytes != only_))
+            return nullptr;
+        for (int i = 0; i < n_; i++)
+            if (slot_[i].size == bytes)
+                return slot_[i].pool;
+        if (!create || n_ == max_sizes)
+            return nullptr;
+        mk_pool_config_t cfg{};
+        cfg.item_size = bytes;
+        cfg.align = MK_MALLOC_ALIGN;
+        mk_pool_t *pool = mk_pool_create(&cfg);
+        if (!pool)
+            throw std::bad_alloc();
+        slot_[n_++] = slot{bytes, pool};
+        return pool;
+    }
+
+    std::pmr::memory_resource *upstream_;
+    std::size_t max_block_, only_ = 0;
+    slot slot_[max_sizes];
+    int n_ = 0;
+};
+
+/* ------------------------------------------------------------------------ */
+
+class fifo_resource : public std::pmr::memory_resource
+{
+  public:
+    explicit fifo_resource(const mk_fifo_config_t *config = nullptr)
+        : fifo_(mk_fifo_create(config))
+    {
+        if (!fifo_)
+            throw std::bad_alloc();
+    }
+    ~fifo_resource() override
+    {
+        mk_fifo_destroy(fifo_);
+    }
+    fifo_resource(const fifo_resource &) = delete;
+    fifo_resource &operator=(const fifo_resource &) = delete;
+
+    mk_fifo_t *fifo() const noexcept
+    {
+        return fifo_;
+    }
+
+  protected:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        /* every fifo block is 8-aligned already; smaller requests ask for that */
+        void *p = mk_fifo_alloc_aligned(fifo_, bytes,
+                                        align < MK_FIFO_GRAIN ? MK_FIFO_GRAIN : align);
+        if (!p)
+            throw std::bad_alloc();
+        return p;
+    }
+    void do_deallocate(void *p, std::size_t, std::size_t) override
+    {
+        mk_fifo_free(fifo_, p);
+    }
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    {
+        return this == &other;
+    }
+
+  private:
+    mk_fifo_t *fifo_;
+};
+
+/* ------------------------------------------------------------------------ */
+
+class tlsf_resource : public std::pmr::memory_resource
+{
+  public:
+    /* Default: a heap that maps more memory when it runs out. */
+    explicit tlsf_resource(const mk_tlsf_config_t *config = nullptr)
+    {
+        mk_tlsf_config_t grow{};
+        grow.flags = MK_TLSF_GROW;
+        tlsf_ = mk_tlsf_create(config ? config : &grow);
+        if (!tlsf_)
+            throw std::bad_alloc();
+    }
+    ~tlsf_resource() override
+    {
+        mk_tlsf_destroy(tlsf_);
+    }
+    tlsf_resource(const tlsf_resource &) = delete;
+    tlsf_resource &operator=(const tlsf_resource &) = delete;
+
+    mk_tlsf_t *tlsf() const noexcept
+    {
+        return tlsf_;
+    }
+
+  protected:
+    void *do_allocate(std::size_t bytes, std::size_t align) override
+    {
+        void *p = align <= MK_MALLOC_ALIGN ? mk_tlsf_malloc(tlsf_, bytes)
+                                           : mk_tlsf_memalign(tlsf_, align, bytes);
+        if (!p)
+            throw std::bad_alloc();
+        return p;
+    }
+    void do_deallocate(void *p, std::size_t, std::size_t) override
+    {
+        mk_tlsf_free(tlsf_, p);
+    }
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    {
+        return this == &other;
+    }
+
+  private:
+    mk_tlsf_t *tlsf_;
+};
+
+/* ------------------------------------------------------------------------ */
+
+/* A std-compatible allocator over a memory_resource, for code whose containers
+ * take an allocator type: std::vector<int, memkit::allocator<int>> v(&res). */
+template <class T> class allocator
+{
+  public:
+    using value_type = T;
+
+    allocator(std::pmr::memory_resource *r) noexcept
+        : r_(r) {} // NOLINT: implicit on purpose
+    template <class U>
+    allocator(const allocator<U> &other) noexcept : r_(other.resource())
+    {
+    }
+
+    T *allocate(std::size_t n)
+    {
+        if (n > std::size_t(-1) / sizeof(T))
+            throw std::bad_array_new_length();
+        return static_cast<T *>(r_->allocate(n * sizeof(T), alignof(T)));
+    }
+    void deallocate(T *p, std::size_t n) noexcept
+    {
+        r_->deallocate(p, n * sizeof(T), alignof(T));
+    }
+    std::pmr::memory_resource *resource() const noexcept
+    {
+        return r_;
+    }
+
+  private:
+    std::pmr::memory_resource *r_;
+};
+
+template <class T, class U>
+bool operator==(const allocator<T> &a, const allocator<U> &b) noexcept
+{
+    return a.resource()->is_equal(*b.resource());
+}
+template <class T, class U>
+bool operator!=(const allocator<T> &a, const allocator<U> &b) noexcept
+{
+    return !(a == b);
+}
+
+} // namespace memkit
+
+#endif /* MEMKIT_PMR_HPP */

@@ -98,9 +98,17 @@ MK_API void *mk__localbuf_frame(void);
 /* Makes room for `size` bytes, keeping the first b->len bytes when `keep`. */
 MK_API void *mk__localbuf_grow(mk_localbuf_t *b, size_t size, bool keep);
 
+MK_API void mk__localbuf_release_slow(mk_localbuf_t *b);
+
 /* Frees fallback storage and returns the buffer to its inline bytes, empty.
- * Scope exit calls it; calling it earlier is allowed (and again, harmlessly). */
-MK_API void mk_localbuf_release(mk_localbuf_t *b);
+ * Scope exit calls it; calling it earlier is allowed (and again, harmlessly).
+ * Inline, so the usual exit (still on the inline bytes) is two stores. */
+static inline void mk_localbuf_release(mk_localbuf_t *b)
+{
+    if (MK_UNLIKELY(b->data != b->inline_data))
+        mk__localbuf_release_slow(b);
+    b->len = 0;
+}
 
 /* ---- the fast paths ---- */
 

@@ -90,9 +90,9 @@ void *mk__localbuf_grow(mk_localbuf_t *b, size_t size, bool keep)
     return p;
 }
 
-void mk_localbuf_release(mk_localbuf_t *b)
+void mk__localbuf_release_slow(mk_localbuf_t *b)
 {
-    if (b->data != b->inline_data && b->fallback == MK_LOCALBUF_HEAP)
+    if (b->fallback == MK_LOCALBUF_HEAP)
         free(b->data);
     b->data = b->inline_data;
     b->cap = b->inline_cap;

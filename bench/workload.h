@@ -35,6 +35,7 @@ typedef enum mk_bench_api {
     MK_API_MK_FIFO,
     MK_API_MK_RING,
     MK_API_MK_TLSF,
+    MK_API_MK_LOCALBUF, /* local buffers (memkit/localbuf.h): no allocator object */
 } mk_bench_api;
 
 typedef struct mk_workload {

@@ -12,6 +12,9 @@ extern const mk_workload mk_workload_fifo_queue;
 extern const mk_workload mk_workload_producer_consumer;
 extern const mk_workload mk_workload_list_contended;
 extern const mk_workload mk_workload_malloc_free;
+extern const mk_workload mk_workload_local_array;
+extern const mk_workload mk_workload_pmr_vector;
+extern const mk_workload mk_workload_pmr_map;
 
 const mk_workload *const mk_workloads[] = {
     &mk_workload_list,
@@ -21,6 +24,9 @@ const mk_workload *const mk_workloads[] = {
     &mk_workload_mixed,
     &mk_workload_fifo_queue,
     &mk_workload_producer_consumer,
+    &mk_workload_local_array,
+    &mk_workload_pmr_vector,
+    &mk_workload_pmr_map,
     NULL,
 };
 

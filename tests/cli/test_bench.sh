@@ -97,7 +97,7 @@ grep -q "p99 ns" "$tmp/out" && ok || bad "realtime table has latency columns"
 
 # The other workloads: each runs at its tiny scale for every allocator here, with
 # sane counts and rates, and n/a (with a reason) where the pattern does not fit.
-for w in list-contended mixed fifo-queue producer-consumer; do
+for w in list-contended mixed fifo-queue producer-consumer local-array pmr-vector pmr-map; do
     expect_status 0 "bench $w --quick --json" "$memkit" bench "$w" --quick --json --rounds 2
     if command -v python3 >/dev/null 2>&1; then
         python3 - "$tmp/out" "$w" <<'PY' && ok || bad "$w JSON (python3 check)"
@@ -108,7 +108,8 @@ ran = [r for r in d["results"] if r["status"] == "ok"]
 assert "glibc" in {r["allocator"] for r in ran}, d
 # libmemkit's allocator for each pattern runs (never a sanitizer skip)
 ours = {"list-contended": "mk_ring", "producer-consumer": "mk_ring", "fifo-queue": "mk_fifo",
-        "mixed": "mk_tlsf"}
+        "mixed": "mk_tlsf", "local-array": "mk_localbuf", "pmr-vector": "mk_stack",
+        "pmr-map": "mk_pool"}
 if sys.argv[2] in ours:
     assert ours[sys.argv[2]] in {r["allocator"] for r in ran}, d
 for r in ran:
@@ -150,7 +151,7 @@ expect_status 2 "bad --threads" "$memkit" bench malloc-free --quick --threads 0
 expect_status 0 "bench all --quick --json" "$memkit" bench --quick --json --rounds 2 \
     --threads 1 --size 64
 cp "$tmp/out" "$tmp/all.jsonl"
-[ "$(wc -l <"$tmp/all.jsonl")" -eq 7 ] && ok || bad "one JSON line per workload"
+[ "$(wc -l <"$tmp/all.jsonl")" -eq 10 ] && ok || bad "one JSON line per workload"
 if [ -z "$schema" ]; then
     echo "schema check: skipped (no schema path given)"
 elif python3 -c 'import jsonschema' 2>/dev/null; then

@@ -190,6 +190,27 @@ badargs)
     expect_status 2
     expect_re "cannot find"
     ;;
+localbuf)
+    # memkit bench's local-array workload, traced: with a local buffer only the
+    # calls needing 1,000 entries (one in 1,000) allocate; with malloc, all do.
+    # Two scales, so the difference counts the calls' own allocations exactly.
+    if [ -n "${MEMKIT_SANITIZED:-}" ]; then
+        echo "SKIP [$test]: memkit itself is the traced program here, and a sanitizer build cannot be preloaded into"
+        exit 0
+    fi
+    calls() { # ALLOCATOR SCALE: allocation calls of one bench child
+        "$memkit" trace -o "$work/la" -- "$memkit" bench --child local-array "$1" "$2" 1 \
+            >"$out" 2>&1 || fail "trace of the $1 child failed"
+        sed -n 's/^Allocation calls: //p' "$out"
+        rm -f "$work"/la.*.mkt
+    }
+    a=$(calls mk_localbuf 100000)
+    b=$(calls mk_localbuf 200000)
+    [ $((b - a)) -eq 100 ] || fail "mk_localbuf: $a and $b allocation calls, expected 100 apart"
+    a=$(calls glibc 100000)
+    b=$(calls glibc 200000)
+    [ $((b - a)) -eq 100000 ] || fail "malloc: $a and $b allocation calls, expected 100,000 apart"
+    ;;
 mallopt)
     # glibc's view at exit, default settings: the 1 MiB block was mmapped (with
     # the tracer's own large buffers) and the freed 20 MB went back to the system

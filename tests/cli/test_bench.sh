@@ -6,18 +6,7 @@
 set -u
 memkit=$1
 schema=${2:-}
-fail=0
-pass=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect_status() { # expected-status description command...
-    want=$1; what=$2; shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"; got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, want $want"; cat "$tmp/err"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 expect_status 0 "--version" "$memkit" --version
 grep -q '^memkit [0-9]' "$tmp/out" && ok || bad "--version output"

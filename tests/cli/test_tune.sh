@@ -11,19 +11,7 @@ churn=$2
 probe=$3
 churn_static=$4
 schema=$5
-fail=0
-pass=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect_status() { # expected-status description command...
-    want=$1; what=$2; shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"; got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, want $want"; cat "$tmp/err"; fi
-}
-has() { grep -q -- "$2" "$1" && ok || { bad "$3"; sed 's/^/  | /' "$1"; }; }
+. "$(dirname "$0")/lib.sh"
 
 names="glibc glibc-realtime glibc-lean glibc-throughput jemalloc tcmalloc mimalloc"
 

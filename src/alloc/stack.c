@@ -309,8 +309,49 @@ void mk_stack_destroy(mk_stack_t *st)
 /* ------------------------------------------------------------------------ */
 /* frames                                                                    */
 
+/* The frame record's footprint in the chunk: pos stays a multiple of the grain. */
+#define FRAME_BYTES                                                                      \
+    ((sizeof(mk_stack_frame_t) + MK_STACK_GRAIN - 1) & ~(size_t)(MK_STACK_GRAIN - 1))
+_Static_assert(_Alignof(mk_stack_frame_t) <= MK_STACK_GRAIN,
+               "a frame record fits at any pos");
+
+/* The common push: no debugging mode, and room for the record in the current
+ * chunk. Everything the general path does, minus what cannot apply. */
+static inline bool push_fast(mk_stack_t *st, const char *file, int line,
+                             mk_stack_frame_t **out)
+{
+    struct mk__stack_chunk *c = st->chunk;
+    uintptr_t p = st->pos;
+    mk_stack_frame_t *f;
+
+    if (MK_UNLIKELY(st->mode || !c || FRAME_BYTES > c->end - p))
+        return false;
+    f = (mk_stack_frame_t *)p;
+    *f = (mk_stack_frame_t){
+        .stack = st,
+        .prev = st->frame,
+        .saved_chunk = c,
+        .saved_pos = p,
+        .saved_used_below = st->used_below,
+        .chunk = c,
+        .file = file,
+        .line = line,
+    };
+    st->pos = p + FRAME_BYTES;
+    st->frame = f;
+    st->depth++;
+    st->limit = c->end; /* the new frame is open and not sealed */
+    *out = f;
+    return true;
+}
+
 mk_stack_frame_t *mk_stack_push_at(mk_stack_t *st, const char *file, int line)
 {
+    mk_stack_frame_t *fast;
+
+    if (MK_LIKELY(push_fast(st, file, line, &fast)))
+        return fast;
+
     struct mk__stack_chunk *saved_chunk = st->chunk;
     uintptr_t saved_pos = st->pos;
     size_t saved_used_below = st->used_below;
@@ -375,11 +416,27 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
     stack_check(st);
 }
 
+/* The common pop: no debugging mode and no chunk taken since the push, so
+ * releasing is restoring three words (the peak is noted first, as always). */
+static inline bool pop_fast(mk_stack_t *st, mk_stack_frame_t *f)
+{
+    if (MK_UNLIKELY(st->mode || st->chunk != f->saved_chunk))
+        return false;
+    stack_note_peak(st);
+    st->pos = f->saved_pos;
+    st->used_below = f->saved_used_below;
+    st->frame = f->prev;
+    st->depth--;
+    stack_update_limit(st); /* pos is back where a valid state left it: no check */
+    return true;
+}
+
 void mk_stack_pop_at(mk_stack_t *st, const char *file, int line)
 {
     if (!st->frame)
         mk__die("mk_stack_pop at %s:%d: no frame is open", file, line);
-    frame_release(st, st->frame);
+    if (!pop_fast(st, st->frame))
+        frame_release(st, st->frame);
 }
 
 void mk_stack_pop_frame(mk_stack_frame_t *frame)
@@ -394,7 +451,8 @@ void mk_stack_pop_frame(mk_stack_frame_t *frame)
                 frame->file, frame->line, st->frame ? st->frame->file : "?",
                 st->frame ? st->frame->line : 0);
     }
-    frame_release(st, frame);
+    if (!pop_fast(st, frame))
+        frame_release(st, frame);
 }
 
 void mk_stack_seal(mk_stack_t *st)

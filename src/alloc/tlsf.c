@@ -88,6 +88,11 @@ struct mk_tlsf {
     size_t grow_size;
     region_t *regions;
     unsigned max_steps; /* the most steps any call took */
+    /* The remainder of the last split, its class and the class's smallest size:
+     * a hint, valid only while it heads that list (see wild_fit). */
+    block_t *wild;
+    unsigned wild_fl, wild_sl;
+    size_t wild_floor;
     pthread_mutex_t lock;
 };
 
@@ -148,6 +153,14 @@ static inline void mapping_search(size_t s, unsigned *fl, unsigned *sl)
     if (s >= SMALL)
         s += ((size_t)1 << (log2_floor(s) - SL_LOG2)) - 1;
     mapping_insert(s, fl, sl);
+}
+
+/* The smallest usable size of class [fl][sl] (mapping_insert's inverse). */
+static inline size_t class_floor(unsigned fl, unsigned sl)
+{
+    if (fl == 0)
+        return (size_t)sl * ALIGN;
+    return (size_t)(SL_COUNT + sl) << (fl + FL_SHIFT - 1 - SL_LOG2);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -274,6 +287,59 @@ HOT block_t *find_fit(mk_tlsf_t *t, size_t s, unsigned *fl, unsigned *sl, unsign
 /* ------------------------------------------------------------------------ */
 /* splitting and merging                                                     */
 
+/* Remembers r, the head of list [fl][sl], as the next split's likely source;
+ * classes too small to split again are not worth remembering. */
+static inline void remember_wild(mk_tlsf_t *t, block_t *r, unsigned fl, unsigned sl)
+{
+    size_t floor = class_floor(fl, sl);
+
+    t->wild = floor >= BLOCK_MIN ? r : NULL;
+    t->wild_fl = fl;
+    t->wild_sl = sl;
+    t->wild_floor = floor;
+}
+
+/* The wild block when find_fit would return it for n and carving n keeps it in
+ * its class, so both searches can be skipped; NULL otherwise. That is: it still
+ * heads its list (so it is free and of that class, whatever happened since),
+ * no smaller class holds a block, n's own class is no larger (n <= the floor),
+ * and what remains after n stays at or above the floor. A sequence of small
+ * allocations from one large free block, the list workload, takes this path. */
+HOT block_t *wild_fit(const mk_tlsf_t *t, size_t n)
+{
+    block_t *w = t->wild;
+    unsigned fl = t->wild_fl, sl = t->wild_sl;
+
+    if (!w || t->lists[fl][sl] != w || n > t->wild_floor ||
+        bsize(w) - t->wild_floor < n + HDR)
+        return NULL;
+    if ((t->fl_bitmap & (((uint64_t)1 << fl) - 1)) |
+        (t->sl_bitmap[fl] & ((1u << sl) - 1)))
+        return NULL;
+    return w;
+}
+
+/* Free block b, head of list [fl][sl], becomes a used block of exactly n usable
+ * bytes; the rest is a block of the same class and takes b's place in the list
+ * (the bitmaps do not change). The caller knows the class is the same. */
+HOT unsigned carve_in_class(mk_tlsf_t *t, block_t *b, size_t n, unsigned fl, unsigned sl)
+{
+    size_t rest = bsize(b) - n;
+    block_t *r = (block_t *)((char *)b + HDR + n);
+    unsigned steps;
+
+    open_up(t, &r->size, 24);
+    r->size = (rest - HDR) | FREE; /* PREV_FREE clear: b is used now */
+    next_phys(r)->prev_phys = r;   /* r's next already has PREV_FREE (b was free) */
+    steps = list_replace(t, b, r, fl, sl);
+    remember_wild(t, r, fl, sl);
+    /* Opened only now: for Valgrind, opening marks b's links undefined. */
+    open_up(t, payload(b), n);
+    b->size = n | (b->size & PREV_FREE);
+    /* r's body lies inside b's old body, which was poisoned. */
+    return steps + 1;
+}
+
 /* Free block b (in list [fl][sl] when listed) becomes a used block of exactly n
  * usable bytes; the rest, if it can be a block, stays free and takes b's place
  * in its list when its class is b's (the common case for a large block). */
@@ -294,23 +360,19 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
     block_t *r = (block_t *)((char *)b + HDR + n);
     unsigned rfl, rsl;
 
-    open_up(t, &r->size, 24);
-    r->size = (rest - HDR) | FREE; /* PREV_FREE clear: b is used now */
-    next_phys(r)->prev_phys = r;   /* r's next already has PREV_FREE (b was free) */
     mapping_insert(rest - HDR, &rfl, &rsl);
-    if (listed && rfl == fl && rsl == sl) {
-        steps += list_replace(t, b, r, fl, sl);
-    } else {
-        if (listed)
-            steps += list_unlink(t, b, fl, sl);
-        steps += list_push(t, r, rfl, rsl);
-    }
-    /* Opened only now: for Valgrind, opening marks b's links undefined. */
+    if (listed && rfl == fl && rsl == sl)
+        return carve_in_class(t, b, n, fl, sl);
+    open_up(t, &r->size, 24);
+    r->size = (rest - HDR) | FREE;
+    next_phys(r)->prev_phys = r;
+    if (listed)
+        steps += list_unlink(t, b, fl, sl);
+    steps += list_push(t, r, rfl, rsl);
+    remember_wild(t, r, rfl, rsl); /* r heads its list */
     open_up(t, payload(b), n);
     b->size = n | (b->size & PREV_FREE);
-    /* r's body lies inside b's old body, which was poisoned. */
-    steps++;
-    return steps;
+    return steps + 1;
 }
 
 /* Makes used block b exactly n usable bytes when the rest can be a block of its
@@ -653,11 +715,20 @@ HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
 
     if (t->flags & MK_TLSF_DEBUG)
         size = size > SIZE_MAXB ? size : size + DEBUG_EXTRA;
-    if (!(n = adjust(size)) || !(b = take(t, n, &fl, &sl, steps))) {
+    if (!(n = adjust(size))) {
         errno = ENOMEM;
         return NULL;
     }
-    *steps += carve(t, b, n, true, fl, sl);
+    if ((b = wild_fit(t, n))) {
+        /* the block find_fit would take, and carve's same-class case; the
+         * check stands for find_fit's scan in the step count */
+        *steps += 1 + carve_in_class(t, b, n, t->wild_fl, t->wild_sl);
+    } else if ((b = take(t, n, &fl, &sl, steps))) {
+        *steps += carve(t, b, n, true, fl, sl);
+    } else {
+        errno = ENOMEM;
+        return NULL;
+    }
     if (t->flags & MK_TLSF_DEBUG)
         debug_tag(b, req);
     return payload(b);

@@ -15,6 +15,7 @@ CTEST     ?= ctest
 PREFIX    ?= /usr/local
 FUZZ_SECONDS ?= 60
 CLANG     ?= $(shell command -v clang-14 || command -v clang)
+CLANGXX   ?= $(shell command -v clang++-14 || command -v clang++)
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report fuzz install format clean
@@ -60,6 +61,7 @@ bench-report: build
 fuzz:
 	@test -n "$(CLANG)" || { echo "make fuzz needs clang (apt-get install clang)"; exit 2; }
 	@$(CMAKE) -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(CLANG) \
+	    -DCMAKE_CXX_COMPILER=$(CLANGXX) \
 	    -DMEMKIT_WERROR=OFF -DMEMKIT_FUZZ=ON -DMEMKIT_SANITIZE=address,undefined,fuzzer-no-link >/dev/null
 	@$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_trace fuzz_memdebug fuzz_json \
 	    memkit_cli memkit_preload trace_basic trace_threads trace_forkexec >/dev/null

@@ -36,8 +36,8 @@ const char *mk_finding_name(enum mk_finding_kind k)
 
 static const char *const fixes[MK_F_KINDS] = {
     [MK_F_HOIST] = "allocate the block once, outside the loop, and reuse it",
-    [MK_F_TEMPORARY] = "use a local buffer (MK_LOCALBUF, memkit/localbuf.h): stack "
-                       "storage for the usual size, the heap only beyond",
+    [MK_F_TEMPORARY] = ("use a local buffer (MK_LOCALBUF, memkit/localbuf.h): stack "
+                        "storage for the usual size, the heap only beyond"),
     [MK_F_LIFO] = "allocate from an mk_stack frame and release the frame at once",
     [MK_F_FIFO] = "allocate from an mk_fifo: blocks are released in the order they came",
     [MK_F_CROSS_THREAD] =

@@ -82,6 +82,15 @@ static size_t stack_used(const mk_stack_t *st)
     return st->chunk ? st->used_below + (st->pos - st->chunk->start) : 0;
 }
 
+/* With no frame open, a plain-mode stack keeps its largest spare chunk as the
+ * current one ("idle"), so the next push takes the fast path instead of taking
+ * the spare back. It is still a spare for the statistics and the retention
+ * rules; nothing can be allocated in it until a frame is pushed (limit is 0). */
+static bool stack_idle(const mk_stack_t *st)
+{
+    return !st->frame && st->chunk != NULL;
+}
+
 static void stack_note_peak(mk_stack_t *st)
 {
     size_t used = stack_used(st);
@@ -126,7 +135,9 @@ static void spares_enforce_budget(mk_stack_t *st)
 {
     struct mk__stack_chunk **tail, *c;
 
-    while (st->spare && st->spare->prev && st->spare_bytes > st->retain) {
+    /* One spare is always kept (the idle chunk, when there is one, is it). */
+    while (st->spare && (st->spare->prev || stack_idle(st)) &&
+           st->spare_bytes > st->retain) {
         for (tail = &st->spare; (*tail)->prev; tail = &(*tail)->prev)
             ;
         c = *tail;
@@ -178,6 +189,14 @@ void mk_stack_trim(mk_stack_t *st)
 {
     struct mk__stack_chunk *c;
 
+    if (stack_idle(st)) {
+        c = st->chunk;
+        assert(!c->prev && st->pos == c->start && st->used_below == 0);
+        st->chunk = NULL;
+        st->pos = 0;
+        st->chunks--;
+        chunk_release(st, c);
+    }
     while ((c = st->spare)) {
         st->spare = c->prev;
         st->spare_bytes -= c->map_size;
@@ -285,6 +304,8 @@ void mk_stack_fini(mk_stack_t *st)
         prev = c->prev;
         chunk_release(st, c);
     }
+    st->chunk = NULL; /* released above: not an idle chunk for trim */
+    st->pos = 0;
     mk_stack_trim(st);
     memset(st, 0, sizeof *st);
 }
@@ -381,6 +402,39 @@ mk_stack_frame_t *mk_stack_push_at(mk_stack_t *st, const char *file, int line)
     return f;
 }
 
+/* The stack just became empty: its largest spare becomes the idle current
+ * chunk (debugging modes keep the plain rule: every chunk a spare). */
+static void adopt_idle(mk_stack_t *st)
+{
+    struct mk__stack_chunk *c = st->spare; /* the largest: the list is sorted */
+
+    st->spare = c->prev;
+    st->spare_bytes -= c->map_size;
+    c->prev = NULL;
+    st->chunk = c;
+    st->pos = c->start;
+    st->used_below = 0;
+    st->chunks++;
+}
+
+/* The stack just became empty through the general pop: the idle chunk must be
+ * the largest kept, as the one spare the default policy keeps would be. */
+static void settle_idle(mk_stack_t *st)
+{
+    struct mk__stack_chunk *idle = st->chunk;
+
+    if (idle && st->spare && st->spare->map_size > idle->map_size) {
+        st->chunk = NULL; /* not idle while it is retired */
+        st->pos = 0;
+        st->chunks--;
+        chunk_retire(st, idle);
+        idle = NULL;
+    }
+    if (!idle && st->spare)
+        adopt_idle(st);
+    spares_enforce_budget(st); /* the idle chunk now counts as the one kept */
+}
+
 /* Releases `f` (the innermost frame) and everything allocated after it. */
 static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
 {
@@ -412,6 +466,8 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
     st->used_below = saved.saved_used_below;
     st->frame = saved.prev;
     st->depth--;
+    if (!st->frame && !st->mode)
+        settle_idle(st);
     stack_update_limit(st);
     stack_check(st);
 }
@@ -678,13 +734,15 @@ char *mk_stack_fmt(mk_stack_t *st, const char *fmt, ...)
 
 void mk_stack_stats(mk_stack_t *st, mk_stack_stats_t *out)
 {
+    bool idle = stack_idle(st);
+
     stack_note_peak(st);
     *out = (mk_stack_stats_t){
         .used_bytes = stack_used(st),
         .peak_bytes = st->peak,
         .mapped_bytes = st->mapped,
-        .spare_bytes = st->spare_bytes,
-        .chunks = st->chunks,
+        .spare_bytes = st->spare_bytes + (idle ? st->chunk->map_size : 0),
+        .chunks = st->chunks - idle,
         .frames = st->depth,
     };
 }

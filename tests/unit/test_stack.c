@@ -348,6 +348,17 @@ static void child_alloc_no_frame(void)
     mk_stack_alloc(st, 8);
 }
 
+/* An emptied stack keeps a chunk current (idle); it must not take blocks. */
+static void child_alloc_idle(void)
+{
+    mk_stack_t *st = mk_stack_create();
+
+    mk_stack_push(st);
+    mk_stack_alloc(st, 8);
+    mk_stack_pop(st);
+    mk_stack_alloc(st, 8);
+}
+
 static void child_alloc_sealed(void)
 {
     mk_stack_t *st = mk_stack_create();
@@ -382,6 +393,7 @@ static void test_contract_aborts(void)
     CHECK_ABORTS(child_unbalanced_scope, "test_stack.c:");
     CHECK_ABORTS(child_pop_empty, "no frame is open");
     CHECK_ABORTS(child_alloc_no_frame, "no frame is open on this stack");
+    CHECK_ABORTS(child_alloc_idle, "no frame is open on this stack");
     CHECK_ABORTS(child_alloc_sealed, "is sealed");
     CHECK_ABORTS(child_realloc_foreign_frame, "not from the");
     CHECK_ABORTS(child_bad_alignment, "not a power of two");
@@ -440,9 +452,52 @@ static void test_asan_reports(void)
 }
 #endif
 
+/* A stack popped to empty keeps its chunk current for the next push (in plain
+ * mode), but it is a spare for the statistics and for trim. */
+static void test_idle_chunk(void)
+{
+    if (bypass_mode()) {
+        printf("test_idle_chunk: skipped in bypass mode (no chunks to keep)\n");
+        return;
+    }
+    mk_stack_t *st = mk_stack_create();
+    mk_stack_stats_t s1, s2;
+
+    for (int round = 0; round < 3; round++) {
+        mk_stack_push(st);
+        CHECK(mk_stack_alloc(st, 100) != NULL);
+        mk_stack_pop(st);
+        mk_stack_stats(st, &s1);
+        CHECK_EQ(s1.chunks, 0);
+        CHECK_EQ(s1.frames, 0);
+        CHECK_EQ(s1.used_bytes, 0);
+        CHECK(s1.mapped_bytes > 0 && s1.spare_bytes == s1.mapped_bytes);
+    }
+    /* a frame that outgrows the kept chunk, then back: still one chunk kept */
+    mk_stack_push(st);
+    CHECK(mk_stack_alloc(st, 4u << 20) != NULL);
+    mk_stack_pop(st);
+    mk_stack_stats(st, &s2);
+    CHECK(s2.spare_bytes == s2.mapped_bytes && s2.chunks == 0);
+    CHECK(s2.mapped_bytes < (8u << 20)); /* the large chunk alone, as before */
+    mk_stack_set_retain(st, 0);          /* keeps one: the largest */
+    mk_stack_stats(st, &s2);
+    CHECK(s2.mapped_bytes >= (4u << 20) && s2.spare_bytes == s2.mapped_bytes);
+    mk_stack_trim(st);
+    mk_stack_stats(st, &s2);
+    CHECK_EQ(s2.mapped_bytes, 0);
+    CHECK_EQ(s2.spare_bytes, 0);
+    /* and it works from there, and is destroyed cleanly while idle */
+    mk_stack_push(st);
+    CHECK(mk_stack_alloc(st, 100) != NULL);
+    mk_stack_pop(st);
+    mk_stack_destroy(st);
+}
+
 int main(void)
 {
     test_push_pop_basics();
+    test_idle_chunk();
     test_typed_alignment();
     test_zero_and_overflow();
     test_realloc();

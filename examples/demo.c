@@ -49,6 +49,8 @@ int main(void)
         "\n  same result: %s; %.2fx faster with the header name inline, nodes from an\n"
         "  mk_pool and the scratch buffer in an MK_SCOPE() frame.\n",
         before.checksum == after.checksum ? "yes" : "NO", best_before / best_after);
-    printf("\nNext: `memkit bench list` compares allocators on Intersec's list test.\n");
+    printf(
+        "\nNext: `memkit bench list` compares allocators on Intersec's list test;\n"
+        "`memkit tune -- CMD` tries them (and glibc's settings) on your own program.\n");
     return before.checksum == after.checksum ? 0 : 1;
 }

@@ -336,6 +336,36 @@ void mk_stack_destroy(mk_stack_t *st)
 _Static_assert(_Alignof(mk_stack_frame_t) <= MK_STACK_GRAIN,
                "a frame record fits at any pos");
 
+/* Fills frame record f, which remembers the stack's state before the record
+ * was placed, and makes it the innermost frame. */
+static inline void frame_open(mk_stack_t *st, mk_stack_frame_t *f,
+                              struct mk__stack_chunk *saved_chunk, uintptr_t saved_pos,
+                              size_t saved_used_below, const char *file, int line)
+{
+    *f = (mk_stack_frame_t){
+        .stack = st,
+        .prev = st->frame,
+        .saved_chunk = saved_chunk,
+        .saved_pos = saved_pos,
+        .saved_used_below = saved_used_below,
+        .chunk = st->chunk,
+        .file = file,
+        .line = line,
+    };
+    st->frame = f;
+    st->depth++;
+}
+
+/* Puts the stack back where it was before f was pushed (the chunks taken
+ * since are already released), and makes f's enclosing frame the innermost. */
+static inline void frame_close(mk_stack_t *st, const mk_stack_frame_t *f)
+{
+    st->pos = f->saved_pos;
+    st->used_below = f->saved_used_below;
+    st->frame = f->prev;
+    st->depth--;
+}
+
 /* The common push: no debugging mode, and room for the record in the current
  * chunk. Everything the general path does, minus what cannot apply. */
 static inline bool push_fast(mk_stack_t *st, const char *file, int line,
@@ -348,19 +378,8 @@ static inline bool push_fast(mk_stack_t *st, const char *file, int line,
     if (MK_UNLIKELY(st->mode || !c || FRAME_BYTES > c->end - p))
         return false;
     f = (mk_stack_frame_t *)p;
-    *f = (mk_stack_frame_t){
-        .stack = st,
-        .prev = st->frame,
-        .saved_chunk = c,
-        .saved_pos = p,
-        .saved_used_below = st->used_below,
-        .chunk = c,
-        .file = file,
-        .line = line,
-    };
     st->pos = p + FRAME_BYTES;
-    st->frame = f;
-    st->depth++;
+    frame_open(st, f, c, p, st->used_below, file, line);
     st->limit = c->end; /* the new frame is open and not sealed */
     *out = f;
     return true;
@@ -386,18 +405,7 @@ mk_stack_frame_t *mk_stack_push_at(mk_stack_t *st, const char *file, int line)
         VALGRIND_MAKE_MEM_UNDEFINED(f, sizeof *f);
         VALGRIND_CREATE_MEMPOOL(f, 0, 0);
     }
-    *f = (mk_stack_frame_t){
-        .stack = st,
-        .prev = st->frame,
-        .saved_chunk = saved_chunk,
-        .saved_pos = saved_pos,
-        .saved_used_below = saved_used_below,
-        .chunk = st->chunk,
-        .file = file,
-        .line = line,
-    };
-    st->frame = f;
-    st->depth++;
+    frame_open(st, f, saved_chunk, saved_pos, saved_used_below, file, line);
     stack_update_limit(st);
     return f;
 }
@@ -462,10 +470,7 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
             VALGRIND_MAKE_MEM_NOACCESS((void *)saved.saved_pos,
                                        st->pos - saved.saved_pos);
     }
-    st->pos = saved.saved_pos;
-    st->used_below = saved.saved_used_below;
-    st->frame = saved.prev;
-    st->depth--;
+    frame_close(st, &saved);
     if (!st->frame && !st->mode)
         settle_idle(st);
     stack_update_limit(st);
@@ -479,10 +484,7 @@ static inline bool pop_fast(mk_stack_t *st, mk_stack_frame_t *f)
     if (MK_UNLIKELY(st->mode || st->chunk != f->saved_chunk))
         return false;
     stack_note_peak(st);
-    st->pos = f->saved_pos;
-    st->used_below = f->saved_used_below;
-    st->frame = f->prev;
-    st->depth--;
+    frame_close(st, f);
     stack_update_limit(st); /* pos is back where a valid state left it: no check */
     return true;
 }

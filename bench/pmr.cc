@@ -96,28 +96,31 @@ template <class Map> inline void churn(Map &m, std::uint64_t ops)
     }
 }
 
+/* The churn on m, timed from t0 (tearing the map down is not part of it). */
+template <class Map>
+double timed_churn(Map &m, std::uint64_t ops, double t0, std::size_t &size)
+{
+    churn(m, ops);
+    double t = mk_bench_now() - t0;
+    size += m.size();
+    return t;
+}
+
 double map_round(mk_bench_api api, std::uint64_t ops, std::size_t &size)
 {
-    double t0 = mk_bench_now(), t;
+    double t0 = mk_bench_now(); /* a resource's creation counts, as a map's would */
     if (api == MK_API_MK_POOL) {
         memkit::pool_resource pool;
         std::pmr::unordered_map<int, int> m(&pool);
-        churn(m, ops);
-        t = mk_bench_now() - t0;
-        size += m.size();
-    } else if (api == MK_API_MK_TLSF) {
+        return timed_churn(m, ops, t0, size);
+    }
+    if (api == MK_API_MK_TLSF) {
         memkit::tlsf_resource tlsf;
         std::pmr::unordered_map<int, int> m(&tlsf);
-        churn(m, ops);
-        t = mk_bench_now() - t0;
-        size += m.size();
-    } else {
-        std::unordered_map<int, int> m;
-        churn(m, ops);
-        t = mk_bench_now() - t0;
-        size += m.size();
+        return timed_churn(m, ops, t0, size);
     }
-    return t; /* tearing the map down is not part of the churn */
+    std::unordered_map<int, int> m;
+    return timed_churn(m, ops, t0, size);
 }
 
 bool map_supports(mk_bench_api api)

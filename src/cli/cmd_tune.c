@@ -13,12 +13,12 @@
  */
 #define _GNU_SOURCE
 #include "tune.h"
+#include "workload.h" /* mk_bench_now: the monotonic clock in seconds */
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -431,14 +431,6 @@ static void conclude(mk_tune_candidate *c, int n, mk_tune_verdict *v)
 /* ------------------------------------------------------------------------ */
 /* running                                                                   */
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress(const tune_state_t *st, const mk_tune_candidate *c, int done,
                      int total, double per_run)
 {
@@ -563,7 +555,7 @@ int mk_cmd_tune(int argc, char **argv)
     tune_state_t st = {.o = {.runs = 5}};
     mk_tune_verdict v = {0};
     char file[4096];
-    double t0 = now_s();
+    double t0 = mk_bench_now();
     int rc;
 
     if ((rc = parse_opts(argc, argv, &st)) >= 0)
@@ -582,7 +574,7 @@ int mk_cmd_tune(int argc, char **argv)
             rc = baseline_failed(&st);
         } else {
             conclude(st.c, st.n, &v);
-            v.tool_wall_s = now_s() - t0;
+            v.tool_wall_s = mk_bench_now() - t0;
             if (st.o.json)
                 mk_tune_print_json(st.c, st.n, &v, &st.o, stdout);
             else

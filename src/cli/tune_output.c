@@ -240,23 +240,11 @@ static void json_candidate(mk_json *j, const mk_tune_candidate *c, bool base)
     mk_json_end_object(j);
 }
 
-static void json_choice(mk_json *j, const char *key, const mk_tune_candidate *c,
-                        char **cmd)
-{
-    char *line = command_string(c, cmd);
-
-    mk_json_key(j, key);
-    mk_json_string(j, c->name);
-    mk_json_key(j, strcmp(key, "fastest") == 0 ? "fastest_command" : "leanest_command");
-    mk_json_string(j, line ? line : "");
-    free(line);
-}
-
 void mk_tune_print_json(const mk_tune_candidate *c, int n, const mk_tune_verdict *v,
                         const mk_tune_opts *o, FILE *out)
 {
     mk_json j = {.out = out};
-    char *line;
+    char *fastest, *leanest;
 
     mk_json_begin_object(&j);
     mk_json_key(&j, "schema");
@@ -277,15 +265,23 @@ void mk_tune_print_json(const mk_tune_candidate *c, int n, const mk_tune_verdict
     for (int i = 0; i < n; i++)
         json_candidate(&j, &c[i], i == 0);
     mk_json_end_array(&j);
+    fastest = command_string(&c[v->fastest], o->cmd);
+    leanest = command_string(&c[v->leanest], o->cmd);
     mk_json_key(&j, "recommendation");
     mk_json_begin_object(&j);
-    json_choice(&j, "fastest", &c[v->fastest], o->cmd);
-    json_choice(&j, "leanest", &c[v->leanest], o->cmd);
-    line = command_string(&c[v->fastest], o->cmd);
-    mk_json_key(&j, "command");
-    mk_json_string(&j, line ? line : "");
-    free(line);
+    mk_json_key(&j, "fastest");
+    mk_json_string(&j, c[v->fastest].name);
+    mk_json_key(&j, "fastest_command");
+    mk_json_string(&j, fastest ? fastest : "");
+    mk_json_key(&j, "leanest");
+    mk_json_string(&j, c[v->leanest].name);
+    mk_json_key(&j, "leanest_command");
+    mk_json_string(&j, leanest ? leanest : "");
+    mk_json_key(&j, "command"); /* the primary recommendation: the fastest */
+    mk_json_string(&j, fastest ? fastest : "");
     mk_json_end_object(&j);
+    free(fastest);
+    free(leanest);
     mk_json_key(&j, "tool");
     mk_json_begin_object(&j);
     mk_json_key(&j, "wall_s");

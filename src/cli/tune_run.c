@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "tune.h"
+#include "workload.h" /* mk_bench_now: the monotonic clock in seconds */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,14 +24,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 bool mk_tune_runner_open(mk_tune_runner *r, const mk_tune_opts *o, char *err, size_t len)
 {
@@ -114,13 +107,13 @@ static pid_t wait_child(pid_t pid, double timeout_s, int *status, struct rusage 
 
     *timed_out = false;
     if (timeout_s > 0) {
-        double deadline = now_s() + timeout_s;
+        double deadline = mk_bench_now() + timeout_s;
         sigset_t chld;
 
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);
         while ((got = wait4(pid, status, WNOHANG, ru)) == 0) {
-            double left = deadline - now_s();
+            double left = deadline - mk_bench_now();
             if (left <= 0) {
                 kill(pid, SIGKILL);
                 *timed_out = true;
@@ -191,11 +184,11 @@ bool mk_tune_run(mk_tune_runner *r, const mk_tune_candidate *c, const mk_tune_op
     sigaddset(&chld, SIGCHLD);
     pthread_sigmask(SIG_BLOCK, &chld, &old);
 
-    double t0 = now_s();
+    double t0 = mk_bench_now();
     rc = posix_spawnp(&pid, o->cmd[0], &fa, &attr, o->cmd, c->envp);
     if (rc == 0)
         pid = wait_child(pid, o->timeout_s, &status, &ru, &timed_out);
-    s->wall_s = now_s() - t0;
+    s->wall_s = mk_bench_now() - t0;
 
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     posix_spawnattr_destroy(&attr);

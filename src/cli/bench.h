@@ -13,6 +13,7 @@
 #include "workload.h"
 
 #define MK_BENCH_MAX_ROUNDS 100
+_Static_assert(MK_BENCH_MAX_ROUNDS <= MK_STAT_MAX, "mk_stat_of takes every round");
 
 typedef struct mk_bench_allocator {
     const char *name;
@@ -26,15 +27,11 @@ typedef struct mk_bench_allocator {
 extern const mk_bench_allocator mk_bench_allocators[];
 extern const size_t mk_bench_n_allocators;
 
-typedef struct mk_bench_stat {
-    double median, min, max;
-} mk_bench_stat;
-
 typedef struct mk_bench_result {
     const mk_bench_allocator *alloc;
     const char *status; /* "ok", "n/a", "skipped", "failed" */
     char reason[160];
-    mk_bench_stat alloc_rate, free_rate, alloc_s, free_s;
+    mk_stat alloc_rate, free_rate, alloc_s, free_s;
     /* single-call latencies: medians over rounds (max: the largest); 0 when
      * the workload does not time single calls */
     uint64_t p50_ns, p99_ns, p999_ns, max_ns;

@@ -41,7 +41,7 @@ static void print_title(const mk_bench_config *c, FILE *out)
 
 /* "median [min-max]" in millions per second; a rate too large for the column
  * (mk_stack frees a whole frame with one pop) keeps only its median. */
-static void format_rate(char *buf, size_t len, mk_bench_stat s)
+static void format_rate(char *buf, size_t len, mk_stat s)
 {
     if (snprintf(buf, len, "%.1f [%.1f-%.1f]", s.median / 1e6, s.min / 1e6, s.max / 1e6) >
         24)
@@ -121,7 +121,7 @@ void mk_bench_print_table(const mk_bench_config *c, FILE *out)
 /* JSON                                                                      */
 
 static void json_stat(mk_json *j, const char *key, const char *kmin, const char *kmax,
-                      mk_bench_stat s)
+                      mk_stat s)
 {
     mk_json_key(j, key);
     mk_json_double(j, s.median);

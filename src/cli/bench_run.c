@@ -100,29 +100,12 @@ int mk_bench_child(int argc, char **argv)
 /* ------------------------------------------------------------------------ */
 /* the parent side                                                           */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static mk_bench_stat stat3(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return (mk_bench_stat){
-        .median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2,
-        .min = v[0],
-        .max = v[n - 1],
-    };
-}
-
 static uint64_t median_u64(uint64_t *v, int n)
 {
     double d[MK_BENCH_MAX_ROUNDS];
     for (int i = 0; i < n; i++)
         d[i] = (double)v[i];
-    return (uint64_t)stat3(d, n).median;
+    return (uint64_t)mk_stat_of(d, n).median;
 }
 
 /* Reads one "round ..." line of the child; false at the end or on a bad line. */
@@ -199,13 +182,13 @@ static bool parse_rounds(FILE *in, mk_bench_result *r, int want)
     /* first_to_steady: the first round against the median of the rest */
     if (n >= 2) {
         double first = total[0];
-        mk_bench_stat rest = stat3(total + 1, n - 1);
+        mk_stat rest = mk_stat_of(total + 1, n - 1);
         r->first_to_steady = rest.median > 0 ? first / rest.median : 0;
     }
-    r->alloc_rate = stat3(ar, n);
-    r->free_rate = stat3(fr, n);
-    r->alloc_s = stat3(as, n);
-    r->free_s = stat3(fs, n);
+    r->alloc_rate = mk_stat_of(ar, n);
+    r->free_rate = mk_stat_of(fr, n);
+    r->alloc_s = mk_stat_of(as, n);
+    r->free_s = mk_stat_of(fs, n);
     return true;
 }
 

@@ -60,6 +60,23 @@ mk_program_kind mk_program_kind_of(const char *file);
  * system's library directories, written to buf; NULL if not installed. */
 const char *mk_find_library(const char *soname, char *buf, size_t len);
 
+/* ---- stats.c: the statistics bench and tune report ---- */
+
+/* Medians with their range: run times are skewed, so no means. */
+typedef struct mk_stat {
+    double median, min, max;
+} mk_stat;
+#define MK_STAT_MAX 100 /* the most values mk_stat_of takes */
+
+/* Median, min and max of v[0..n-1] (n <= MK_STAT_MAX; v is not changed);
+ * zeros when n is 0. */
+mk_stat mk_stat_of(const double *v, int n);
+
+/* The probability, under the hypothesis that both samples come from one
+ * distribution, that a's values beat b's (are smaller) at least as often as
+ * they did: the exact one-sided Mann-Whitney U test, ties counted half. */
+double mk_p_smaller(const double *a, int na, const double *b, int nb);
+
 /* Parses a non-negative integer with an optional k/M/G suffix (powers of 1000). */
 bool mk_parse_count(const char *s, uint64_t *out);
 

@@ -391,12 +391,12 @@ static void conclude_one(mk_tune_candidate *c, const mk_tune_candidate *base)
         minf[i] = (double)c->s[i].minor_faults;
         majf[i] = (double)c->s[i].major_faults;
     }
-    c->wall_s = mk_tune_stat_of(wall, c->nruns);
-    c->user_s = mk_tune_stat_of(user, c->nruns);
-    c->sys_s = mk_tune_stat_of(sys, c->nruns);
-    c->peak_rss = mk_tune_stat_of(rss, c->nruns);
-    c->minor_faults = mk_tune_stat_of(minf, c->nruns);
-    c->major_faults = mk_tune_stat_of(majf, c->nruns);
+    c->wall_s = mk_stat_of(wall, c->nruns);
+    c->user_s = mk_stat_of(user, c->nruns);
+    c->sys_s = mk_stat_of(sys, c->nruns);
+    c->peak_rss = mk_stat_of(rss, c->nruns);
+    c->minor_faults = mk_stat_of(minf, c->nruns);
+    c->major_faults = mk_stat_of(majf, c->nruns);
     if (strcmp(c->status, "ok") != 0 || c == base || c->nruns == 0)
         return;
     for (int i = 0; i < base->nruns; i++) {
@@ -406,8 +406,8 @@ static void conclude_one(mk_tune_candidate *c, const mk_tune_candidate *base)
     c->speedup = c->wall_s.median > 0 ? base->wall_s.median / c->wall_s.median : 0;
     c->rss_ratio =
         base->peak_rss.median > 0 ? c->peak_rss.median / base->peak_rss.median : 0;
-    c->p_faster = mk_tune_p_smaller(wall, c->nruns, bwall, base->nruns);
-    c->p_leaner = mk_tune_p_smaller(rss, c->nruns, brss, base->nruns);
+    c->p_faster = mk_p_smaller(wall, c->nruns, bwall, base->nruns);
+    c->p_leaner = mk_p_smaller(rss, c->nruns, brss, base->nruns);
 }
 
 /* The fastest and the leanest of the candidates that beat glibc beyond noise. */

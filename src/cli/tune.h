@@ -5,7 +5,7 @@
  *
  *   cmd_tune.c     options, the candidates, the interleaved schedule, the verdict
  *   tune_run.c     one run of the user's command under one candidate, measured
- *   tune_stats.c   medians and the Mann-Whitney test
+ *   stats.c        medians and the Mann-Whitney test (shared, cli.h)
  *   tune_output.c  the table and the JSON (docs/tune-json.md)
  */
 #ifndef MEMKIT_CLI_TUNE_H
@@ -15,7 +15,8 @@
 
 #include <stdint.h>
 
-#define MK_TUNE_MAX_RUNS       100
+#define MK_TUNE_MAX_RUNS 100
+_Static_assert(MK_TUNE_MAX_RUNS <= MK_STAT_MAX, "mk_stat_of takes every run");
 #define MK_TUNE_MAX_ENV        8
 #define MK_TUNE_MAX_CANDIDATES 32
 
@@ -24,10 +25,6 @@ typedef struct mk_tune_sample {
     double wall_s, user_s, sys_s;
     uint64_t peak_rss_bytes, minor_faults, major_faults;
 } mk_tune_sample;
-
-typedef struct mk_tune_stat {
-    double median, min, max;
-} mk_tune_stat;
 
 typedef struct mk_tune_candidate {
     char name[40];
@@ -40,7 +37,7 @@ typedef struct mk_tune_candidate {
     int nruns;
     mk_tune_sample s[MK_TUNE_MAX_RUNS];
     /* computed from s by mk_tune_conclude */
-    mk_tune_stat wall_s, user_s, sys_s, peak_rss, minor_faults, major_faults;
+    mk_stat wall_s, user_s, sys_s, peak_rss, minor_faults, major_faults;
     double speedup;   /* glibc's median wall / ours; 0 when not measured */
     double p_faster;  /* one-sided Mann-Whitney p that our walls are smaller */
     double rss_ratio; /* our median peak RSS / glibc's */
@@ -85,14 +82,6 @@ void mk_tune_runner_close(mk_tune_runner *r);
  * when the command could not be started at all (err says why). */
 bool mk_tune_run(mk_tune_runner *r, const mk_tune_candidate *c, const mk_tune_opts *o,
                  mk_tune_sample *s, mk_tune_outcome *res, char *err, size_t len);
-
-/* Median, min and max of v[0..n-1] (n <= MK_TUNE_MAX_RUNS); zeros when n is 0. */
-mk_tune_stat mk_tune_stat_of(const double *v, int n);
-
-/* The probability, under the hypothesis that both samples come from one
- * distribution, that a's values beat b's (are smaller) at least as often as
- * they did: the exact one-sided Mann-Whitney U test, ties counted half. */
-double mk_tune_p_smaller(const double *a, int na, const double *b, int nb);
 
 /* The command line a user types to run cmd under c (environment first). */
 void mk_tune_command_line(const mk_tune_candidate *c, char **cmd, FILE *out);

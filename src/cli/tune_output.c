@@ -159,7 +159,7 @@ void mk_tune_print_table(const mk_tune_candidate *c, int n, const mk_tune_verdic
 /* ------------------------------------------------------------------------ */
 /* JSON                                                                      */
 
-static void json_stat(mk_json *j, const char *key, mk_tune_stat s)
+static void json_stat(mk_json *j, const char *key, mk_stat s)
 {
     mk_json_key(j, key);
     mk_json_begin_object(j);

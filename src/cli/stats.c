@@ -1,11 +1,11 @@
 /*
- * tune_stats.c - the statistics behind `memkit tune`'s verdict: medians with
- * their range, and the exact Mann-Whitney U test that decides whether one
- * candidate's runs beat another's beyond noise. No assumption of normal
+ * stats.c - the statistics of `memkit bench` and `memkit tune`: medians with
+ * their range (both), and the exact Mann-Whitney U test that decides whether
+ * one tune candidate's runs beat another's beyond noise. No assumption of normal
  * timings: run times are skewed (a run is never faster than the machine
  * allows, often slower), so the test uses only the order of the values.
  */
-#include "tune.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,15 +18,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-mk_tune_stat mk_tune_stat_of(const double *v, int n)
+mk_stat mk_stat_of(const double *v, int n)
 {
-    double s[MK_TUNE_MAX_RUNS];
+    double s[MK_STAT_MAX];
 
     if (n == 0)
-        return (mk_tune_stat){0, 0, 0};
+        return (mk_stat){0, 0, 0};
     memcpy(s, v, (size_t)n * sizeof *s);
     qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return (mk_tune_stat){
+    return (mk_stat){
         .median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2,
         .min = s[0],
         .max = s[n - 1],
@@ -37,7 +37,7 @@ mk_tune_stat mk_tune_stat_of(const double *v, int n)
  * ordered at random is the coefficient list of the Gaussian binomial
  * [na+nb choose na]_q, built one factor (1 - q^(nb+i)) / (1 - q^i) at a time:
  * each partial product is itself [nb+i choose i]_q, so it stays a polynomial. */
-double mk_tune_p_smaller(const double *a, int na, const double *b, int nb)
+double mk_p_smaller(const double *a, int na, const double *b, int nb)
 {
     int deg = na * nb;
     long double *w = calloc((size_t)deg + 1, sizeof *w), total = 0, tail = 0;

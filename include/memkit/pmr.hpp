@@ -73,7 +73,26 @@ class stack_scope
 
 /* ------------------------------------------------------------------------ */
 
-class stack_resource : public std::pmr::memory_resource
+namespace detail
+{
+/* What every memkit resource shares: it owns its allocator, so it is neither
+ * copied nor equal to any resource but itself. */
+class unique_resource : public std::pmr::memory_resource
+{
+  public:
+    unique_resource() = default;
+    unique_resource(const unique_resource &) = delete;
+    unique_resource &operator=(const unique_resource &) = delete;
+
+  protected:
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
+    {
+        return this == &other;
+    }
+};
+} // namespace detail
+
+class stack_resource : public detail::unique_resource
 {
   public:
     explicit stack_resource(mk_stack_t *st = mk_tstack(),
@@ -86,8 +105,6 @@ class stack_resource : public std::pmr::memory_resource
     {
         mk_stack_pop_frame(frame_);
     }
-    stack_resource(const stack_resource &) = delete;
-    stack_resource &operator=(const stack_resource &) = delete;
 
     mk_stack_t *stack() const noexcept
     {
@@ -106,10 +123,6 @@ class stack_resource : public std::pmr::memory_resource
         return p;
     }
     void do_deallocate(void *, std::size_t, std::size_t) override {}
-    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
-    {
-        return this == &other;
-    }
 
   private:
     [[noreturn]] static void frame_not_innermost();
@@ -128,7 +141,7 @@ inline void stack_resource::frame_not_innermost()
 
 /* ------------------------------------------------------------------------ */
 
-class pool_resource : public std::pmr::memory_resource
+class pool_resource : public detail::unique_resource
 {
   public:
     static constexpr int max_sizes = 8;
@@ -150,8 +163,6 @@ class pool_resource : public std::pmr::memory_resource
         for (int i = 0; i < n_; i++)
             mk_pool_destroy(slot_[i].pool);
     }
-    pool_resource(const pool_resource &) = delete;
-    pool_resource &operator=(const pool_resource &) = delete;
 
     std::pmr::memory_resource *upstream_resource() const noexcept
     {
@@ -176,10 +187,6 @@ class pool_resource : public std::pmr::memory_resource
             mk_pool_free(pool, p);
         else
             upstream_->deallocate(p, bytes, align);
-    }
-    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
-    {
-        return this == &other;
     }
 
   private:
@@ -217,7 +224,7 @@ class pool_resource : public std::pmr::memory_resource
 
 /* ------------------------------------------------------------------------ */
 
-class fifo_resource : public std::pmr::memory_resource
+class fifo_resource : public detail::unique_resource
 {
   public:
     explicit fifo_resource(const mk_fifo_config_t *config = nullptr)
@@ -230,8 +237,6 @@ class fifo_resource : public std::pmr::memory_resource
     {
         mk_fifo_destroy(fifo_);
     }
-    fifo_resource(const fifo_resource &) = delete;
-    fifo_resource &operator=(const fifo_resource &) = delete;
 
     mk_fifo_t *fifo() const noexcept
     {
@@ -252,10 +257,6 @@ class fifo_resource : public std::pmr::memory_resource
     {
         mk_fifo_free(fifo_, p);
     }
-    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
-    {
-        return this == &other;
-    }
 
   private:
     mk_fifo_t *fifo_;
@@ -263,7 +264,7 @@ class fifo_resource : public std::pmr::memory_resource
 
 /* ------------------------------------------------------------------------ */
 
-class tlsf_resource : public std::pmr::memory_resource
+class tlsf_resource : public detail::unique_resource
 {
   public:
     /* Default: a heap that maps more memory when it runs out. */
@@ -279,8 +280,6 @@ class tlsf_resource : public std::pmr::memory_resource
     {
         mk_tlsf_destroy(tlsf_);
     }
-    tlsf_resource(const tlsf_resource &) = delete;
-    tlsf_resource &operator=(const tlsf_resource &) = delete;
 
     mk_tlsf_t *tlsf() const noexcept
     {
@@ -299,10 +298,6 @@ class tlsf_resource : public std::pmr::memory_resource
     void do_deallocate(void *p, std::size_t, std::size_t) override
     {
         mk_tlsf_free(tlsf_, p);
-    }
-    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override
-    {
-        return this == &other;
     }
 
   private:

@@ -104,7 +104,9 @@ static int pc_round(mk_ring_t *ring, uint64_t n, mk_bench_round *r)
     return 0;
 }
 
-static int pc_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
+/* Both workloads: a ring for mk_ring (NULL for malloc), then the rounds. */
+static int ring_rounds(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out,
+                       int (*round)(mk_ring_t *, uint64_t, mk_bench_round *))
 {
     mk_ring_t *ring = NULL;
     int rc = 0;
@@ -112,9 +114,14 @@ static int pc_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *
     if (api == MK_API_MK_RING && !(ring = mk_ring_create(NULL)))
         return -1;
     for (int i = 0; i < rounds && rc == 0; i++)
-        rc = pc_round(ring, scale, &out[i]);
+        rc = round(ring, scale, &out[i]);
     mk_ring_destroy(ring);
     return rc;
+}
+
+static int pc_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
+{
+    return ring_rounds(api, scale, rounds, out, pc_round);
 }
 
 /* ---- list-contended ---- */
@@ -218,15 +225,7 @@ static int lc_round(mk_ring_t *ring, uint64_t n, mk_bench_round *r)
 
 static int lc_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
 {
-    mk_ring_t *ring = NULL;
-    int rc = 0;
-
-    if (api == MK_API_MK_RING && !(ring = mk_ring_create(NULL)))
-        return -1;
-    for (int i = 0; i < rounds && rc == 0; i++)
-        rc = lc_round(ring, scale, &out[i]);
-    mk_ring_destroy(ring);
-    return rc;
+    return ring_rounds(api, scale, rounds, out, lc_round);
 }
 
 const mk_workload mk_workload_producer_consumer = {

@@ -26,11 +26,22 @@
  * a request is rounded up to its size class for the search, so at most 1/32 of a
  * large block is slack. The largest block is 2^40 bytes.
  *
+ * Frees in flight. A free is merged two frees later: mk_tlsf_free prefetches the
+ * block's header, the next free its neighbours', and the one after that merges it
+ * with everything in cache. A free that merges at once waits for two or three
+ * dependent cache misses on a large heap; this way they overlap the caller's work.
+ * Nothing else can tell: a malloc that finds no block merges the two first, and
+ * realloc, mk_tlsf_check and mk_tlsf_stats do too. Debug mode and poisoning
+ * builds merge at once.
+ *
  * The bound, in steps (what mk_tlsf_stats reports as max_call_steps): malloc does
  * one class computation, at most two bit scans, one list removal, at most one split
- * and one list insertion; free at most two merges (two removals) and one insertion;
- * realloc in place at most one merge and one split; memalign one malloc plus at most
- * one split at each end. mk_tlsf_check is the one call that walks the heap.
+ * and one list insertion; free merges one block (at most two merges, i.e. two
+ * removals, and one insertion: 5 steps); realloc in place at most one merge and one
+ * split; memalign one malloc plus at most one split at each end. Merging the two
+ * frees in flight adds at most 10 steps to the malloc that finds no block and to
+ * realloc, so no call takes more than 24 (a realloc that moves on a full heap); 10
+ * in debug mode. mk_tlsf_check is the one call that walks the heap.
  *
  * Threads. A heap is single-threaded: one heap per thread is the usual realtime
  * design. MK_TLSF_THREAD_SAFE serializes every call with a mutex (which makes the

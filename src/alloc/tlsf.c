@@ -20,7 +20,8 @@
  *
  * Invariants (mk_tlsf_check verifies each):
  *   - blocks tile each region from its first block to a zero-size sentinel;
- *   - no two free blocks are neighbours (free merges at once);
+ *   - no two free blocks are neighbours (a free merges; the two frees in flight,
+ *     see defer_release, are used blocks until they are merged);
  *   - PREV_FREE in a block's size <=> its previous block is free, and then its
  *     prev_phys points at that block;
  *   - a free block is in exactly the list of its class; a list's bit in sl_bitmap
@@ -88,11 +89,19 @@ struct mk_tlsf {
     size_t grow_size;
     region_t *regions;
     unsigned max_steps; /* the most steps any call took */
-    /* The remainder of the last split, its class and the class's smallest size:
-     * a hint, valid only while it heads that list (see wild_fit). */
+    /* The remainder of the last split: a hint, valid only while it heads its list
+     * (see wild_fit). With it, what wild_fit needs without computing the class:
+     * its list's head slot, its first level's sl_bitmap word, the bits of smaller
+     * classes in fl_bitmap and in that word, and its class's smallest size. */
     block_t *wild;
-    unsigned wild_fl, wild_sl;
+    block_t **wild_head;
+    uint32_t *wild_sl_map;
+    uint64_t wild_fl_below;
+    uint32_t wild_sl_below;
     size_t wild_floor;
+    block_t *pending[2]; /* frees not merged yet, newest first (defer_release) */
+    bool defer;          /* neither debug mode nor poisoning: frees go through pending */
+    bool fast;           /* defer, and no lock: malloc's and free's inline paths apply */
     pthread_mutex_t lock;
 };
 
@@ -155,6 +164,18 @@ static inline void mapping_search(size_t s, unsigned *fl, unsigned *sl)
     mapping_insert(s, fl, sl);
 }
 
+/* Whether usable sizes s <= u are of one class, without computing it: u has s's
+ * leading bit and the SL_LOG2 bits after it (or, below SMALL, s's ALIGN step). */
+static inline bool same_class(size_t s, size_t u)
+{
+    if (u < SMALL)
+        return s / ALIGN == u / ALIGN;
+    if (s < SMALL)
+        return false;
+    unsigned shift = log2_floor(s) - SL_LOG2;
+    return s >> shift == u >> shift;
+}
+
 /* The smallest usable size of class [fl][sl] (mapping_insert's inverse). */
 static inline size_t class_floor(unsigned fl, unsigned sl)
 {
@@ -167,33 +188,36 @@ static inline size_t class_floor(unsigned fl, unsigned sl)
 /* poisoning (ASan, Valgrind): free bodies are off limits; metadata is opened  */
 /* before it is written where a body was                                       */
 
-static inline void off_limits(const mk_tlsf_t *t, void *p, size_t n)
+/* These take the flag, not the heap: the inline paths pass a constant false
+ * (frees in flight imply no poisoning), and the compiler need not re-read
+ * t->poison after each call these may make. */
+static inline void off_limits(bool poison, void *p, size_t n)
 {
-    if (MK_UNLIKELY(t->poison) && n)
+    if (MK_UNLIKELY(poison) && n)
         mk__set_access(p, n, false, true);
 }
 
-static inline void open_up(const mk_tlsf_t *t, void *p, size_t n)
+static inline void open_up(bool poison, void *p, size_t n)
 {
-    if (MK_UNLIKELY(t->poison) && n)
+    if (MK_UNLIKELY(poison) && n)
         mk__set_access(p, n, true, true);
 }
 
 /* Poisons [from, to): the part of a block that just became free body. Only that
  * part: the rest of a merged or split free block was poisoned already, and
  * poisoning it again would make every call O(block size) under ASan. */
-static inline void poison_span(const mk_tlsf_t *t, void *from, void *to)
+static inline void poison_span(bool poison, void *from, void *to)
 {
-    if (MK_UNLIKELY(t->poison) && (char *)to > (char *)from)
+    if (MK_UNLIKELY(poison) && (char *)to > (char *)from)
         mk__set_access(from, (size_t)((char *)to - (char *)from), false, true);
 }
 
 /* A free block's body: its payload past the links, before the last 8 bytes. */
-static inline void poison_body(const mk_tlsf_t *t, block_t *b)
+static inline void poison_body(bool poison, block_t *b)
 {
-    if (MK_LIKELY(!t->poison) || bsize(b) <= BLOCK_MIN)
+    if (MK_LIKELY(!poison) || bsize(b) <= BLOCK_MIN)
         return;
-    off_limits(t, (char *)b + 32, bsize(b) - BLOCK_MIN);
+    off_limits(poison, (char *)b + 32, bsize(b) - BLOCK_MIN);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -245,12 +269,17 @@ static inline unsigned list_replace(mk_tlsf_t *t, block_t *ob, block_t *nb, unsi
     return 1;
 }
 
-static inline unsigned list_insert(mk_tlsf_t *t, block_t *b)
+static inline unsigned list_insert_size(mk_tlsf_t *t, block_t *b, size_t s)
 {
     unsigned fl, sl;
 
-    mapping_insert(bsize(b), &fl, &sl);
+    mapping_insert(s, &fl, &sl);
     return list_push(t, b, fl, sl);
+}
+
+static inline unsigned list_insert(mk_tlsf_t *t, block_t *b)
+{
+    return list_insert_size(t, b, bsize(b));
 }
 
 static inline unsigned list_remove(mk_tlsf_t *t, block_t *b)
@@ -294,8 +323,10 @@ static inline void remember_wild(mk_tlsf_t *t, block_t *r, unsigned fl, unsigned
     size_t floor = class_floor(fl, sl);
 
     t->wild = floor >= BLOCK_MIN ? r : NULL;
-    t->wild_fl = fl;
-    t->wild_sl = sl;
+    t->wild_head = &t->lists[fl][sl];
+    t->wild_sl_map = &t->sl_bitmap[fl];
+    t->wild_fl_below = ((uint64_t)1 << fl) - 1;
+    t->wild_sl_below = (1u << sl) - 1;
     t->wild_floor = floor;
 }
 
@@ -308,43 +339,59 @@ static inline void remember_wild(mk_tlsf_t *t, block_t *r, unsigned fl, unsigned
 HOT block_t *wild_fit(const mk_tlsf_t *t, size_t n)
 {
     block_t *w = t->wild;
-    unsigned fl = t->wild_fl, sl = t->wild_sl;
 
-    if (!w || t->lists[fl][sl] != w || n > t->wild_floor ||
+    if (!w || *t->wild_head != w || n > t->wild_floor ||
         bsize(w) - t->wild_floor < n + HDR)
         return NULL;
-    if ((t->fl_bitmap & (((uint64_t)1 << fl) - 1)) |
-        (t->sl_bitmap[fl] & ((1u << sl) - 1)))
+    if ((t->fl_bitmap & t->wild_fl_below) | (*t->wild_sl_map & t->wild_sl_below))
         return NULL;
     return w;
 }
 
-/* Free block b, head of list [fl][sl], becomes a used block of exactly n usable
- * bytes; the rest is a block of the same class and takes b's place in the list
- * (the bitmaps do not change). The caller knows the class is the same. */
-HOT unsigned carve_in_class(mk_tlsf_t *t, block_t *b, size_t n, unsigned fl, unsigned sl)
+/* Free block b, the head of the list at *head, becomes a used block of exactly n
+ * usable bytes; the rest is a block of the same class and takes b's place at the
+ * head (the bitmaps do not change). The caller knows the class is the same. */
+HOT block_t *split_head(block_t **head, block_t *b, size_t n, bool poison)
 {
     size_t rest = bsize(b) - n;
-    block_t *r = (block_t *)((char *)b + HDR + n);
-    unsigned steps;
+    block_t *r = (block_t *)((char *)b + HDR + n), *after = b->next_free;
 
-    open_up(t, &r->size, 24);
+    open_up(poison, &r->size, 24);
     r->size = (rest - HDR) | FREE; /* PREV_FREE clear: b is used now */
     next_phys(r)->prev_phys = r;   /* r's next already has PREV_FREE (b was free) */
-    steps = list_replace(t, b, r, fl, sl);
-    remember_wild(t, r, fl, sl);
+    r->next_free = after;
+    r->prev_free = NULL;
+    if (after)
+        after->prev_free = r;
+    *head = r;
     /* Opened only now: for Valgrind, opening marks b's links undefined. */
-    open_up(t, payload(b), n);
+    open_up(poison, payload(b), n);
     b->size = n | (b->size & PREV_FREE);
     /* r's body lies inside b's old body, which was poisoned. */
-    return steps + 1;
+    return r;
+}
+
+/* carve's same-class case: b heads list [fl][sl]; the rest becomes the wild block. */
+HOT unsigned carve_in_class(mk_tlsf_t *t, block_t *b, size_t n, unsigned fl, unsigned sl,
+                            bool poison)
+{
+    remember_wild(t, split_head(&t->lists[fl][sl], b, n, poison), fl, sl);
+    return 2; /* a list operation and a split */
+}
+
+/* wild_fit's block w gives its first n bytes; the rest is still the wild block,
+ * of the same class, so only the pointer changes. */
+HOT unsigned carve_wild(mk_tlsf_t *t, block_t *w, size_t n, bool poison)
+{
+    t->wild = split_head(t->wild_head, w, n, poison);
+    return 2;
 }
 
 /* Free block b (in list [fl][sl] when listed) becomes a used block of exactly n
  * usable bytes; the rest, if it can be a block, stays free and takes b's place
  * in its list when its class is b's (the common case for a large block). */
 HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
-                   unsigned sl)
+                   unsigned sl, bool poison)
 {
     unsigned steps = 0;
     size_t rest = bsize(b) - n;
@@ -352,7 +399,7 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
     if (rest < BLOCK_MIN + HDR) {
         if (listed)
             steps += list_unlink(t, b, fl, sl);
-        open_up(t, payload(b), bsize(b));
+        open_up(poison, payload(b), bsize(b));
         b->size &= ~FREE;
         next_phys(b)->size &= ~PREV_FREE;
         return steps;
@@ -362,15 +409,15 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
 
     mapping_insert(rest - HDR, &rfl, &rsl);
     if (listed && rfl == fl && rsl == sl)
-        return carve_in_class(t, b, n, fl, sl);
-    open_up(t, &r->size, 24);
+        return carve_in_class(t, b, n, fl, sl, poison);
+    open_up(poison, &r->size, 24);
     r->size = (rest - HDR) | FREE;
     next_phys(r)->prev_phys = r;
     if (listed)
         steps += list_unlink(t, b, fl, sl);
     steps += list_push(t, r, rfl, rsl);
     remember_wild(t, r, rfl, rsl); /* r heads its list */
-    open_up(t, payload(b), n);
+    open_up(poison, payload(b), n);
     b->size = n | (b->size & PREV_FREE);
     return steps + 1;
 }
@@ -386,7 +433,7 @@ static unsigned split_used(mk_tlsf_t *t, block_t *b, size_t n)
     if (rest < BLOCK_MIN + HDR)
         return steps;
     r = (block_t *)((char *)b + HDR + n);
-    open_up(t, &r->size, 24);
+    open_up(t->poison, &r->size, 24);
     r->size = (rest - HDR) | FREE;
     b->size = n | (b->size & FLAGS);
     next = next_phys(r);
@@ -401,66 +448,138 @@ static unsigned split_used(mk_tlsf_t *t, block_t *b, size_t n)
     next->prev_phys = r;
     next->size |= PREV_FREE;
     steps += list_insert(t, r);
-    poison_span(t, (char *)r + 32, body_end);
+    poison_span(t->poison, (char *)r + 32, body_end);
     steps++;
     return steps;
 }
 
-/* Used block b becomes free, merged with free neighbours. The merged block keeps
- * a neighbour's list position when its class is that neighbour's. */
-HOT unsigned release(mk_tlsf_t *t, block_t *b)
+/* Freeing used block b has three cases, by its neighbours (the common ones first,
+ * each with only the loads it needs; bs and ns are b's and its next's size words).
+ *
+ * Neither neighbour is free: b heads its class's list. */
+HOT unsigned free_alone(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns,
+                        bool poison)
+{
+    b->size = bs | FREE;
+    open_up(poison, &next->prev_phys, sizeof next->prev_phys);
+    next->prev_phys = b;
+    next->size = ns | PREV_FREE;
+    poison_span(poison, (char *)b + 32, (char *)next);
+    return list_insert_size(t, b, bs & ~FLAGS);
+}
+
+/* Only the next block is free: b absorbs it and takes its place in its list when
+ * the class stays (a list freed newest first, from high addresses down, does this
+ * every time). */
+HOT unsigned merge_next(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns,
+                        bool poison)
+{
+    size_t total = (bs & ~FLAGS) + HDR + (ns & ~FLAGS);
+    unsigned xfl, xsl, steps = 1;
+    block_t *after;
+
+    mapping_insert(ns & ~FLAGS, &xfl, &xsl);
+    if (same_class(ns & ~FLAGS, total))
+        steps += list_replace(t, next, b, xfl, xsl);
+    else
+        steps += list_unlink(t, next, xfl, xsl) + list_insert_size(t, b, total);
+    b->size = total | FREE; /* PREV_FREE clear: the previous block is used */
+    /* The block after next already has PREV_FREE; its back pointer is next's last
+     * word, a store and no load, which keeps its line out of the chain of misses. */
+    after = (block_t *)((char *)b + HDR + total);
+    open_up(poison, &after->prev_phys, sizeof after->prev_phys);
+    after->prev_phys = b;
+    poison_span(poison, (char *)b + 32, (char *)next + 32);
+    return steps;
+}
+
+/* The previous block f is free (and the next may be): f grows over b (and next),
+ * keeping its list place when its class stays. */
+/* Kept out of line: inlined, its registers would make every free save and
+ * restore six of them (the list workload's frees take merge_next). */
+static __attribute__((noinline)) unsigned
+merge_prev(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns, bool poison)
+{
+    block_t *f = b->prev_phys;
+    size_t total = bsize(f) + HDR + (bs & ~FLAGS);
+    unsigned ofl, osl, fl, sl, steps = 1;
+
+    mapping_insert(bsize(f), &ofl, &osl);
+    if (ns & FREE) {
+        unsigned xfl, xsl;
+
+        mapping_insert(ns & ~FLAGS, &xfl, &xsl);
+        steps += 1 + list_unlink(t, next, xfl, xsl);
+        total += HDR + (ns & ~FLAGS);
+    }
+    mapping_insert(total, &fl, &sl);
+    if (fl != ofl || sl != osl)
+        steps += list_unlink(t, f, ofl, osl) + list_push(t, f, fl, sl);
+    f->size = total | FREE; /* PREV_FREE clear: f's previous block is used */
+    if (ns & FREE) {
+        block_t *after = next_phys(f);
+        open_up(poison, &after->prev_phys, sizeof after->prev_phys);
+        after->prev_phys = f;
+        poison_span(poison, (char *)b, (char *)next + 32);
+    } else {
+        open_up(poison, &next->prev_phys, sizeof next->prev_phys);
+        next->prev_phys = f;
+        next->size = ns | PREV_FREE;
+        poison_span(poison, (char *)b, (char *)next);
+    }
+    return steps;
+}
+
+/* Used block b becomes free, merged with free neighbours. */
+HOT unsigned release(mk_tlsf_t *t, block_t *b, bool poison)
+{
+    size_t bs = b->size;
+    block_t *next = (block_t *)((char *)b + HDR + (bs & ~FLAGS));
+    size_t ns = next->size;
+
+    if (bs & PREV_FREE)
+        return merge_prev(t, b, bs, next, ns, poison);
+    if (ns & FREE)
+        return merge_next(t, b, bs, next, ns, poison);
+    return free_alone(t, b, bs, next, ns, poison);
+}
+
+/* ------------------------------------------------------------------------ */
+/* frees in flight                                                            */
+
+/* Frees are merged two calls late, which turns their cache misses into
+ * prefetches that overlap the caller's work: b's header is prefetched now; one
+ * free later, when it is in cache, its neighbours' headers are; one more free
+ * later the merge finds them all in cache. Without this a free waits for two or
+ * three dependent misses (its header, then its neighbours'). The bound stays: a
+ * free merges one block, and a malloc that finds nothing merges both first. */
+HOT unsigned defer_release(mk_tlsf_t *t, block_t *b)
+{
+    block_t *old = t->pending[1], *mid = t->pending[0];
+
+    t->pending[1] = mid;
+    t->pending[0] = b;
+    __builtin_prefetch(b, 1);
+    if (mid) {
+        size_t s = mid->size;
+        __builtin_prefetch((char *)mid + HDR + (s & ~FLAGS), 1);
+        if (s & PREV_FREE)
+            __builtin_prefetch(mid->prev_phys, 1);
+    }
+    return old ? release(t, old, false) : 0;
+}
+
+/* Merges the frees in flight, oldest first: before a search gives up, and
+ * before a walk. */
+static unsigned drain(mk_tlsf_t *t)
 {
     unsigned steps = 0;
-    block_t *f = b, *next = next_phys(b);
-    bool prev_free = b->size & PREV_FREE, next_free = next->size & FREE;
-    size_t total = bsize(b);
-    unsigned ofl = 0, osl = 0, nfl, nsl, xfl = 0, xsl = 0;
 
-    if (prev_free) {
-        f = b->prev_phys;
-        mapping_insert(bsize(f), &ofl, &osl);
-        total += bsize(f) + HDR;
-        steps++;
-    }
-    if (next_free) {
-        mapping_insert(bsize(next), &xfl, &xsl);
-        total += bsize(next) + HDR;
-        steps++;
-    }
-    mapping_insert(total, &nfl, &nsl);
-    if (prev_free) {
-        if (next_free)
-            steps += list_unlink(t, next, xfl, xsl);
-        if (nfl != ofl || nsl != osl) {
-            steps += list_unlink(t, f, ofl, osl);
-            steps += list_push(t, f, nfl, nsl);
+    for (int i = 1; i >= 0; i--)
+        if (t->pending[i]) {
+            steps += release(t, t->pending[i], false);
+            t->pending[i] = NULL;
         }
-    } else if (next_free && nfl == xfl && nsl == xsl) {
-        steps += list_replace(t, next, f, nfl, nsl);
-    } else {
-        if (next_free)
-            steps += list_unlink(t, next, xfl, xsl);
-        steps += list_push(t, f, nfl, nsl);
-    }
-    f->size = total | FREE | (f->size & PREV_FREE);
-    /* The block after f: its back pointer is f's last word (a store, no load); its
-     * PREV_FREE is already set when it followed a free block, so only b's own next,
-     * whose line is loaded anyway, needs the flag. This keeps the block beyond a
-     * merged neighbour out of the chain of cache misses. */
-    if (next_free) {
-        block_t *after = next_phys(f);
-        open_up(t, &after->prev_phys, sizeof after->prev_phys);
-        after->prev_phys = f;
-    } else {
-        open_up(t, &next->prev_phys, sizeof next->prev_phys);
-        next->prev_phys = f;
-        next->size |= PREV_FREE;
-    }
-    /* What turned into body: b's payload past f's links (all of b when f is its
-     * free previous block), up to b's last word, or through a merged next's header.
-     * The merged neighbours' bodies were poisoned already. */
-    poison_span(t, f == b ? (char *)b + 32 : (char *)b,
-                next_free ? (char *)next + 32 : (char *)next);
     return steps;
 }
 
@@ -487,7 +606,7 @@ static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
     }
     b = (block_t *)(start + REGION_HEAD);
     sentinel = (block_t *)((end - 16) & ~(uintptr_t)(ALIGN - 1));
-    open_up(t, r, (size_t)((uintptr_t)sentinel + 16 - start));
+    open_up(t->poison, r, (size_t)((uintptr_t)sentinel + 16 - start));
     r->next = t->regions;
     r->bytes = end - start;
     r->mapped = mapped;
@@ -496,7 +615,7 @@ static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
     sentinel->size = PREV_FREE;
     sentinel->prev_phys = b;
     list_insert(t, b);
-    poison_body(t, b);
+    poison_body(t->poison, b);
     return 0;
 }
 
@@ -531,6 +650,8 @@ static bool init(mk_tlsf_t *t, unsigned flags)
 #endif
     if (MK_ON_VALGRIND())
         t->poison = true;
+    t->defer = !t->poison && !(flags & MK_TLSF_DEBUG);
+    t->fast = t->defer && !(flags & MK_TLSF_THREAD_SAFE);
     if (flags & MK_TLSF_THREAD_SAFE)
         pthread_mutex_init(&t->lock, NULL);
     return true;
@@ -617,7 +738,7 @@ void mk_tlsf_destroy(mk_tlsf_t *t)
             mk__pages_unmap(r, r->bytes);
         } else {
             /* The caller's memory goes back clean. */
-            open_up(t, r, r->bytes);
+            open_up(t->poison, r, r->bytes);
         }
     }
     if (t->flags & MK_TLSF_THREAD_SAFE)
@@ -685,10 +806,15 @@ static inline void call_begin(mk_tlsf_t *t)
         pthread_mutex_lock(&t->lock);
 }
 
-static inline void call_end(mk_tlsf_t *t, unsigned steps)
+static inline void note_steps(mk_tlsf_t *t, unsigned steps)
 {
     if (steps > t->max_steps)
         t->max_steps = steps;
+}
+
+static inline void call_end(mk_tlsf_t *t, unsigned steps)
+{
+    note_steps(t, steps);
     if (t->flags & MK_TLSF_THREAD_SAFE)
         pthread_mutex_unlock(&t->lock);
 }
@@ -699,6 +825,10 @@ HOT block_t *take(mk_tlsf_t *t, size_t n, unsigned *fl, unsigned *sl, unsigned *
 {
     block_t *b = find_fit(t, n, fl, sl, steps);
 
+    if (MK_UNLIKELY(!b) && t->defer) {
+        *steps += drain(t);
+        b = find_fit(t, n, fl, sl, steps);
+    }
     if (MK_UNLIKELY(!b) && (t->flags & MK_TLSF_GROW)) {
         size_t want = n + n / 8 + 4096; /* the class rounding, the region's own bytes */
         if (map_region(t, want > t->grow_size ? want : t->grow_size))
@@ -722,9 +852,9 @@ HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
     if ((b = wild_fit(t, n))) {
         /* the block find_fit would take, and carve's same-class case; the
          * check stands for find_fit's scan in the step count */
-        *steps += 1 + carve_in_class(t, b, n, t->wild_fl, t->wild_sl);
+        *steps += 1 + carve_wild(t, b, n, t->poison);
     } else if ((b = take(t, n, &fl, &sl, steps))) {
-        *steps += carve(t, b, n, true, fl, sl);
+        *steps += carve(t, b, n, true, fl, sl, t->poison);
     } else {
         errno = ENOMEM;
         return NULL;
@@ -734,7 +864,7 @@ HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
     return payload(b);
 }
 
-void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size)
+static __attribute__((noinline)) void *malloc_slow(mk_tlsf_t *t, size_t size)
 {
     unsigned steps = 0;
     void *p;
@@ -743,6 +873,20 @@ void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size)
     p = alloc_locked(t, size, &steps);
     call_end(t, steps);
     return p;
+}
+
+void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size)
+{
+    size_t n;
+    block_t *b;
+
+    /* The fast path: no lock, no debug mode, no poisoning, and the request is
+     * carved from the wild block (what alloc_locked would do, minus its checks). */
+    if (MK_LIKELY(t->fast) && (n = adjust(size)) && (b = wild_fit(t, n))) {
+        note_steps(t, 1 + carve_wild(t, b, n, false));
+        return payload(b);
+    }
+    return malloc_slow(t, size);
 }
 
 void *mk_tlsf_calloc(mk_tlsf_t *t, size_t n, size_t size)
@@ -790,7 +934,7 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
     if (gap) {
         /* Split the front off as a free block; b2 starts gap bytes later. */
         block_t *b2 = (block_t *)((char *)b + gap);
-        open_up(t, b2, 32);
+        open_up(t->poison, b2, 32);
         b2->size = (bsize(b) - gap) | FREE | PREV_FREE;
         b2->prev_phys = b;
         b->size = (gap - HDR) | FREE | (b->size & PREV_FREE);
@@ -798,7 +942,7 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
         /* The front's body lies inside b's old body, which was poisoned. */
         b = b2;
     }
-    steps += carve(t, b, n, false, 0, 0);
+    steps += carve(t, b, n, false, 0, 0, t->poison);
     if (t->flags & MK_TLSF_DEBUG)
         debug_tag(b, req);
     p = payload(b);
@@ -810,14 +954,27 @@ out:
 /* ------------------------------------------------------------------------ */
 /* free and realloc                                                          */
 
-void mk_tlsf_free(mk_tlsf_t *t, void *p)
+static __attribute__((noinline)) void free_slow(mk_tlsf_t *t, void *p)
 {
     if (!p)
         return;
     call_begin(t);
+    if (t->defer) {
+        call_end(t, defer_release(t, of_payload(p)));
+        return;
+    }
     if (t->flags & MK_TLSF_DEBUG)
         debug_verify(t, p, "mk_tlsf_free");
-    call_end(t, release(t, of_payload(p)));
+    call_end(t, release(t, of_payload(p), t->poison));
+}
+
+void mk_tlsf_free(mk_tlsf_t *t, void *p)
+{
+    if (MK_LIKELY(t->fast) && p) {
+        note_steps(t, defer_release(t, of_payload(p)));
+        return;
+    }
+    free_slow(t, p);
 }
 
 /* Grows or shrinks used block b to n usable bytes where it is; false if it cannot. */
@@ -837,22 +994,22 @@ static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n, unsigned *steps)
     *steps += list_remove(t, next) + 1;
     total = have + HDR + bsize(next);
     rest = total - n;
-    open_up(t, (char *)payload(b) + have, n - have);
+    open_up(t->poison, (char *)payload(b) + have, n - have);
     if (rest < BLOCK_MIN + HDR) {
-        open_up(t, (char *)payload(b) + n, rest);
+        open_up(t->poison, (char *)payload(b) + n, rest);
         b->size = total | (b->size & FLAGS);
         next_phys(b)->size &= ~PREV_FREE;
         return true;
     }
     block_t *r = (block_t *)((char *)b + HDR + n);
-    open_up(t, &r->size, 24);
+    open_up(t->poison, &r->size, 24);
     r->size = (rest - HDR) | FREE;
     b->size = n | (b->size & FLAGS);
     next_phys(r)->prev_phys = r; /* its PREV_FREE is set: next was free */
     *steps += list_insert(t, r) + 1;
     /* Only next's old header can lie in r's body unpoisoned; the rest was body. */
     char *from = (char *)r + 32 > (char *)next ? (char *)r + 32 : (char *)next;
-    poison_span(t, from, (char *)next + 32);
+    poison_span(t->poison, from, (char *)next + 32);
     return true;
 }
 
@@ -874,6 +1031,9 @@ void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size)
         old = debug_verify(t, p, "mk_tlsf_realloc");
     } else {
         old = bsize(of_payload(p));
+        /* A neighbour freed just now is free for resize_in_place too. */
+        if (t->defer)
+            steps += drain(t);
         if ((n = adjust(size)) && resize_in_place(t, of_payload(p), n, &steps)) {
             call_end(t, steps);
             return p;
@@ -881,7 +1041,7 @@ void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size)
     }
     if ((q = alloc_locked(t, size, &steps))) {
         memcpy(q, p, old < size ? old : size);
-        steps += release(t, of_payload(p));
+        steps += release(t, of_payload(p), t->poison);
     }
     call_end(t, steps);
     return q;
@@ -997,6 +1157,7 @@ bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len)
     bool ok;
 
     call_begin(t);
+    drain(t);
     memset(counts, 0, sizeof counts);
     /* Reading free bodies' headers is the point here: open nothing, read only
      * headers and links, which are never poisoned. */
@@ -1010,6 +1171,7 @@ void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out)
     mk_tlsf_stats_t s = {0};
 
     call_begin(t);
+    drain(t);
     for (region_t *r = t->regions; r; r = r->next) {
         s.regions++;
         s.region_bytes += r->bytes;

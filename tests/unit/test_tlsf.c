@@ -173,6 +173,38 @@ static void test_exhaustion_and_regions(void)
     mk_tlsf_destroy(t);
 }
 
+/* Frees are merged two calls late (see defer_release in src/alloc/tlsf.c), and
+ * nothing may tell: not a malloc that needs a just-freed block, not realloc, not
+ * the stats. */
+static void test_frees_in_flight(void)
+{
+    static _Alignas(64) char arena[64 * KIB];
+    mk_tlsf_t *t = mk_tlsf_create_in(arena, sizeof arena, 0);
+    void *p[100];
+    int n = 0;
+    mk_tlsf_stats_t s;
+
+    while (n < 100 && (p[n] = mk_tlsf_malloc(t, 1000)))
+        n++;
+    CHECK(n > 40 && n < 60);
+    /* Two neighbours freed just now: on a full heap, a malloc that needs both
+     * merged gets them (what is left at the end is under 1000 bytes). Merged,
+     * they hold 2008 bytes, class [1984, 2016): a request finds that class up to
+     * 1984 bytes (requests are rounded up to their class). */
+    mk_tlsf_free(t, p[10]);
+    mk_tlsf_free(t, p[11]);
+    CHECK(mk_tlsf_malloc(t, 1976) == p[10]);
+    /* The stats see a free at once. */
+    mk_tlsf_free(t, p[20]);
+    mk_tlsf_stats(t, &s);
+    CHECK_EQ(s.used_blocks, (size_t)n - 2);
+    /* realloc grows into a neighbour freed just now, in place. */
+    mk_tlsf_free(t, p[31]);
+    CHECK(mk_tlsf_realloc(t, p[30], 1900) == p[30]);
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+}
+
 /* No call takes more steps when the heap holds 10x more blocks. */
 static unsigned long long rng_state = 12345;
 
@@ -373,6 +405,7 @@ int main(void)
     test_realloc();
     test_memalign();
     test_exhaustion_and_regions();
+    test_frees_in_flight();
     test_bounded_steps();
     test_thread_safe();
     test_prelock();

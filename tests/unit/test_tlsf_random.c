@@ -162,7 +162,9 @@ static void run(size_t region, unsigned flags, unsigned long long seed, int step
     mk_tlsf_stats(t, &s);
     CHECK_EQ(s.free_blocks, 1);
     CHECK_EQ(s.free_bytes, s0.free_bytes);
-    CHECK(s.max_call_steps <= 10); /* a realloc that moves: a malloc and a free */
+    /* The documented bound (memkit/tlsf.h): a realloc that moves, a malloc and a
+     * free, plus in the default mode the two frees in flight merged first. */
+    CHECK(s.max_call_steps <= (flags & MK_TLSF_DEBUG ? 10u : 24u));
     printf("test_tlsf_random: region %zu KiB%s: %d allocations refused (heap full), most "
            "steps in a call %zu\n",
            region >> 10, flags & MK_TLSF_DEBUG ? " (debug)" : "", full, s.max_call_steps);

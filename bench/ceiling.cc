@@ -1,21 +1,23 @@
 /*
- * pmr_ceiling.cc - how fast pmr-vector and pmr-map could be with any allocator:
- * the ceilings the local buffers/C++ issue's bars are measured against.
+ * ceiling.cc - how fast local-array, pmr-vector and pmr-map could be with any
+ * allocator: the ceilings the local buffers/C++ issue's bars are measured against.
  *
- * Each workload of bench/pmr.cc runs here under the default allocator, under
- * memkit's resource, and under two references no allocator can beat:
+ * Each workload (bench/local_array.c, bench/pmr.cc) runs here under the default
+ * allocator, under memkit's answer, and under references no allocator can beat:
  *
+ *   local-array a plain array of 1,000 entries on the stack (no allocation ever);
  *   pmr-vector  std::pmr::monotonic_buffer_resource over a pre-faulted buffer
  *               (allocation is a pointer bump, deallocation nothing, no page
  *               faults), and std::vector with reserve() (no growth at all);
  *   pmr-map     the same monotonic resource (it never reuses a node), and
  *               std::unordered_map with reserve() (no rehashing).
  *
- * Usage: memkit-pmr-ceiling [VECTORS [MAP_OPS [ROUNDS]]] (defaults 100, 20000000,
- * 5). Prints seconds per round (median [min-max]) and the median ratio to the
- * default allocator, interleaving the variants in every round so that a noisy
- * machine slows them alike.
+ * Usage: memkit-ceiling [CALLS [VECTORS [MAP_OPS [ROUNDS]]]] (defaults 20000000,
+ * 100, 20000000, 5). Prints seconds per round (median [min-max]) and the median ratio to
+ * the default allocator, interleaving the variants in every round so that a noisy machine
+ * slows them alike.
  */
+#include <memkit/localbuf.h>
 #include <memkit/pmr.hpp>
 
 #include <algorithm>
@@ -60,6 +62,34 @@ template <class Map> std::size_t churn(Map &m, std::uint64_t ops)
     return m.size();
 }
 
+/* bench/local_array.c's call: 1-8 entries, 1,000 once per 1,000 calls; each call
+ * fills its entries and reads them back. */
+struct poll_entry {
+    int fd;
+    short events, revents;
+};
+
+inline unsigned use_entries(poll_entry *e, unsigned n, unsigned seed)
+{
+    unsigned sum = 0;
+
+    __asm__ volatile("" : : "r"(e) : "memory");
+    for (unsigned i = 0; i < n; i++) {
+        e[i].fd = static_cast<int>(seed + i);
+        e[i].events = 1;
+        e[i].revents = static_cast<short>((seed ^ i) & 1);
+    }
+    __asm__ volatile("" : : "r"(e) : "memory");
+    for (unsigned i = 0; i < n; i++)
+        sum += static_cast<unsigned>(e[i].revents);
+    return sum;
+}
+
+inline unsigned entries_for(std::uint64_t i)
+{
+    return i % 1000 == 999 ? 1000 : 1 + static_cast<unsigned>((i >> 6) * 5 % 8);
+}
+
 /* The variants of one workload: a name and one timed run. */
 struct variant {
     const char *name;
@@ -68,6 +98,39 @@ struct variant {
 };
 
 unsigned sink;
+
+__attribute__((noinline)) unsigned call_malloc(unsigned n, unsigned seed)
+{
+    auto *e = static_cast<poll_entry *>(std::malloc(n * sizeof(poll_entry)));
+    if (!e)
+        std::abort();
+    unsigned r = use_entries(e, n, seed);
+    std::free(e);
+    return r;
+}
+
+__attribute__((noinline)) unsigned call_localbuf(unsigned n, unsigned seed)
+{
+    MK_LOCALBUF(buf, 8 * sizeof(poll_entry));
+    auto *e = mk_localbuf_array(&buf, poll_entry, n);
+    if (!e)
+        std::abort();
+    return use_entries(e, n, seed);
+}
+
+__attribute__((noinline)) unsigned call_array(unsigned n, unsigned seed)
+{
+    poll_entry e[1000];
+    return use_entries(e, n, seed);
+}
+
+template <unsigned (*call)(unsigned, unsigned)> double calls(std::uint64_t n, char *)
+{
+    double t0 = now();
+    for (std::uint64_t i = 0; i < n; i++)
+        sink += call(entries_for(i), static_cast<unsigned>(i));
+    return now() - t0;
+}
 
 double vec_default(std::uint64_t vectors, char *)
 {
@@ -186,8 +249,8 @@ std::uint64_t arg(int argc, char **argv, int i, std::uint64_t dflt)
     unsigned long long v = std::strtoull(argv[i], &end, 10);
     if (*end || v == 0) {
         std::fprintf(stderr,
-                     "memkit-pmr-ceiling: '%s' is not a positive number\n"
-                     "usage: memkit-pmr-ceiling [VECTORS [MAP_OPS [ROUNDS]]]\n",
+                     "memkit-ceiling: '%s' is not a positive number\n"
+                     "usage: memkit-ceiling [CALLS [VECTORS [MAP_OPS [ROUNDS]]]]\n",
                      argv[i]);
         std::exit(2);
     }
@@ -198,17 +261,23 @@ std::uint64_t arg(int argc, char **argv, int i, std::uint64_t dflt)
 
 int main(int argc, char **argv)
 {
-    std::uint64_t vectors = arg(argc, argv, 1, 100), ops = arg(argc, argv, 2, 20000000);
-    int rounds = static_cast<int>(std::min<std::uint64_t>(arg(argc, argv, 3, 5), 100));
+    std::uint64_t ncalls = arg(argc, argv, 1, 20000000),
+                  vectors = arg(argc, argv, 2, 100), ops = arg(argc, argv, 3, 20000000);
+    int rounds = static_cast<int>(std::min<std::uint64_t>(arg(argc, argv, 4, 5), 100));
     /* A vector of 1M ints takes 8 MiB over its growths: the arena holds that. */
     char *arena = static_cast<char *>(std::malloc(arena_bytes));
 
     if (!arena) {
-        std::fprintf(stderr, "memkit-pmr-ceiling: out of memory\n");
+        std::fprintf(stderr, "memkit-ceiling: out of memory\n");
         return 1;
     }
     for (std::size_t i = 0; i < arena_bytes; i += 4096)
         arena[i] = 0; /* fault it in once, outside the timing */
+    variant local[] = {
+        {"malloc + free per call", calls<call_malloc>, {}},
+        {"MK_LOCALBUF of 8 entries", calls<call_localbuf>, {}},
+        {"a 1,000-entry array on the stack", calls<call_array>, {}},
+    };
     variant vec[] = {
         {"std::vector<int>, default allocator", vec_default, {}},
         {"std::pmr::vector<int>, memkit::stack_resource", vec_stack, {}},
@@ -221,9 +290,11 @@ int main(int argc, char **argv)
         {"std::pmr::unordered_map, monotonic (no reuse)", map_monotonic, {}},
         {"std::unordered_map, reserve(65536)", map_reserved, {}},
     };
-    std::printf("pmr ceilings: %d rounds, median seconds [min-max], median ratio to "
+    std::printf("ceilings: %d rounds, median seconds [min-max], median ratio to "
                 "the default\n",
                 rounds);
+    compare("local-array: a call's array of 1-8 entries, 1,000 once per 1,000 calls",
+            local, 3, ncalls, rounds, arena);
     compare("pmr-vector: vectors of 1,000,000 push_backs", vec, 4, vectors, rounds,
             arena);
     compare("pmr-map: unordered_map<int,int> insert/erase churn", map, 4, ops, rounds,

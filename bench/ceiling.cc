@@ -12,11 +12,15 @@
  *   pmr-map     the same monotonic resource (it never reuses a node), and
  *               std::unordered_map with reserve() (no rehashing).
  *
- * Usage: memkit-ceiling [CALLS [VECTORS [MAP_OPS [ROUNDS]]]] (defaults 20000000,
- * 100, 20000000, 5). Prints seconds per round (median [min-max]) and the median ratio to
- * the default allocator, interleaving the variants in every round so that a noisy machine
- * slows them alike.
+ * Usage: memkit-ceiling [CALLS [VECTORS [MAP_OPS [ROUNDS]]]] (defaults
+ * 20000000, 100, 20000000, 5). Prints seconds per round (median [min-max]) and
+ * the median ratio to the default allocator, interleaving the variants in every
+ * round so that a noisy machine slows them alike. The loops are the workloads'
+ * own (local_array.h, pmr_kernels.hpp).
  */
+#include "local_array.h"
+#include "pmr_kernels.hpp"
+
 #include <memkit/localbuf.h>
 #include <memkit/pmr.hpp>
 
@@ -32,62 +36,16 @@
 namespace
 {
 
-constexpr std::uint64_t vector_len = 1000000; /* as in bench/pmr.cc */
+using memkit_bench::churn;
+using memkit_bench::fill;
+using memkit_bench::vector_len;
+
 constexpr std::size_t arena_bytes = std::size_t{64} << 20;
 
 double now()
 {
     using clock = std::chrono::steady_clock;
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
-
-template <class Vector> unsigned fill(Vector &v, std::uint64_t seed)
-{
-    for (std::uint64_t i = 0; i < vector_len; i++)
-        v.push_back(static_cast<int>(seed + i));
-    __asm__ volatile("" : : "r"(v.data()) : "memory");
-    return static_cast<unsigned>(v[vector_len / 2]);
-}
-
-/* bench/pmr.cc's churn: erase key k if present, else insert it. */
-template <class Map> std::size_t churn(Map &m, std::uint64_t ops)
-{
-    std::uint32_t x = 12345;
-    for (std::uint64_t i = 0; i < ops; i++) {
-        x = x * 1103515245u + 12345u;
-        int k = static_cast<int>((x >> 8) & 0xffff);
-        if (m.erase(k) == 0)
-            m.emplace(k, static_cast<int>(i));
-    }
-    return m.size();
-}
-
-/* bench/local_array.c's call: 1-8 entries, 1,000 once per 1,000 calls; each call
- * fills its entries and reads them back. */
-struct poll_entry {
-    int fd;
-    short events, revents;
-};
-
-inline unsigned use_entries(poll_entry *e, unsigned n, unsigned seed)
-{
-    unsigned sum = 0;
-
-    __asm__ volatile("" : : "r"(e) : "memory");
-    for (unsigned i = 0; i < n; i++) {
-        e[i].fd = static_cast<int>(seed + i);
-        e[i].events = 1;
-        e[i].revents = static_cast<short>((seed ^ i) & 1);
-    }
-    __asm__ volatile("" : : "r"(e) : "memory");
-    for (unsigned i = 0; i < n; i++)
-        sum += static_cast<unsigned>(e[i].revents);
-    return sum;
-}
-
-inline unsigned entries_for(std::uint64_t i)
-{
-    return i % 1000 == 999 ? 1000 : 1 + static_cast<unsigned>((i >> 6) * 5 % 8);
 }
 
 /* The variants of one workload: a name and one timed run. */
@@ -111,7 +69,7 @@ __attribute__((noinline)) unsigned call_malloc(unsigned n, unsigned seed)
 
 __attribute__((noinline)) unsigned call_localbuf(unsigned n, unsigned seed)
 {
-    MK_LOCALBUF(buf, 8 * sizeof(poll_entry));
+    MK_LOCALBUF(buf, INLINE_ENTRIES * sizeof(poll_entry));
     auto *e = mk_localbuf_array(&buf, poll_entry, n);
     if (!e)
         std::abort();
@@ -120,7 +78,7 @@ __attribute__((noinline)) unsigned call_localbuf(unsigned n, unsigned seed)
 
 __attribute__((noinline)) unsigned call_array(unsigned n, unsigned seed)
 {
-    poll_entry e[1000];
+    poll_entry e[BIG_ENTRIES];
     return use_entries(e, n, seed);
 }
 
@@ -180,7 +138,8 @@ double map_default(std::uint64_t ops, char *)
 {
     double t0 = now();
     std::unordered_map<int, int> m;
-    sink += static_cast<unsigned>(churn(m, ops));
+    churn(m, ops);
+    sink += static_cast<unsigned>(m.size());
     return now() - t0;
 }
 
@@ -189,7 +148,8 @@ double map_pool(std::uint64_t ops, char *)
     double t0 = now();
     memkit::pool_resource pool;
     std::pmr::unordered_map<int, int> m(&pool);
-    sink += static_cast<unsigned>(churn(m, ops));
+    churn(m, ops);
+    sink += static_cast<unsigned>(m.size());
     return now() - t0;
 }
 
@@ -200,7 +160,8 @@ double map_monotonic(std::uint64_t ops, char *)
     double t0 = now();
     std::pmr::monotonic_buffer_resource mono;
     std::pmr::unordered_map<int, int> m(&mono);
-    sink += static_cast<unsigned>(churn(m, ops));
+    churn(m, ops);
+    sink += static_cast<unsigned>(m.size());
     return now() - t0;
 }
 
@@ -209,7 +170,8 @@ double map_reserved(std::uint64_t ops, char *)
     double t0 = now();
     std::unordered_map<int, int> m;
     m.reserve(65536);
-    sink += static_cast<unsigned>(churn(m, ops));
+    churn(m, ops);
+    sink += static_cast<unsigned>(m.size());
     return now() - t0;
 }
 

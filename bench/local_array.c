@@ -13,6 +13,7 @@
  *
  * Both rate columns are calls per second (the whole loop is timed).
  */
+#include "local_array.h"
 #include "workload.h"
 
 #include <memkit/localbuf.h>
@@ -20,34 +21,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#define INLINE_ENTRIES 8
-#define BIG_ENTRIES    1000
-#define BIG_EVERY      1000 /* one call in this many needs BIG_ENTRIES */
-
-/* The stand-in for struct pollfd. */
-typedef struct poll_entry {
-    int fd;
-    short events, revents;
-} poll_entry;
-
-/* What the call does with its array; the asm makes the array escape, so the
- * compiler cannot drop a malloc/free pair it would see as unused. */
-static inline unsigned use_entries(poll_entry *e, unsigned n, unsigned seed)
-{
-    unsigned sum = 0;
-
-    __asm__ volatile("" : : "r"(e) : "memory");
-    for (unsigned i = 0; i < n; i++) {
-        e[i].fd = (int)(seed + i);
-        e[i].events = 1;
-        e[i].revents = (short)((seed ^ i) & 1);
-    }
-    __asm__ volatile("" : : "r"(e) : "memory");
-    for (unsigned i = 0; i < n; i++)
-        sum += (unsigned)e[i].revents;
-    return sum;
-}
 
 static unsigned call_malloc(unsigned n, unsigned seed)
 {
@@ -77,14 +50,6 @@ static unsigned call_localbuf(unsigned n, unsigned seed)
 static bool local_array_supports(mk_bench_api api)
 {
     return api == MK_API_MALLOC || api == MK_API_MK_STACK || api == MK_API_MK_LOCALBUF;
-}
-
-/* Entries needed by call i: 1,000 once per BIG_EVERY calls, else 1-8, changing
- * every 64 calls: a transfer's set of sockets stays the same over many waits. */
-static inline unsigned entries_for(uint64_t i)
-{
-    return i % BIG_EVERY == BIG_EVERY - 1 ? BIG_ENTRIES
-                                          : 1 + (unsigned)((i >> 6) * 5 % 8);
 }
 
 static int local_array_run(mk_bench_api api, uint64_t scale, int rounds,

@@ -18,6 +18,8 @@ extern "C" {
 #include "workload.h"
 }
 
+#include "pmr_kernels.hpp"
+
 #include <memkit/pmr.hpp>
 
 #include <cstdio>
@@ -27,16 +29,9 @@ extern "C" {
 namespace
 {
 
-constexpr std::uint64_t vector_len = 1000000;
-
-/* Builds one short-lived vector; the asm keeps its contents observable. */
-template <class Vector> inline unsigned fill(Vector &v, std::uint64_t seed)
-{
-    for (std::uint64_t i = 0; i < vector_len; i++)
-        v.push_back(static_cast<int>(seed + i));
-    __asm__ volatile("" : : "r"(v.data()) : "memory");
-    return static_cast<unsigned>(v[vector_len / 2]);
-}
+using memkit_bench::churn;
+using memkit_bench::fill;
+using memkit_bench::vector_len;
 
 double vector_round(mk_bench_api api, std::uint64_t vectors, unsigned &sink)
 {
@@ -81,19 +76,6 @@ int vector_run(mk_bench_api api, std::uint64_t scale, int rounds, mk_bench_round
     }
     __asm__ volatile("" : : "r"(sink));
     return 0;
-}
-
-/* One op: erase key k if present, else insert it; keys in [0, 65536) from a
- * fixed sequence, so the live set hovers around half of them. */
-template <class Map> inline void churn(Map &m, std::uint64_t ops)
-{
-    std::uint32_t x = 12345;
-    for (std::uint64_t i = 0; i < ops; i++) {
-        x = x * 1103515245u + 12345u;
-        int k = static_cast<int>((x >> 8) & 0xffff);
-        if (m.erase(k) == 0)
-            m.emplace(k, static_cast<int>(i));
-    }
 }
 
 /* The churn on m, timed from t0 (tearing the map down is not part of it). */

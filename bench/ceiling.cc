@@ -18,6 +18,10 @@
  * round so that a noisy machine slows them alike. The loops are the workloads'
  * own (local_array.h, pmr_kernels.hpp).
  */
+extern "C" {
+#include "../src/cli/cli.h" /* mk_stat_of: the medians memkit bench prints */
+#include "workload.h"       /* mk_bench_now */
+}
 #include "local_array.h"
 #include "pmr_kernels.hpp"
 
@@ -25,7 +29,6 @@
 #include <memkit/pmr.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -41,12 +44,6 @@ using memkit_bench::fill;
 using memkit_bench::vector_len;
 
 constexpr std::size_t arena_bytes = std::size_t{64} << 20;
-
-double now()
-{
-    using clock = std::chrono::steady_clock;
-    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
 
 /* The variants of one workload: a name and one timed run. */
 struct variant {
@@ -84,101 +81,95 @@ __attribute__((noinline)) unsigned call_array(unsigned n, unsigned seed)
 
 template <unsigned (*call)(unsigned, unsigned)> double calls(std::uint64_t n, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     for (std::uint64_t i = 0; i < n; i++)
         sink += call(entries_for(i), static_cast<unsigned>(i));
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double vec_default(std::uint64_t vectors, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     for (std::uint64_t k = 0; k < vectors; k++) {
         std::vector<int> v;
         sink += fill(v, k);
     }
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double vec_stack(std::uint64_t vectors, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     for (std::uint64_t k = 0; k < vectors; k++) {
         memkit::stack_resource frame;
         std::pmr::vector<int> v(&frame);
         sink += fill(v, k);
     }
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double vec_monotonic(std::uint64_t vectors, char *arena)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     for (std::uint64_t k = 0; k < vectors; k++) {
         std::pmr::monotonic_buffer_resource mono(arena, arena_bytes,
                                                  std::pmr::null_memory_resource());
         std::pmr::vector<int> v(&mono);
         sink += fill(v, k);
     }
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double vec_reserved(std::uint64_t vectors, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     for (std::uint64_t k = 0; k < vectors; k++) {
         std::vector<int> v;
         v.reserve(vector_len);
         sink += fill(v, k);
     }
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double map_default(std::uint64_t ops, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     std::unordered_map<int, int> m;
     churn(m, ops);
     sink += static_cast<unsigned>(m.size());
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double map_pool(std::uint64_t ops, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     memkit::pool_resource pool;
     std::pmr::unordered_map<int, int> m(&pool);
     churn(m, ops);
     sink += static_cast<unsigned>(m.size());
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 /* Never reuses a node: the arena would not hold MAP_OPS nodes, so this one
  * takes its chunks from new/delete (a few large allocations). */
 double map_monotonic(std::uint64_t ops, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     std::pmr::monotonic_buffer_resource mono;
     std::pmr::unordered_map<int, int> m(&mono);
     churn(m, ops);
     sink += static_cast<unsigned>(m.size());
-    return now() - t0;
+    return mk_bench_now() - t0;
 }
 
 double map_reserved(std::uint64_t ops, char *)
 {
-    double t0 = now();
+    double t0 = mk_bench_now();
     std::unordered_map<int, int> m;
     m.reserve(65536);
     churn(m, ops);
     sink += static_cast<unsigned>(m.size());
-    return now() - t0;
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return mk_bench_now() - t0;
 }
 
 /* Runs every variant once per round, starting with a different one each round,
@@ -197,9 +188,9 @@ void compare(const char *title, variant *vs, int nv, std::uint64_t n, int rounds
         for (int r = 0; r < rounds; r++)
             ratio.push_back(vs[0].secs[static_cast<std::size_t>(r)] /
                             vs[i].secs[static_cast<std::size_t>(r)]);
-        auto mm = std::minmax_element(vs[i].secs.begin(), vs[i].secs.end());
-        std::printf("  %-44s %7.3f s [%.3f-%.3f]  %5.2fx\n", vs[i].name,
-                    median(vs[i].secs), *mm.first, *mm.second, median(ratio));
+        mk_stat secs = mk_stat_of(vs[i].secs.data(), rounds);
+        std::printf("  %-44s %7.3f s [%.3f-%.3f]  %5.2fx\n", vs[i].name, secs.median,
+                    secs.min, secs.max, mk_stat_of(ratio.data(), rounds).median);
     }
 }
 
@@ -225,7 +216,8 @@ int main(int argc, char **argv)
 {
     std::uint64_t ncalls = arg(argc, argv, 1, 20000000),
                   vectors = arg(argc, argv, 2, 100), ops = arg(argc, argv, 3, 20000000);
-    int rounds = static_cast<int>(std::min<std::uint64_t>(arg(argc, argv, 4, 5), 100));
+    int rounds =
+        static_cast<int>(std::min<std::uint64_t>(arg(argc, argv, 4, 5), MK_STAT_MAX));
     /* A vector of 1M ints takes 8 MiB over its growths: the arena holds that. */
     char *arena = static_cast<char *>(std::malloc(arena_bytes));
 

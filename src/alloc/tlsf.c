@@ -494,9 +494,9 @@ HOT unsigned merge_next(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size
 }
 
 /* The previous block f is free (and the next may be): f grows over b (and next),
- * keeping its list place when its class stays. */
-/* Kept out of line: inlined, its registers would make every free save and
- * restore six of them (the list workload's frees take merge_next). */
+ * keeping its list place when its class stays. Kept out of line: inlined, its
+ * registers would make every free save and restore six of them (the list
+ * workload's frees take merge_next). */
 static __attribute__((noinline)) unsigned
 merge_prev(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns, bool poison)
 {

@@ -48,7 +48,8 @@ MK_EXPORT void *malloc(size_t n)
     if (!t)
         return MK_LIKELY(mk_real.malloc != NULL) ? mk_real.malloc(n) : mk_boot_alloc(n);
     void *p = mk_real.malloc(n);
-    KEEP_ERRNO(record_alloc(t, MK_K_MALLOC, n, 0, p, CALLER()); note_brk(t));
+    record_alloc(t, MK_K_MALLOC, n, 0, p, CALLER());
+    note_brk(t);
     mk_leave(t);
     return p;
 }
@@ -63,9 +64,16 @@ MK_EXPORT void free(void *p)
             mk_real.free(p);
         return;
     }
-    KEEP_ERRNO(record_free(t, MK_K_FREE, p));
+    record_free(t, MK_K_FREE, p);
+    if (MK_LIKELY(!mk_st.cfg.syscalls)) {
+        /* Nothing to record after the real free: leave first, so that the
+         * call is a tail call (the real free records nothing of its own). */
+        mk_leave(t);
+        mk_real.free(p);
+        return;
+    }
     mk_real.free(p);
-    KEEP_ERRNO(note_brk(t));
+    note_brk(t);
     mk_leave(t);
 }
 
@@ -83,7 +91,8 @@ MK_EXPORT void *calloc(size_t n, size_t size)
     void *p = mk_real.calloc(n, size);
     size_t total = 0;
     (void)__builtin_mul_overflow(n, size, &total); /* overflow: calloc failed, size 0 */
-    KEEP_ERRNO(record_alloc(t, MK_K_CALLOC, total, 0, p, CALLER()); note_brk(t));
+    record_alloc(t, MK_K_CALLOC, total, 0, p, CALLER());
+    note_brk(t);
     mk_leave(t);
     return p;
 }
@@ -108,7 +117,8 @@ MK_EXPORT void *realloc(void *old, size_t n)
         return MK_LIKELY(mk_real.realloc != NULL) ? mk_real.realloc(old, n)
                                                   : mk_boot_alloc(n);
     void *p = mk_real.realloc(old, n);
-    KEEP_ERRNO(record_realloc(t, MK_K_REALLOC, n, old, p, CALLER()); note_brk(t));
+    record_realloc(t, MK_K_REALLOC, n, old, p, CALLER());
+    note_brk(t);
     mk_leave(t);
     return p;
 }
@@ -130,7 +140,7 @@ MK_EXPORT void *reallocarray(void *old, size_t n, size_t size)
     void *p = mk_real.reallocarray(old, n, size);
     size_t total = 0;
     (void)__builtin_mul_overflow(n, size, &total);
-    KEEP_ERRNO(record_realloc(t, MK_K_REALLOCARRAY, total, old, p, CALLER()));
+    record_realloc(t, MK_K_REALLOCARRAY, total, old, p, CALLER());
     mk_leave(t);
     return p;
 }
@@ -141,8 +151,7 @@ MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     if (!t)
         return mk_real.posix_memalign ? mk_real.posix_memalign(out, align, n) : ENOMEM;
     int rc = mk_real.posix_memalign(out, align, n);
-    KEEP_ERRNO(
-        record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER()));
+    record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER());
     mk_leave(t);
     return rc;
 }
@@ -155,7 +164,7 @@ MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
         if (!t)                                                                          \
             return mk_real.name ? mk_real.name args : NULL;                              \
         void *p = mk_real.name args;                                                     \
-        KEEP_ERRNO(record_alloc(t, kind, size_expr, align_expr, p, CALLER()));           \
+        record_alloc(t, kind, size_expr, align_expr, p, CALLER());                       \
         mk_leave(t);                                                                     \
         return p;                                                                        \
     }
@@ -193,7 +202,7 @@ MK_EXPORT char *strdup(const char *s)
         return MK_LIKELY(mk_real.strdup != NULL) ? mk_real.strdup(s)
                                                  : copy_bytes(s, strlen(s) + 1);
     char *p = mk_real.strdup(s);
-    KEEP_ERRNO(record_alloc(t, MK_K_STRDUP, strlen(s) + 1, 0, p, CALLER()));
+    record_alloc(t, MK_K_STRDUP, strlen(s) + 1, 0, p, CALLER());
     mk_leave(t);
     return p;
 }
@@ -205,7 +214,7 @@ MK_EXPORT char *strndup(const char *s, size_t n)
         return MK_LIKELY(mk_real.strndup != NULL) ? mk_real.strndup(s, n)
                                                   : copy_string(s, strnlen(s, n));
     char *p = mk_real.strndup(s, n);
-    KEEP_ERRNO(record_alloc(t, MK_K_STRNDUP, strnlen(s, n) + 1, 0, p, CALLER()));
+    record_alloc(t, MK_K_STRNDUP, strnlen(s, n) + 1, 0, p, CALLER());
     mk_leave(t);
     return p;
 }
@@ -218,8 +227,7 @@ MK_EXPORT wchar_t *wcsdup(const wchar_t *s)
                    ? mk_real.wcsdup(s)
                    : copy_bytes(s, (wcslen(s) + 1) * sizeof(wchar_t));
     wchar_t *p = mk_real.wcsdup(s);
-    KEEP_ERRNO(
-        record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER()));
+    record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER());
     mk_leave(t);
     return p;
 }

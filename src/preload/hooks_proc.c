@@ -220,7 +220,7 @@ MK_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
     mk_thread_t *t = enter_syscalls();
     void *p = next(addr, len, prot, flags, fd, off);
     if (t) {
-        KEEP_ERRNO(record_sysmap(t, MK_K_MMAP, len, p == MAP_FAILED ? NULL : p, NULL));
+        record_sysmap(t, MK_K_MMAP, len, p == MAP_FAILED ? NULL : p, NULL);
         mk_leave(t);
     }
     return p;
@@ -235,7 +235,7 @@ MK_EXPORT int munmap(void *addr, size_t len)
     munmap_fn next = NEXT(munmap_fn, "munmap");
     mk_thread_t *t = enter_syscalls();
     if (t) {
-        KEEP_ERRNO(record_sysmap(t, MK_K_MUNMAP, len, addr, NULL));
+        record_sysmap(t, MK_K_MUNMAP, len, addr, NULL);
         mk_leave(t);
     }
     return next(addr, len);
@@ -255,7 +255,7 @@ MK_EXPORT void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
     mk_thread_t *t = enter_syscalls();
     void *p = next(old, old_len, len, flags, fixed);
     if (t) {
-        KEEP_ERRNO(record_sysmap(t, MK_K_MREMAP, len, p == MAP_FAILED ? NULL : p, old));
+        record_sysmap(t, MK_K_MREMAP, len, p == MAP_FAILED ? NULL : p, old);
         mk_leave(t);
     }
     return p;
@@ -269,7 +269,7 @@ MK_EXPORT void *sbrk(intptr_t inc)
     void *p = next(inc);
     if (t) {
         if (p != (void *)-1)
-            KEEP_ERRNO(record_sysmap(t, MK_K_BRK, (size_t)inc, (char *)p + inc, NULL));
+            record_sysmap(t, MK_K_BRK, (size_t)inc, (char *)p + inc, NULL);
         mk_leave(t);
     }
     return p;
@@ -284,8 +284,7 @@ MK_EXPORT int brk(void *addr)
     int rc = next(addr);
     if (t) {
         if (rc == 0)
-            KEEP_ERRNO(record_sysmap(t, MK_K_BRK, (size_t)((char *)addr - (char *)was),
-                                     addr, NULL));
+            record_sysmap(t, MK_K_BRK, (size_t)((char *)addr - (char *)was), addr, NULL);
         mk_leave(t);
     }
     return rc;

@@ -78,6 +78,7 @@ typedef struct mk_thread mk_thread_t;
 struct mk_thread {
     uint32_t index; /* thread number within the process, from 1 */
     pid_t tid;
+    int *errno_at;                   /* the owner thread's errno */
     atomic_bool dead;                /* the owner exited: the state may be reused */
     uint8_t *s[MK_S_COUNT];          /* write cursors of the streams (format.h) */
     uint8_t *base[MK_S_COUNT];       /* their starts; sizes from mk_stream_cap */
@@ -131,8 +132,16 @@ enum {
 
 extern mk_real_fns_t mk_real MK_HIDDEN;
 extern mk_state_t mk_st MK_HIDDEN;
-extern __thread int mk_guard MK_HIDDEN __attribute__((tls_model("initial-exec")));
-extern __thread mk_thread_t *mk_self MK_HIDDEN __attribute__((tls_model("initial-exec")));
+/* The calling thread's tracer state, in one thread-local block so that a hook
+ * finds both with one lookup of its offset. guard: set while the thread is
+ * inside the tracer (its own calls go to the real functions, unrecorded). */
+typedef struct mk_tls {
+    mk_thread_t *self;
+    int guard;
+} mk_tls_t;
+extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec")));
+#define mk_guard (mk_tls.guard)
+#define mk_self  (mk_tls.self)
 
 /* runtime.c */
 MK_HIDDEN void mk_init(void);
@@ -146,7 +155,15 @@ MK_HIDDEN void *mk_boot_alloc(size_t n);
 /* The next definition of name (dlsym(RTLD_NEXT)), cached in *slot; NULL if
  * there is none. */
 MK_HIDDEN void *mk_next_symbol(void **slot, const char *name);
-MK_HIDDEN bool mk_is_boot(const void *p);
+/* The bootstrap heap (mk_boot_alloc): blocks handed out before dlsym found
+ * the real malloc. They are never freed, and realloc copies them out. */
+#define MK_BOOT_HEAP_SIZE (64u << 10)
+extern uint8_t mk_boot_heap[MK_BOOT_HEAP_SIZE] MK_HIDDEN;
+static inline bool mk_is_boot(const void *p)
+{
+    /* One unsigned compare: addresses below the heap wrap around to large. */
+    return (uintptr_t)p - (uintptr_t)mk_boot_heap < MK_BOOT_HEAP_SIZE;
+}
 
 /* stacks.c: id of a captured stack (0: none or table full). Writes the
  * definition into t's buffer the first time this file sees the stack. */
@@ -180,10 +197,7 @@ MK_HIDDEN void mk_output_lock(void);
 MK_HIDDEN void mk_output_unlock(void);
 MK_HIDDEN void mk_output_after_fork_child(void);
 
-/* summary.c */
-MK_HIDDEN void mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size,
-                                uintptr_t addr, uintptr_t site);
-MK_HIDDEN void mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr);
+/* summary.c (the event path is inline, in summary.h) */
 MK_HIDDEN void mk_summary_write(void);
 MK_HIDDEN void mk_summary_after_fork_child(void);
 MK_HIDDEN void mk_summary_thread_added(mk_thread_t *t);

@@ -7,6 +7,7 @@
 #define MEMKIT_PRELOAD_RECORD_H
 
 #include "preload.h"
+#include "summary.h"
 
 #define MK_EXPORT __attribute__((visibility("default")))
 
@@ -18,21 +19,34 @@
     })
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 
-/* Inlined into each hook: the frame address and return address are the
- * hook's, and mk_stack_id's caller is the hook itself. */
-#define stack_of(t, ra) mk_stack_id(t, ra, (uintptr_t)__builtin_frame_address(0))
+/* Keeps errno as the real call left it: writing a record may touch it. The
+ * thread's errno address is kept in its state: __errno_location is a call. */
+#define KEEP_ERRNO(t, stmt)                                                              \
+    do {                                                                                 \
+        int *errno_at_ = (t)->errno_at;                                                  \
+        int saved_errno_ = *errno_at_;                                                   \
+        stmt;                                                                            \
+        *errno_at_ = saved_errno_;                                                       \
+    } while (0)
 
-static inline __attribute__((always_inline)) void
-record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
-             uintptr_t ra)
+/* The hook's frame address, for mk_stack_id: record_* are inlined into the
+ * hook, so this is the hook's own frame. */
+#define HOOK_FRAME() ((uintptr_t)__builtin_frame_address(0))
+
+#define MK_PUT_FN static inline __attribute__((always_inline))
+
+/* ---- the put_* functions: encode one event into the thread's buffer ----
+ *
+ * Inlined into the hook; ra and fp are the hook's return and frame addresses
+ * (mk_stack_id skips the hook's frame). */
+
+MK_PUT_FN void put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align,
+                         const void *p, uintptr_t ra, uintptr_t fp)
 {
-    if (mk_st.cfg.summary_only) {
-        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
-        return;
-    }
     if (!mk_room(t))
         return;
-    uint32_t stack = stack_of(t, ra); /* may write a definition: before the event */
+    uint32_t stack =
+        mk_stack_id(t, ra, fp); /* may write a definition: before the event */
     mk_put_head(t, kind);
     mk_put_split(t, MK_S_SIZE_LO, size);
     if (mk_kind_has_align(kind))
@@ -41,12 +55,8 @@ record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const voi
     mk_put(t, MK_S_STACK, stack);
 }
 
-static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
+MK_PUT_FN void put_free(mk_thread_t *t, unsigned kind, const void *p)
 {
-    if (mk_st.cfg.summary_only) {
-        mk_summary_free(t, kind, (uintptr_t)p);
-        return;
-    }
     if (!mk_room(t))
         return;
     mk_put_head(t, kind);
@@ -56,21 +66,12 @@ static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
         mk_index_remove(&t->live, (uint32_t)i);
 }
 
-static inline __attribute__((always_inline)) void
-record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const void *p,
-               uintptr_t ra)
+MK_PUT_FN void put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
+                           const void *p, uintptr_t ra, uintptr_t fp)
 {
-    if (mk_st.cfg.summary_only) {
-        /* A failed realloc leaves the old block; one that returns NULL for size
-         * 0 freed it. */
-        if (old && (p || size == 0))
-            mk_summary_free(t, MK_K_NONE, (uintptr_t)old);
-        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
-        return;
-    }
     if (!mk_room(t))
         return;
-    uint32_t stack = stack_of(t, ra);
+    uint32_t stack = mk_stack_id(t, ra, fp);
     mk_put_head(t, kind);
     mk_put_split(t, MK_S_SIZE_LO, size);
     int64_t i = mk_put_freeref(t, (uintptr_t)old);
@@ -83,14 +84,9 @@ record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, cons
     mk_put(t, MK_S_STACK, stack);
 }
 
-static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
-                                 const void *p, const void *old)
+MK_PUT_FN void put_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p,
+                          const void *old)
 {
-    if (mk_st.cfg.summary_only) {
-        t->counts[kind]++;
-        t->bytes[kind] += size;
-        return;
-    }
     if (!mk_room(t))
         return;
     mk_put_head(t, kind);
@@ -100,12 +96,53 @@ static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
         mk_put_raw_addr(t, (uintptr_t)old);
 }
 
-/* Keeps errno as the real call left it: recording may touch it. */
-#define KEEP_ERRNO(stmt)                                                                 \
-    do {                                                                                 \
-        int saved_errno_ = errno;                                                        \
-        stmt;                                                                            \
-        errno = saved_errno_;                                                            \
-    } while (0)
+/* ---- the record_* functions: one event, in either mode ----
+ *
+ * Each leaves errno as it found it. --summary-only's event path cannot touch
+ * it (its slow paths keep it themselves), so only the events' path pays. */
+
+static inline __attribute__((always_inline)) void
+record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
+             uintptr_t ra)
+{
+    if (mk_st.cfg.summary_only)
+        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
+    else
+        KEEP_ERRNO(t, put_alloc(t, kind, size, align, p, ra, HOOK_FRAME()));
+}
+
+static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
+{
+    if (mk_st.cfg.summary_only)
+        mk_summary_free(t, kind, (uintptr_t)p);
+    else
+        KEEP_ERRNO(t, put_free(t, kind, p));
+}
+
+static inline __attribute__((always_inline)) void
+record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const void *p,
+               uintptr_t ra)
+{
+    if (mk_st.cfg.summary_only) {
+        /* A failed realloc leaves the old block; one that returns NULL for size
+         * 0 freed it. */
+        if (old && (p || size == 0))
+            mk_summary_free(t, MK_K_NONE, (uintptr_t)old);
+        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
+    } else {
+        KEEP_ERRNO(t, put_realloc(t, kind, size, old, p, ra, HOOK_FRAME()));
+    }
+}
+
+static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
+                                 const void *p, const void *old)
+{
+    if (mk_st.cfg.summary_only) {
+        t->counts[kind]++;
+        t->bytes[kind] += size;
+    } else {
+        KEEP_ERRNO(t, put_sysmap(t, kind, size, p, old));
+    }
+}
 
 #endif /* MEMKIT_PRELOAD_RECORD_H */

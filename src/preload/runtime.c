@@ -23,30 +23,23 @@
 
 mk_real_fns_t mk_real;
 mk_state_t mk_st = {.fd = -1};
-__thread int mk_guard __attribute__((tls_model("initial-exec")));
-__thread mk_thread_t *mk_self __attribute__((tls_model("initial-exec")));
+__thread mk_tls_t mk_tls __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t thread_key;
 
 /* ---- the bootstrap heap: dlsym may allocate before malloc is resolved ---- */
 
-static _Alignas(16) uint8_t boot_heap[64 << 10];
+_Alignas(16) uint8_t mk_boot_heap[MK_BOOT_HEAP_SIZE];
 static atomic_size_t boot_used;
 
 void *mk_boot_alloc(size_t n)
 {
     size_t need = (n + 16 + 15) & ~(size_t)15;
     size_t at = atomic_fetch_add(&boot_used, need);
-    if (n > sizeof boot_heap || at + need > sizeof boot_heap)
+    if (n > sizeof mk_boot_heap || at + need > sizeof mk_boot_heap)
         return NULL;
-    memcpy(boot_heap + at, &n, sizeof n); /* size kept for realloc */
-    return boot_heap + at + 16;
-}
-
-bool mk_is_boot(const void *p)
-{
-    return (const uint8_t *)p >= boot_heap &&
-           (const uint8_t *)p < boot_heap + sizeof boot_heap;
+    memcpy(mk_boot_heap + at, &n, sizeof n); /* size kept for realloc */
+    return mk_boot_heap + at + 16;
 }
 
 void *mk_next_symbol(void **slot, const char *name)
@@ -203,6 +196,7 @@ mk_thread_t *mk_thread_get(void)
     }
     t->index = atomic_fetch_add(&mk_st.next_thread, 1);
     t->tid = (pid_t)syscall(SYS_gettid);
+    t->errno_at = &errno;
     /* counts/bytes/sites carry over: --summary-only totals are per process. */
     reset_buffer(t);
     reset_index(t);

@@ -94,6 +94,26 @@ summary)
     expect "Peak live blocks: 25"
     expect "Leaks at exit: 2 blocks, 200 bytes"
     expect_re "^  1\. 10 calls, 205 bytes: main at basic.c:[0-9]+ \(basic\)$"
+    # Blocks too large for the size table's slots (1 MiB; also stdio's 4 KiB
+    # buffer and 20,000 of 1,000 bytes in it): the peak stays exact.
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/heapview"
+    expect_status 5
+    expect "Mallocs: 20002"
+    expect "Frees: 20000"
+    expect "Maximum allocated: 21048576"
+    expect "Peak live blocks: 20001"
+    expect "Leaks at exit: 2 blocks, 1052672 bytes"
+    # Threads: each keeps its own totals, none is lost.
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/threads"
+    expect_status 0
+    expect "Mallocs: 41020"
+    frees=$(sed -n 's/^Frees: //p' "$out")
+    callocs=$(sed -n 's/^Callocs: //p' "$out")
+    leaks=$(sed -n 's/^Leaks at exit: \([0-9]*\) blocks.*/\1/p' "$out")
+    [ "$((frees + leaks))" -eq "$((41020 + callocs))" ] ||
+        fail "Frees $frees + leaks $leaks != 41020 + Callocs $callocs"
     ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"

@@ -1,0 +1,92 @@
+/*
+ * summary.h - --summary-only's event path, inlined into the hooks (the slow
+ * parts and the SUMMARY record are in summary.c).
+ *
+ * Calls and bytes per kind, and per call site (the calling instruction), are
+ * counted per thread with no sharing. Peak requested bytes need the size of
+ * every freed block: live_sizes.h keeps them, without locks.
+ *
+ * While one thread is all there is, the peak is exact: the live totals are
+ * that thread's alone. From the second thread on ("multi" mode), each thread
+ * keeps its own share of the live totals and the peak is sampled from their
+ * sum every MK_PEAK_SAMPLE events of each thread. No event touches a shared
+ * counter, so threads do not serialize.
+ */
+#ifndef MEMKIT_PRELOAD_SUMMARY_H
+#define MEMKIT_PRELOAD_SUMMARY_H
+
+#include "live_sizes.h"
+#include "preload.h"
+
+#define MK_PEAK_SAMPLE 64
+
+extern atomic_int mk_summary_multi MK_HIDDEN; /* 0 while one thread has recorded */
+extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_HIDDEN;
+
+/* summary.c: a site other than the thread's last one; a peak sample. */
+MK_HIDDEN void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size);
+MK_HIDDEN void mk_summary_sample_peak(mk_thread_t *t);
+
+/* Live totals change only by their owner thread (others read them to sample
+ * the peak), never by a shared read-modify-write. */
+static inline void mk_summary_live_add(mk_thread_t *t, long long bytes, long long blocks)
+{
+    __atomic_store_n(&t->live_bytes, t->live_bytes + bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_blocks, t->live_blocks + blocks, __ATOMIC_RELAXED);
+}
+
+static inline void mk_summary_raise_peak(mk_thread_t *t)
+{
+    if (MK_UNLIKELY(atomic_load_explicit(&mk_summary_multi, memory_order_relaxed))) {
+        if (MK_UNLIKELY(++t->since_sample >= MK_PEAK_SAMPLE))
+            mk_summary_sample_peak(t);
+        return;
+    }
+    /* The only thread: its totals are the process's, and exact. */
+    if (t->live_bytes >
+        atomic_load_explicit(&mk_summary_peak_bytes, memory_order_relaxed))
+        atomic_store_explicit(&mk_summary_peak_bytes, t->live_bytes,
+                              memory_order_relaxed);
+    if (t->live_blocks >
+        atomic_load_explicit(&mk_summary_peak_blocks, memory_order_relaxed))
+        atomic_store_explicit(&mk_summary_peak_blocks, t->live_blocks,
+                              memory_order_relaxed);
+}
+
+/* An allocating call of the given kind at site returned addr (0: failed). */
+static inline __attribute__((always_inline)) void
+mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
+                 uintptr_t site)
+{
+    t->counts[kind]++;
+    t->bytes[kind] += size;
+    if (MK_LIKELY(t->last_site && t->last_site->key == site)) {
+        t->last_site->a++; /* a hot loop: the same site again */
+        t->last_site->b += size;
+    } else {
+        mk_summary_count_site(t, site, size);
+    }
+    if (MK_UNLIKELY(!addr))
+        return; /* failed: nothing became live */
+    long long was = mk_live_put(addr, size);
+    if (MK_UNLIKELY(was >= 0))
+        mk_summary_live_add(t, -was, -1); /* freed where no hook saw it */
+    mk_summary_live_add(t, (long long)size, 1);
+    mk_summary_raise_peak(t);
+}
+
+/* A free of addr; kind MK_K_NONE is the free half of a realloc, not a call. */
+static inline __attribute__((always_inline)) void
+mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr)
+{
+    t->counts[kind]++;
+    if (MK_UNLIKELY(!addr))
+        return;
+    long long size = mk_live_take(addr);
+    if (MK_LIKELY(size >= 0)) {
+        mk_summary_live_add(t, -size, -1);  /* a thread's share may go below 0 */
+        t->frees_live += kind == MK_K_FREE; /* memanalyze's Frees */
+    }
+}
+
+#endif /* MEMKIT_PRELOAD_SUMMARY_H */

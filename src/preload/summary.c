@@ -31,6 +31,7 @@ typedef struct mk_site_table {
 } site_table_t;
 
 atomic_int mk_summary_multi;
+mk_kv_t mk_summary_no_site; /* key 0: matches no site */
 atomic_llong mk_summary_peak_bytes, mk_summary_peak_blocks;
 
 static void raise_peak(atomic_llong *peak, long long now)
@@ -66,6 +67,8 @@ void mk_summary_sample_peak(mk_thread_t *t)
  * reading its own totals and raising the peak with them). */
 void mk_summary_thread_added(mk_thread_t *t)
 {
+    if (!t->last_site)
+        t->last_site = &mk_summary_no_site;
     mk_thread_t *head = (mk_thread_t *)atomic_load(&mk_st.threads);
     if (atomic_load(&mk_summary_multi) || (head == t && !t->next))
         return;
@@ -90,7 +93,7 @@ void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size)
         s->a++;
         s->b += size;
     }
-    t->last_site = s;
+    t->last_site = s ? s : &mk_summary_no_site;
     errno = saved_errno;
 }
 

@@ -22,6 +22,9 @@
 
 extern atomic_int mk_summary_multi MK_HIDDEN; /* 0 while one thread has recorded */
 extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_HIDDEN;
+/* Where a thread's last_site points before its first site (and if a site
+ * table could not grow): its key 0 matches no calling instruction. */
+extern mk_kv_t mk_summary_no_site MK_HIDDEN;
 
 /* summary.c: a site other than the thread's last one; a peak sample. */
 MK_HIDDEN void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size);
@@ -60,7 +63,7 @@ mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
-    if (MK_LIKELY(t->last_site && t->last_site->key == site)) {
+    if (MK_LIKELY(t->last_site->key == site)) {
         t->last_site->a++; /* a hot loop: the same site again */
         t->last_site->b += size;
     } else {

@@ -66,8 +66,8 @@ MK_EXPORT void free(void *p)
     }
     record_free(t, MK_K_FREE, p);
     if (MK_LIKELY(!mk_st.cfg.syscalls)) {
-        /* Nothing to record after the real free: leave first, so that the
-         * call is a tail call (the real free records nothing of its own). */
+        /* Nothing is recorded after the real free unless --syscalls watches
+         * the break: leave first, so that the call is a tail call. */
         mk_leave(t);
         mk_real.free(p);
         return;

@@ -33,15 +33,15 @@
  * hook, so this is the hook's own frame. */
 #define HOOK_FRAME() ((uintptr_t)__builtin_frame_address(0))
 
-#define MK_PUT_FN static inline __attribute__((always_inline))
-
 /* ---- the put_* functions: encode one event into the thread's buffer ----
  *
  * Inlined into the hook; ra and fp are the hook's return and frame addresses
  * (mk_stack_id skips the hook's frame). */
 
-MK_PUT_FN void put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align,
-                         const void *p, uintptr_t ra, uintptr_t fp)
+static inline __attribute__((always_inline)) void put_alloc(mk_thread_t *t, unsigned kind,
+                                                            size_t size, size_t align,
+                                                            const void *p, uintptr_t ra,
+                                                            uintptr_t fp)
 {
     if (!mk_room(t))
         return;
@@ -55,7 +55,8 @@ MK_PUT_FN void put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t alig
     mk_put(t, MK_S_STACK, stack);
 }
 
-MK_PUT_FN void put_free(mk_thread_t *t, unsigned kind, const void *p)
+static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsigned kind,
+                                                           const void *p)
 {
     if (!mk_room(t))
         return;
@@ -66,8 +67,9 @@ MK_PUT_FN void put_free(mk_thread_t *t, unsigned kind, const void *p)
         mk_index_remove(&t->live, (uint32_t)i);
 }
 
-MK_PUT_FN void put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
-                           const void *p, uintptr_t ra, uintptr_t fp)
+static inline __attribute__((always_inline)) void
+put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const void *p,
+            uintptr_t ra, uintptr_t fp)
 {
     if (!mk_room(t))
         return;
@@ -84,8 +86,8 @@ MK_PUT_FN void put_realloc(mk_thread_t *t, unsigned kind, size_t size, const voi
     mk_put(t, MK_S_STACK, stack);
 }
 
-MK_PUT_FN void put_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p,
-                          const void *old)
+static inline __attribute__((always_inline)) void
+put_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p, const void *old)
 {
     if (!mk_room(t))
         return;

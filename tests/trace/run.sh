@@ -33,6 +33,18 @@ trace() {
     status=$?
 }
 
+# expect_threads_balance: the threads program's frees add up. pthread_create
+# callocs thread data, more or fewer as glibc reuses the stacks of threads
+# that ended: every calloc is freed or leaked, so Frees + leaked blocks =
+# 41,000 + 20 + Callocs, whatever the timing.
+expect_threads_balance() {
+    frees=$(sed -n 's/^Frees: //p' "$out")
+    callocs=$(sed -n 's/^Callocs: //p' "$out")
+    leaks=$(sed -n 's/^Leaks at exit: \([0-9]*\) blocks.*/\1/p' "$out")
+    [ "$((frees + leaks))" -eq "$((41020 + callocs))" ] ||
+        fail "Frees $frees + leaks $leaks != 41020 + Callocs $callocs"
+}
+
 expect_status() {
     [ "$status" -eq "$1" ] || fail "exit status $status, expected $1"
 }
@@ -109,11 +121,7 @@ summary)
     trace --summary-only -- "$progs/threads"
     expect_status 0
     expect "Mallocs: 41020"
-    frees=$(sed -n 's/^Frees: //p' "$out")
-    callocs=$(sed -n 's/^Callocs: //p' "$out")
-    leaks=$(sed -n 's/^Leaks at exit: \([0-9]*\) blocks.*/\1/p' "$out")
-    [ "$((frees + leaks))" -eq "$((41020 + callocs))" ] ||
-        fail "Frees $frees + leaks $leaks != 41020 + Callocs $callocs"
+    expect_threads_balance
     ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"
@@ -125,14 +133,7 @@ threads)
     trace -- "$progs/threads"
     expect_status 0
     expect "Mallocs: 41020"
-    # pthread_create callocs thread data, more or fewer as glibc reuses the
-    # stacks of threads that ended: every calloc is freed or leaked, so
-    # Frees + leaked blocks = 41,000 + 20 + Callocs, whatever the timing.
-    frees=$(sed -n 's/^Frees: //p' "$out")
-    callocs=$(sed -n 's/^Callocs: //p' "$out")
-    leaks=$(sed -n 's/^Leaks at exit: \([0-9]*\) blocks.*/\1/p' "$out")
-    [ "$((frees + leaks))" -eq "$((41020 + callocs))" ] ||
-        fail "Frees $frees + leaks $leaks != 41020 + Callocs $callocs"
+    expect_threads_balance
     expect_re "^  1\. 40000 calls, .*: churn at threads.c"
     ;;
 forkexec)

@@ -40,10 +40,10 @@
 #define MK_HIDDEN      __attribute__((visibility("hidden")))
 
 #define MK_MAX_DEPTH 128
-/* An EVENTS record holds up to MK_RECORD_ITEMS items (format.h); each
- * stream has room for that many of its largest field (mk_stream_cap), so one
- * compare on the TAG stream tells whether an item fits. DEFS is checked on
- * its own. */
+/* An EVENTS record holds up to MK_RECORD_ITEMS events (format.h); each
+ * stream has room for that many of its largest field per event
+ * (mk_stream_cap), so one compare on the event count tells whether an event
+ * fits. DEFS is checked on its own. */
 #define MK_DEFS_CAP (256u << 10)
 #define MK_DEF_ROOM (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
 #define MK_HEAD_MAX (4 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
@@ -278,11 +278,13 @@ static inline size_t mk_stream_cap(int stream)
 }
 
 /* Makes room for one item (with a stack definition); flushing may fail and
- * disable tracing. */
+ * disable tracing. The bound is on events, not on the TAG stream's bytes: an
+ * event without a stack definition takes one TAG byte of the two it is given,
+ * and a record of 2 x MK_RECORD_ITEMS mallocs would overrun the one-byte
+ * streams (SIZE_LO, NEWADDR) into their neighbours. */
 static inline bool mk_room(mk_thread_t *t)
 {
-    if (MK_LIKELY(t->s[MK_S_TAG] - t->base[MK_S_TAG] <
-                      (ptrdiff_t)(2 * MK_RECORD_ITEMS - 2) &&
+    if (MK_LIKELY(t->events < MK_RECORD_ITEMS &&
                   t->s[MK_S_DEFS] - t->base[MK_S_DEFS] <
                       (ptrdiff_t)(MK_DEFS_CAP - MK_DEF_ROOM)))
         return true;

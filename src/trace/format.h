@@ -137,9 +137,11 @@ enum mk_stream {
     MK_S_COUNT
 };
 
-/* The most items (events and stack definitions) the tracer puts in one
- * EVENTS record; readers size their buffers by it. */
-#define MK_RECORD_ITEMS (128u << 10)
+/* The most events the tracer puts in one EVENTS record (each may come with
+ * one stack definition); readers size their buffers by it. Traces written
+ * before this bound was on events rather than on the TAG stream's bytes may
+ * hold up to twice as many. */
+#define MK_RECORD_ITEMS (256u << 10)
 
 /* Why an END record was written. */
 enum mk_end_reason { MK_END_EXIT = 1, MK_END_EXIT_NOW = 2, MK_END_EXEC = 3 };

@@ -123,6 +123,26 @@ summary)
     expect "Mallocs: 41020"
     expect_threads_balance
     ;;
+bulk)
+    # More mallocs in a row than one EVENTS record holds: records end on the
+    # event count, so no stream overruns its neighbour (the tracer once
+    # bounded records by TAG bytes, and this trace came out damaged).
+    trace -- "$progs/bulk"
+    expect_status 0
+    expect "Mallocs: 300000"
+    expect "Frees: 300000"
+    expect "Maximum allocated: 13200000"
+    expect "Peak live blocks: 300000"
+    expect "Leaks at exit: 0 blocks, 0 bytes"
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    grep -q damaged "$out" && fail "the trace is damaged"
+    expect "Frees: 300000"
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/bulk"
+    expect_status 0
+    expect "Maximum allocated: 13200000"
+    expect "Peak live blocks: 300000"
+    ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"
     expect_status 0

@@ -143,6 +143,25 @@ bulk)
     expect "Maximum allocated: 13200000"
     expect "Peak live blocks: 300000"
     ;;
+random)
+    # A random mix of every C allocation call over several records: the
+    # program works out the summary itself; the trace, the report and
+    # --summary-only must each say exactly that.
+    for seed in 1 2 3; do
+        "$progs/random" "$seed" >"$work/expected" || fail "random $seed failed untraced"
+        rm -f "$work"/t.*
+        trace -- "$progs/random" "$seed"
+        expect_status 0
+        while IFS= read -r line; do expect "$line"; done <"$work/expected"
+        "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed (seed $seed)"
+        grep -q damaged "$out" && fail "the trace is damaged (seed $seed)"
+        while IFS= read -r line; do expect "$line"; done <"$work/expected"
+        rm -f "$work"/t.*
+        trace --summary-only -- "$progs/random" "$seed"
+        expect_status 0
+        while IFS= read -r line; do expect "$line"; done <"$work/expected"
+    done
+    ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"
     expect_status 0

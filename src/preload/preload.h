@@ -134,10 +134,12 @@ extern mk_real_fns_t mk_real MK_HIDDEN;
 extern mk_state_t mk_st MK_HIDDEN;
 /* The calling thread's tracer state, in one thread-local block so that a hook
  * finds both with one lookup of its offset. guard: set while the thread is
- * inside the tracer (its own calls go to the real functions, unrecorded). */
+ * inside the tracer (its own calls go to the real functions, unrecorded).
+ * no_state: its state could not be mapped; the thread runs untraced. */
 typedef struct mk_tls {
     mk_thread_t *self;
     int guard;
+    bool no_state;
 } mk_tls_t;
 extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec")));
 #define mk_guard (mk_tls.guard)

@@ -166,6 +166,20 @@ static mk_thread_t *claim_dead(void)
     return NULL;
 }
 
+/* A thread whose state cannot be mapped (an address-space limit, say) runs
+ * untraced: said once per process, tried once per thread. */
+static mk_thread_t *no_thread_state(void)
+{
+    int saved_errno = errno;
+    mk_tls.no_state = true;
+    atomic_fetch_add(&mk_st.events_lost, 1);
+    mk_warn_once("memkit: cannot map a thread's trace buffers (%s); that thread's "
+                 "allocations are not recorded",
+                 strerror(saved_errno));
+    errno = saved_errno;
+    return NULL;
+}
+
 mk_thread_t *mk_thread_get(void)
 {
     mk_thread_t *t = claim_dead();
@@ -173,21 +187,20 @@ mk_thread_t *mk_thread_get(void)
     if (!t) {
         size_t size = (sizeof(mk_thread_t) + 63) & ~(size_t)63;
         size_t lifo = (sizeof(mk_reuse_t) + 63) & ~(size_t)63, streams = 0;
-        for (int i = 0; i < MK_S_COUNT; i++)
+        bool events = !mk_st.cfg.summary_only; /* --summary-only writes none */
+        for (int i = 0; events && i < MK_S_COUNT; i++)
             streams += mk_stream_cap(i);
         /* Reserved, not committed: pages are touched only as streams fill. */
         void *m = mmap(NULL, size + lifo + streams, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) {
-            atomic_fetch_add(&mk_st.events_lost, 1);
-            return NULL;
-        }
+        if (m == MAP_FAILED)
+            return no_thread_state();
         t = m;
         t->reuse = (mk_reuse_t *)((uint8_t *)m + size);
         uint8_t *at = (uint8_t *)m + size + lifo;
         for (int i = 0; i < MK_S_COUNT; i++) {
             t->base[i] = at;
-            at += mk_stream_cap(i);
+            at += events ? mk_stream_cap(i) : 0;
         }
         uintptr_t head = atomic_load(&mk_st.threads);
         do
@@ -215,7 +228,7 @@ mk_thread_t *mk_enter_slow(void)
         mk_init(); /* the process's first call: constructors may not have run */
         phase = atomic_load(&mk_st.phase);
     }
-    if (phase != MK_PHASE_ON)
+    if (phase != MK_PHASE_ON || mk_tls.no_state)
         return NULL;
     mk_guard = 1;
     mk_thread_t *t = mk_thread_get();
@@ -506,7 +519,8 @@ void mk_init(void)
     atomic_store(&mk_st.next_thread, 1);
     atomic_store(&mk_st.stack_gen, 1);
     pthread_key_create(&thread_key, thread_exit);
-    mk_stacks_init();
+    if (!mk_st.cfg.summary_only)
+        mk_stacks_init(); /* --summary-only keeps calling instructions only */
     if (!mk_output_open()) {
         mk_guard--;
         return;

@@ -23,7 +23,7 @@
  *   EVENTS  one thread's events: varint thread, varint tid, u64 anchor_ns (ns
  *           since the trace's start), u64 anchor_tick (the tick count at that
  *           moment), then the event streams (below). Event times are in
- *           ticks (1024 TSC cycles, or 1024 ns when the header's flag 8 is
+ *           ticks (4096 TSC cycles, or 4096 ns when the header's flag 8 is
  *           clear); readers convert with the anchors. Previous tick, previous
  *           address and recent frees start afresh in every record; only the
  *           thread's live index carries over.

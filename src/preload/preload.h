@@ -96,7 +96,8 @@ struct mk_thread {
     uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
     uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
-    unsigned since_sample;
+    unsigned since_sample;              /* --summary-only: events since a peak sample */
+    long long sample_mark;              /* and the live bytes that force the next */
     uint64_t frees_live; /* --summary-only: frees of blocks seen allocated */
     mk_kv_t *last_site;  /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];

@@ -57,6 +57,7 @@ void mk_summary_sample_peak(mk_thread_t *t)
 {
     long long bytes, blocks;
     t->since_sample = 0;
+    t->sample_mark = t->live_bytes + MK_PEAK_SLACK;
     live_totals(&bytes, &blocks);
     raise_peak(&mk_summary_peak_bytes, bytes);
     raise_peak(&mk_summary_peak_blocks, blocks);

@@ -9,8 +9,9 @@
  * While one thread is all there is, the peak is exact: the live totals are
  * that thread's alone. From the second thread on ("multi" mode), each thread
  * keeps its own share of the live totals and the peak is sampled from their
- * sum every MK_PEAK_SAMPLE events of each thread. No event touches a shared
- * counter, so threads do not serialize.
+ * sum every MK_PEAK_SAMPLE events of each thread, and as soon as a thread's
+ * live bytes grew MK_PEAK_SLACK since its last sample (a burst of large
+ * blocks). No event touches a shared counter, so threads do not serialize.
  */
 #ifndef MEMKIT_PRELOAD_SUMMARY_H
 #define MEMKIT_PRELOAD_SUMMARY_H
@@ -18,7 +19,8 @@
 #include "live_sizes.h"
 #include "preload.h"
 
-#define MK_PEAK_SAMPLE 64
+#define MK_PEAK_SAMPLE 64           /* events between a thread's samples of the peak */
+#define MK_PEAK_SLACK  (64ll << 10) /* and the growth of its live bytes */
 
 extern atomic_int mk_summary_multi MK_HIDDEN; /* 0 while one thread has recorded */
 extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_HIDDEN;
@@ -41,7 +43,8 @@ static inline void mk_summary_live_add(mk_thread_t *t, long long bytes, long lon
 static inline void mk_summary_raise_peak(mk_thread_t *t)
 {
     if (MK_UNLIKELY(atomic_load_explicit(&mk_summary_multi, memory_order_relaxed))) {
-        if (MK_UNLIKELY(++t->since_sample >= MK_PEAK_SAMPLE))
+        if (MK_UNLIKELY(++t->since_sample >= MK_PEAK_SAMPLE ||
+                        t->live_bytes > t->sample_mark))
             mk_summary_sample_peak(t);
         return;
     }

@@ -124,6 +124,15 @@ summary)
         expect "Maximum allocated: 21048576"
         expect "Peak live blocks: 20001"
     fi
+    # A burst of large blocks in a second thread: the sampled peak still
+    # finds the exact one (the full trace's).
+    rm -f "$work"/t.*
+    trace -- "$progs/burst"
+    exact=$(sed -n 's/^Maximum allocated: //p' "$out")
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/burst"
+    expect_status 0
+    expect "Maximum allocated: $exact"
     # Threads: each keeps its own totals, none is lost.
     rm -f "$work"/t.*
     trace --summary-only -- "$progs/threads"

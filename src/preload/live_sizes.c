@@ -22,17 +22,6 @@ static atomic_bool leaf_failed;
 
 #define SHARDS 64
 
-static void *map_alloc(size_t n)
-{
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p; /* fresh mappings are zeroed */
-}
-
-static void map_release(void *p, size_t n)
-{
-    munmap(p, n);
-}
-
 typedef struct shard {
     atomic_int lock;
     mk_kv_table_t map; /* key address, a = size */
@@ -40,7 +29,8 @@ typedef struct shard {
 } shard_t;
 
 static shard_t shards[SHARDS] = {
-    [0 ... SHARDS - 1] = {.map = {.alloc = map_alloc, .release = map_release}}};
+    [0 ... SHARDS -
+     1] = {.map = {.alloc = mk_pages_zeroed, .release = mk_pages_release}}};
 
 /* Blocks in the map: while 0, a take need not look (the block a thread frees
  * was put by a thread that happens-before it, so its count is visible). */

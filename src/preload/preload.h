@@ -31,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <time.h>
 #include <x86intrin.h>
@@ -145,6 +146,20 @@ typedef struct mk_tls {
 extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec")));
 #define mk_guard (mk_tls.guard)
 #define mk_self  (mk_tls.self)
+
+/* Zeroed memory for the tracer's own tables, straight from mmap (the tracer
+ * never mallocs); NULL when there is none. The pair fits the alloc/release
+ * members of kv_table.h and addr_index.h. */
+static inline void *mk_pages_zeroed(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p; /* fresh mappings are zeroed */
+}
+
+static inline void mk_pages_release(void *p, size_t n)
+{
+    munmap(p, n);
+}
 
 /* runtime.c */
 MK_HIDDEN void mk_init(void);

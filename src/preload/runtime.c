@@ -111,25 +111,13 @@ static void reset_buffer(mk_thread_t *t)
     t->events = 0;
 }
 
-/* The live index lives in mmap'd memory: the tracer never mallocs. */
-static void *index_alloc(size_t n)
-{
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void index_release(void *p, size_t n)
-{
-    munmap(p, n);
-}
-
 /* A new thread (or a forked child's) starts with an empty index, as its
  * reader will. */
 static void reset_index(mk_thread_t *t)
 {
     mk_index_free(&t->live);
-    t->live.alloc = index_alloc;
-    t->live.release = index_release;
+    t->live.alloc = mk_pages_zeroed;
+    t->live.release = mk_pages_release;
 }
 
 void mk_index_failed(void)

@@ -11,20 +11,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* The tables (kv_table.h) live in mmap'd memory: the tracer never mallocs.
- * Site table: key site, a = calls, b = bytes. */
-static void *map_alloc(size_t n)
-{
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p; /* fresh mappings are zeroed */
-}
-
-static void map_release(void *p, size_t n)
-{
-    munmap(p, n);
-}
-
-#define MMAP_TABLE ((mk_kv_table_t){.alloc = map_alloc, .release = map_release})
+/* Site table: key site, a = calls, b = bytes, in mmap'd memory. */
+#define MMAP_TABLE                                                                       \
+    ((mk_kv_table_t){.alloc = mk_pages_zeroed, .release = mk_pages_release})
 
 typedef struct mk_site_table {
     mk_kv_table_t t;
@@ -84,7 +73,7 @@ void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size)
 {
     int saved_errno = errno; /* a new or growing table maps memory */
     if (!t->sites) {
-        t->sites = map_alloc(sizeof *t->sites);
+        t->sites = mk_pages_zeroed(sizeof *t->sites);
         if (t->sites)
             t->sites->t = MMAP_TABLE;
     }

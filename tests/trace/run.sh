@@ -33,6 +33,18 @@ trace() {
     status=$?
 }
 
+# expect_lines FILE: the summary holds every line of FILE, exactly.
+expect_lines() {
+    while IFS= read -r line; do expect "$line"; done <"$1"
+}
+
+# report_whole WHAT: memkit report reads the run's traces, output in $out,
+# without calling them damaged.
+report_whole() {
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed ($1)"
+    grep -q damaged "$out" && fail "the trace is damaged ($1)"
+}
+
 # expect_threads_balance: the threads program's frees add up. pthread_create
 # callocs thread data, more or fewer as glibc reuses the stacks of threads
 # that ended: every calloc is freed or leaked, so Frees + leaked blocks =
@@ -151,8 +163,7 @@ bulk)
     expect "Maximum allocated: 13200000"
     expect "Peak live blocks: 300000"
     expect "Leaks at exit: 0 blocks, 0 bytes"
-    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
-    grep -q damaged "$out" && fail "the trace is damaged"
+    report_whole bulk
     expect "Frees: 300000"
     rm -f "$work"/t.*
     trace --summary-only -- "$progs/bulk"
@@ -169,14 +180,13 @@ random)
         rm -f "$work"/t.*
         trace -- "$progs/random" "$seed"
         expect_status 0
-        while IFS= read -r line; do expect "$line"; done <"$work/expected"
-        "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed (seed $seed)"
-        grep -q damaged "$out" && fail "the trace is damaged (seed $seed)"
-        while IFS= read -r line; do expect "$line"; done <"$work/expected"
+        expect_lines "$work/expected"
+        report_whole "seed $seed"
+        expect_lines "$work/expected"
         rm -f "$work"/t.*
         trace --summary-only -- "$progs/random" "$seed"
         expect_status 0
-        while IFS= read -r line; do expect "$line"; done <"$work/expected"
+        expect_lines "$work/expected"
     done
     ;;
 nostacks)

@@ -19,10 +19,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static char out_path[PATH_MAX];
+/* The trace file as it was created: its absolute path (the program may
+ * chdir), device and inode, to find it again (trace_fd_ready). */
+static char abs_path[PATH_MAX];
+static dev_t trace_dev;
+static ino_t trace_ino;
 
 void mk_output_lock(void)
 {
@@ -100,6 +106,40 @@ static bool write_header(void)
     return mk_output_record(NULL, MK_REC_HEADER, raw, (size_t)(p - raw));
 }
 
+static void remember_abs_path(void)
+{
+    char cwd[PATH_MAX];
+    int len = -1;
+    if (out_path[0] != '/' && getcwd(cwd, sizeof cwd))
+        len = snprintf(abs_path, sizeof abs_path, "%s/%s", cwd, out_path);
+    if (len < 0 || (size_t)len >= sizeof abs_path)
+        snprintf(abs_path, sizeof abs_path, "%s", out_path);
+}
+
+/* Is mk_st.fd still the trace file? The program may have closed it behind
+ * the hooks (closefrom) and opened a file of its own under the number: then
+ * that file is the program's, and the trace is opened again by path. Called
+ * under out_lock, before each write. */
+static bool trace_fd_ready(void)
+{
+    struct stat st;
+    if (mk_st.fd >= 0 && fstat(mk_st.fd, &st) == 0 && st.st_dev == trace_dev &&
+        st.st_ino == trace_ino)
+        return true;
+    mk_fd_forget(mk_st.fd); /* never close or write what may be the program's */
+    mk_st.fd = -1;
+    int fd = open(abs_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    if (fstat(fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+        close(fd); /* another file took the name */
+        errno = ENOENT;
+        return false;
+    }
+    mk_st.fd = mk_fd_make_private(fd, true);
+    return true;
+}
+
 bool mk_output_open(void)
 {
     int fd = -1;
@@ -124,7 +164,16 @@ bool mk_output_open(void)
         fail("cannot create trace", EEXIST);
         return false;
     }
-    mk_st.fd = fd;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fail("cannot create trace", errno);
+        close(fd);
+        return false;
+    }
+    trace_dev = st.st_dev;
+    trace_ino = st.st_ino;
+    remember_abs_path();
+    fd = mk_st.fd = mk_fd_make_private(fd, true);
     if (!write_all(fd, (const uint8_t *)MK_TRACE_MAGIC, MK_TRACE_MAGIC_LEN)) {
         fail("cannot write trace", errno ? errno : ENOSPC);
         return false;
@@ -218,7 +267,7 @@ bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
     if (t)
         mk_output_lock();
     errno = 0;
-    bool ok = mk_st.fd >= 0 && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
+    bool ok = trace_fd_ready() && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
     int err = errno ? errno : ENOSPC;
     if (ok)
         atomic_fetch_add(&mk_st.bytes_written, MK_RECORD_HEAD_LEN + zn);
@@ -237,7 +286,6 @@ bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len
 void mk_output_after_fork_child(void)
 {
     pthread_mutex_init(&out_lock, NULL);
-    if (mk_st.fd >= 0)
-        close(mk_st.fd);
+    mk_fd_close_private(mk_st.fd);
     mk_st.fd = -1;
 }

@@ -205,6 +205,11 @@ MK_HIDDEN void mk_glibc_heap_view(uint64_t v[MK_HEAP_VIEW_FIELDS]);
 MK_HIDDEN void mk_modules_write(void);
 MK_HIDDEN void mk_modules_after_fork_child(void);
 
+/* fds.c: the tracer's own descriptors, out of the program's way. */
+MK_HIDDEN int mk_fd_make_private(int fd, bool cloexec); /* returns its new number */
+MK_HIDDEN void mk_fd_forget(int fd);        /* no longer ours: never close it */
+MK_HIDDEN void mk_fd_close_private(int fd); /* closes it if it still is ours */
+
 /* output.c */
 MK_HIDDEN bool mk_output_open(void);
 MK_HIDDEN bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw,

@@ -171,6 +171,33 @@ bulk)
     expect "Maximum allocated: 13200000"
     expect "Peak live blocks: 300000"
     ;;
+closefds)
+    # A program that closes every descriptor it did not open (a close loop,
+    # close_range, closefrom), then works with a file of its own: it must
+    # see the same descriptor numbers, results and file contents as
+    # untraced, and the trace must be whole. Before, the close loop took the
+    # tracer's descriptors: libunwind then closed the program's file to
+    # reopen its pipe, and records could go into the program's file.
+    for mode in loop range from; do
+        "$progs/closefds" $mode "$work/untraced.$mode" || fail "closefds $mode failed untraced"
+        grep -q "^data-intact 1$" "$work/untraced.$mode" || fail "closefds $mode: bad data untraced"
+        rm -f "$work"/t.*
+        trace -- "$progs/closefds" $mode "$work/traced.$mode"
+        expect_status 0
+        cmp -s "$work/untraced.$mode" "$work/traced.$mode" ||
+            fail "closefds $mode saw different things traced: $(diff "$work/untraced.$mode" "$work/traced.$mode" | tr '\n' ' ')"
+        grep -q "cannot write trace" "$out" && fail "closefds $mode: the trace was lost"
+        expect "Mallocs: 300000"
+        expect "Frees: 300000"
+        report_whole "closefds $mode"
+        expect "Mallocs: 300000"
+    done
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/closefds" loop "$work/traced.summary"
+    cmp -s "$work/untraced.loop" "$work/traced.summary" ||
+        fail "closefds loop saw different things under --summary-only"
+    expect "Mallocs: 300000"
+    ;;
 random)
     # A random mix of every C allocation call over several records: the
     # program works out the summary itself; the trace, the report and

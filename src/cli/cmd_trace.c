@@ -114,7 +114,22 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     char depth[16];
     snprintf(depth, sizeof depth, "%d", o->no_stacks ? 1 : o->depth);
     set_env("LD_PRELOAD", val);
-    set_env("MEMKIT_TRACE_PREFIX", o->prefix);
+    /* Absolute: a process of the tree that changed directory before it
+     * forked or exec'd would put its trace elsewhere, unlisted. */
+    char abs_prefix[PATH_MAX];
+    if (o->prefix[0] != '/') {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd) ||
+            snprintf(abs_prefix, sizeof abs_prefix, "%s/%s", cwd, o->prefix) >=
+                (int)sizeof abs_prefix) {
+            fprintf(stderr, "memkit: cannot make the trace path absolute: %s\n",
+                    strerror(errno ? errno : ENAMETOOLONG));
+            _exit(127);
+        }
+    } else {
+        snprintf(abs_prefix, sizeof abs_prefix, "%s", o->prefix);
+    }
+    set_env("MEMKIT_TRACE_PREFIX", abs_prefix);
     set_env("MEMKIT_TRACE_RUN", run_id);
     set_env("MEMKIT_TRACE_DEPTH", depth);
     set_env("MEMKIT_TRACE_SUMMARY_ONLY", o->summary_only ? "1" : "0");

@@ -24,9 +24,8 @@
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static char out_path[PATH_MAX];
-/* The trace file as it was created: its absolute path (the program may
- * chdir), device and inode, to find it again (trace_fd_ready). */
-static char abs_path[PATH_MAX];
+/* The trace file as it was created, to find it again (trace_fd_ready); its
+ * path is absolute (the prefix is made so at start-up). */
 static dev_t trace_dev;
 static ino_t trace_ino;
 
@@ -106,16 +105,6 @@ static bool write_header(void)
     return mk_output_record(NULL, MK_REC_HEADER, raw, (size_t)(p - raw));
 }
 
-static void remember_abs_path(void)
-{
-    char cwd[PATH_MAX];
-    int len = -1;
-    if (out_path[0] != '/' && getcwd(cwd, sizeof cwd))
-        len = snprintf(abs_path, sizeof abs_path, "%s/%s", cwd, out_path);
-    if (len < 0 || (size_t)len >= sizeof abs_path)
-        snprintf(abs_path, sizeof abs_path, "%s", out_path);
-}
-
 /* Is mk_st.fd still the trace file? The program may have closed it behind
  * the hooks (closefrom) and opened a file of its own under the number: then
  * that file is the program's, and the trace is opened again by path. Called
@@ -128,7 +117,7 @@ static bool trace_fd_ready(void)
         return true;
     mk_fd_forget(mk_st.fd); /* never close or write what may be the program's */
     mk_st.fd = -1;
-    int fd = open(abs_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(out_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return false;
     if (fstat(fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
@@ -172,7 +161,6 @@ bool mk_output_open(void)
     }
     trace_dev = st.st_dev;
     trace_ino = st.st_ino;
-    remember_abs_path();
     fd = mk_st.fd = mk_fd_make_private(fd, true);
     if (!write_all(fd, (const uint8_t *)MK_TRACE_MAGIC, MK_TRACE_MAGIC_LEN)) {
         fail("cannot write trace", errno ? errno : ENOSPC);

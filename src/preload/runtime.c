@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,7 +91,16 @@ static void read_config(mk_config_t *c)
     c->summary_only = (v = getenv("MEMKIT_TRACE_SUMMARY_ONLY")) && *v == '1';
     c->syscalls = (v = getenv("MEMKIT_TRACE_SYSCALLS")) && *v == '1';
     v = getenv("MEMKIT_TRACE_PREFIX");
-    snprintf(c->prefix, sizeof c->prefix, "%s", v && *v ? v : "memkit");
+    if (!v || !*v)
+        v = "memkit";
+    /* Relative to where the process started: a forked child that changed
+     * directory first still writes beside its parent's trace. */
+    char cwd[PATH_MAX];
+    int len = -1;
+    if (v[0] != '/' && getcwd(cwd, sizeof cwd))
+        len = snprintf(c->prefix, sizeof c->prefix, "%s/%s", cwd, v);
+    if (len < 0 || (size_t)len >= sizeof c->prefix)
+        snprintf(c->prefix, sizeof c->prefix, "%s", v);
     v = getenv("MEMKIT_TRACE_RUN");
     snprintf(c->run_id, sizeof c->run_id, "%s", v ? v : "");
 }

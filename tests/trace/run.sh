@@ -238,6 +238,15 @@ forkexec)
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 3 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 5 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.2\.mkt \(pid [0-9]+, 7 allocation calls\)$"
+    # A relative -o, and processes that change directory before they fork
+    # and exec: every trace still lands beside the first one, and is listed
+    # (the children once wrote theirs relative to their new directory).
+    mkdir "$work/run" "$work/run/elsewhere"
+    (cd "$work/run" && "$memkit" trace -o t -- sh -c "cd elsewhere && $progs/forkexec; true") \
+        >"$out" 2>&1 || fail "trace with a relative -o failed"
+    [ "$(grep -c '^Trace: ' "$out")" -eq 4 ] || fail "expected 4 traces with a relative -o"
+    [ "$(ls "$work"/run/t.*.mkt | wc -l)" -eq 4 ] || fail "the traces are not all in the -o directory"
+    [ -z "$(ls "$work/run/elsewhere")" ] || fail "a trace went to the directory a child changed to"
     ;;
 dlopen)
     trace -- "$progs/dlopen" "$progs/libdllib.so"

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -111,6 +112,29 @@ MK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     fexecve_fn next = NEXT(fexecve_fn, "fexecve");
     mk_before_exec();
     return next(fd, argv, TRACE_ENV(envp));
+}
+
+/* posix_spawn starts the child with the envp it is given, often one the
+ * program built itself: the tracer's variables go in, as for exec. */
+typedef int (*posix_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                              const posix_spawnattr_t *, char *const[], char *const[]);
+
+MK_EXPORT int posix_spawn(pid_t *pid, const char *path,
+                          const posix_spawn_file_actions_t *actions,
+                          const posix_spawnattr_t *attr, char *const argv[],
+                          char *const envp[])
+{
+    posix_spawn_fn next = NEXT(posix_spawn_fn, "posix_spawn");
+    return next(pid, path, actions, attr, argv, TRACE_ENV(envp));
+}
+
+MK_EXPORT int posix_spawnp(pid_t *pid, const char *file,
+                           const posix_spawn_file_actions_t *actions,
+                           const posix_spawnattr_t *attr, char *const argv[],
+                           char *const envp[])
+{
+    posix_spawn_fn next = NEXT(posix_spawn_fn, "posix_spawnp");
+    return next(pid, file, actions, attr, argv, TRACE_ENV(envp));
 }
 
 /* The execl family: gather the variadic arguments into an argv. */

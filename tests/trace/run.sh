@@ -238,6 +238,13 @@ forkexec)
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 3 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 5 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.2\.mkt \(pid [0-9]+, 7 allocation calls\)$"
+    # posix_spawn with an environment the program made: the child is traced.
+    rm -f "$work"/t.*
+    trace -- "$progs/forkexec" spawn
+    expect_status 0
+    [ "$(grep -c '^Trace: ' "$out")" -eq 2 ] || fail "expected 2 traces with posix_spawn"
+    expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 2 allocation calls\)$"
+    expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 7 allocation calls\)$"
     # A relative -o, and processes that change directory before they fork
     # and exec: every trace still lands beside the first one, and is listed
     # (the children once wrote theirs relative to their new directory).

@@ -3,7 +3,12 @@
  * child mallocs 5 blocks then execs this program with "child", which mallocs
  * 7 blocks (and frees them) and exits. Each of the three images must have
  * its own trace with exactly its own allocations. No stdio anywhere.
+ *
+ * With "spawn": the parent mallocs 2 blocks and posix_spawn()s the child
+ * with an environment of its own making (no tracer variables in it); the
+ * child must be traced all the same.
  */
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -23,6 +28,17 @@ int main(int argc, char **argv)
             free(malloc(100));
         return 0;
     }
+    int status;
+    if (argc > 1 && strcmp(argv[1], "spawn") == 0) {
+        char *child_argv[] = {argv[0], "child", NULL};
+        char *child_env[] = {"SPAWNED=1", NULL};
+        pid_t pid;
+        allocate(2);
+        if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, child_argv, child_env) != 0)
+            return 1;
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
     allocate(3);
     pid_t pid = fork();
     if (pid == 0) {
@@ -30,7 +46,6 @@ int main(int argc, char **argv)
         execl("/proc/self/exe", argv[0], "child", (char *)NULL);
         _exit(127);
     }
-    int status;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

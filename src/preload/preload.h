@@ -107,7 +107,9 @@ struct mk_thread {
 
 /* Process-wide state. */
 typedef struct mk_state {
-    atomic_int phase; /* MK_PHASE_* */
+    atomic_int phase;  /* MK_PHASE_* */
+    bool summary_fast; /* --summary-only without --syscalls: malloc and free
+                        * take the summary's own path (summary.h) */
     mk_config_t cfg;
     int fd; /* the trace file, or -1 */
     pid_t pid;
@@ -257,6 +259,27 @@ MK_HIDDEN mk_thread_t *mk_enter_slow(void);
  * store to in_hook, then reads the phase. A flusher stores the phase, then
  * runs membarrier() (a barrier on every thread), then reads in_hook: either
  * we see its phase or it sees our flag (asymmetric Dekker). */
+static inline void mk_leave(mk_thread_t *t)
+{
+    atomic_store_explicit(&t->in_hook, 0, memory_order_release);
+    mk_guard = 0;
+}
+
+/* The thread (not nested, with its state) announces itself; false when
+ * tracing is not on, the guard and flag then cleared again. */
+static inline bool mk_announce(mk_thread_t *t)
+{
+    mk_guard = 1;
+    atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
+    atomic_signal_fence(
+        memory_order_seq_cst); /* compiler order; membarrier does the rest */
+    if (MK_LIKELY(atomic_load_explicit(&mk_st.phase, memory_order_relaxed) ==
+                  MK_PHASE_ON))
+        return true;
+    mk_leave(t);
+    return false;
+}
+
 static inline mk_thread_t *mk_enter(void)
 {
     if (MK_UNLIKELY(mk_guard))
@@ -264,23 +287,7 @@ static inline mk_thread_t *mk_enter(void)
     mk_thread_t *t = mk_self;
     if (MK_UNLIKELY(!t))
         return mk_enter_slow();
-    mk_guard = 1;
-    atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
-    atomic_signal_fence(
-        memory_order_seq_cst); /* compiler order; membarrier does the rest */
-    if (MK_UNLIKELY(atomic_load_explicit(&mk_st.phase, memory_order_relaxed) !=
-                    MK_PHASE_ON)) {
-        atomic_store_explicit(&t->in_hook, 0, memory_order_release);
-        mk_guard = 0;
-        return NULL;
-    }
-    return t;
-}
-
-static inline void mk_leave(mk_thread_t *t)
-{
-    atomic_store_explicit(&t->in_hook, 0, memory_order_release);
-    mk_guard = 0;
+    return mk_announce(t) ? t : NULL;
 }
 
 /* Bytes a stream needs per item at most. */

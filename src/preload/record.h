@@ -1,7 +1,8 @@
 /*
  * record.h - encoding one event into the calling thread's buffer. Included by
- * the hook files only: the functions are inlined into each hook so that the
- * stack capture's caller is the hook itself (mk_stack_id skips it).
+ * the hook files only: the functions are inlined into each hook (or into
+ * the body a hook hands its call to, general_malloc), so that no frame of
+ * their own lies between the hook and the stack capture.
  */
 #ifndef MEMKIT_PRELOAD_RECORD_H
 #define MEMKIT_PRELOAD_RECORD_H
@@ -29,14 +30,15 @@
         *errno_at_ = saved_errno_;                                                       \
     } while (0)
 
-/* The hook's frame address, for mk_stack_id: record_* are inlined into the
- * hook, so this is the hook's own frame. */
+/* The frame address of the function that records the event (record_* are
+ * inlined into it: the hook, or general_malloc), for mk_stack_id's cache. */
 #define HOOK_FRAME() ((uintptr_t)__builtin_frame_address(0))
 
 /* ---- the put_* functions: encode one event into the thread's buffer ----
  *
- * Inlined into the hook; ra and fp are the hook's return and frame addresses
- * (mk_stack_id skips the hook's frame). */
+ * Inlined into the hook; ra is the hook's return address (mk_stack_id's
+ * stacks start at the frame that returns there) and fp the recording
+ * function's frame (its cache key). */
 
 static inline __attribute__((always_inline)) void put_alloc(mk_thread_t *t, unsigned kind,
                                                             size_t size, size_t align,

@@ -525,6 +525,7 @@ void mk_init(void)
     }
     mk_modules_write();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);
     mk_guard--;
 }

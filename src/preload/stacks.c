@@ -227,10 +227,15 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
     return c;
 }
 
-/* Walks the stack with libunwind: frames from the hook's caller outward,
- * and the stack address each return address was read from (0: not a plain
- * call frame, so the stack is not cached). */
-static int unwind(uintptr_t *frames, uintptr_t *slots, int max)
+/* Frames of memkit's own above mk_stack_id at most: the hook, and the body
+ * that records (general_malloc) when the compiler did not make it a tail
+ * call. */
+#define MK_OWN_FRAMES 3
+
+/* Walks the stack with libunwind: frames from the hook's caller (the frame
+ * that returns to ra) outward, and the stack address each return address was
+ * read from (0: not a plain call frame, so the stack is not cached). */
+static int unwind(uintptr_t *frames, uintptr_t *slots, int max, uintptr_t ra)
 {
     unw_context_t uc;
     unw_cursor_t cur;
@@ -238,10 +243,16 @@ static int unwind(uintptr_t *frames, uintptr_t *slots, int max)
 
     if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
         return 0;
-    /* Frame 0 is mk_stack_id, frame 1 the hook: step over both. */
-    for (int skip = 0; skip < 2; skip++)
-        if (unw_step(&cur) <= 0)
+    /* Step out of mk_stack_id, then out of memkit: up to the caller. */
+    for (int skip = 0;; skip++) {
+        unw_word_t ip;
+        if (unw_step(&cur) <= 0 || unw_get_reg(&cur, UNW_REG_IP, &ip) != 0)
             return 0;
+        if (ip == ra)
+            break;
+        if (skip == MK_OWN_FRAMES)
+            return 0; /* not called the way the hooks are: no stack */
+    }
     do {
         unw_word_t ip, sp;
         if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
@@ -283,7 +294,7 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         if (e->ra == ra && e->fp == fp && cache_valid(e))
             return use_rec(t, e->rec);
     }
-    int n = unwind(frames, slots, depth);
+    int n = unwind(frames, slots, depth, ra);
     if (n <= 0)
         return 0;
     stack_rec_t *r = intern_rec(t, frames, n);

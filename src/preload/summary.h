@@ -59,10 +59,23 @@ static inline void mk_summary_raise_peak(mk_thread_t *t)
                               memory_order_relaxed);
 }
 
-/* An allocating call of the given kind at site returned addr (0: failed). */
+/* mk_enter for --summary-only's own malloc and free (hooks.c): NULL for
+ * everything its fast path does not take (a nested call, a thread without
+ * its state yet, tracing not on), which then goes the general way. No slow
+ * path here, so the fast one never merges with one: see hooks.c. */
+static inline __attribute__((always_inline)) mk_thread_t *mk_summary_enter(void)
+{
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(t == NULL || mk_guard))
+        return NULL;
+    return mk_announce(t) ? t : NULL;
+}
+
+/* An allocating call of the given kind at site, counted whether or not it
+ * succeeds: before the real call, so that the site need not be kept across
+ * it (one register fewer to save in summary_malloc). */
 static inline __attribute__((always_inline)) void
-mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
-                 uintptr_t site)
+mk_summary_count(mk_thread_t *t, unsigned kind, size_t size, uintptr_t site)
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
@@ -72,6 +85,12 @@ mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
     } else {
         mk_summary_count_site(t, site, size);
     }
+}
+
+/* The call returned addr (0: failed): a block of size bytes became live. */
+static inline __attribute__((always_inline)) void
+mk_summary_live(mk_thread_t *t, size_t size, uintptr_t addr)
+{
     if (MK_UNLIKELY(!addr))
         return; /* failed: nothing became live */
     long long was = mk_live_put(addr, size);
@@ -79,6 +98,15 @@ mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
         mk_summary_live_add(t, -was, -1); /* freed where no hook saw it */
     mk_summary_live_add(t, (long long)size, 1);
     mk_summary_raise_peak(t);
+}
+
+/* Both, after the call. */
+static inline __attribute__((always_inline)) void
+mk_summary_alloc(mk_thread_t *t, unsigned kind, size_t size, uintptr_t addr,
+                 uintptr_t site)
+{
+    mk_summary_count(t, kind, size, site);
+    mk_summary_live(t, size, addr);
 }
 
 /* A free of addr; kind MK_K_NONE is the free half of a realloc, not a call. */

@@ -46,19 +46,42 @@ static void leave_cleanup(mk_thread_t **t)
 }
 
 #define SCOPED_ENTER() mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter()
+#define STRIP(...)     __VA_ARGS__ /* STRIP (a, b) is a, b: to extend a parameter list */
 
-/* ---- new ---- */
+/* ---- new ----
+ *
+ * As malloc and free (hooks.c): --summary-only's body and the general one
+ * apart, behind a one-test dispatch. Both run the next operator with the
+ * guard set, so the malloc inside it goes straight through unrecorded. */
 
 #define NEW_HOOK(sym, kind, params, fn_type, args)                                       \
-    MK_EXPORT void *sym params;                                                          \
-    MK_EXPORT void *sym params                                                           \
+    static __attribute__((noinline)) void *general##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
         fn_type next = CXX_NEXT(fn_type, #sym);                                          \
         SCOPED_ENTER();                                                                  \
         void *p = next args; /* may throw: the cleanup leaves */                         \
         if (t)                                                                           \
-            record_alloc(t, kind, size, ALIGN_ARG, p, CALLER());                         \
+            record_alloc(t, kind, size, ALIGN_ARG, p, ra);                               \
         return p;                                                                        \
+    }                                                                                    \
+    static __attribute__((noinline)) void *summary##sym(uintptr_t ra, STRIP params)      \
+    {                                                                                    \
+        if (mk_guard)                                                                    \
+            return CXX_NEXT(fn_type, #sym) args; /* nested */                            \
+        mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();     \
+        if (MK_UNLIKELY(!t))                                                             \
+            return general##sym(ra, STRIP args);                                         \
+        void *p =                                                                        \
+            CXX_NEXT(fn_type, #sym) args; /* may throw: uncounted, as in a trace */      \
+        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);                               \
+        return p;                                                                        \
+    }                                                                                    \
+    MK_EXPORT void *sym params;                                                          \
+    MK_EXPORT void *sym params                                                           \
+    {                                                                                    \
+        if (MK_LIKELY(mk_st.summary_fast))                                               \
+            return summary##sym(CALLER(), STRIP args);                                   \
+        return general##sym(CALLER(), STRIP args);                                       \
     }
 
 #define ALIGN_ARG 0
@@ -83,14 +106,36 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
 /* ---- delete ---- */
 
 #define DELETE_HOOK(sym, kind, params, fn_type, args)                                    \
-    MK_EXPORT void sym params;                                                           \
-    MK_EXPORT void sym params                                                            \
+    static __attribute__((noinline)) void general##sym params                            \
     {                                                                                    \
         fn_type next = CXX_NEXT(fn_type, #sym);                                          \
         SCOPED_ENTER();                                                                  \
         if (t)                                                                           \
             record_free(t, kind, p);                                                     \
         next args;                                                                       \
+    }                                                                                    \
+    static __attribute__((noinline)) void summary##sym params                            \
+    {                                                                                    \
+        if (mk_guard) {                                                                  \
+            CXX_NEXT(fn_type, #sym) args; /* nested */                                   \
+            return;                                                                      \
+        }                                                                                \
+        mk_thread_t *t = mk_summary_enter();                                             \
+        if (MK_UNLIKELY(!t)) {                                                           \
+            general##sym args;                                                           \
+            return;                                                                      \
+        }                                                                                \
+        mk_summary_free(t, kind, (uintptr_t)p);                                          \
+        CXX_NEXT(fn_type, #sym) args; /* guarded: its free goes straight through */      \
+        mk_leave(t);                                                                     \
+    }                                                                                    \
+    MK_EXPORT void sym params;                                                           \
+    MK_EXPORT void sym params                                                            \
+    {                                                                                    \
+        if (MK_LIKELY(mk_st.summary_fast))                                               \
+            summary##sym args;                                                           \
+        else                                                                             \
+            general##sym args;                                                           \
     }
 
 DELETE_HOOK(_ZdlPv, MK_K_DELETE, (void *p), del_fn, (p))

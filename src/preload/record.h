@@ -12,11 +12,13 @@
 
 #define MK_EXPORT __attribute__((visibility("default")))
 
-/* The next definition of a symbol, looked up once per call site. */
+/* The next definition of a symbol, looked up once per call site (after
+ * that, one load: no call). */
 #define NEXT(type, name)                                                                 \
     ({                                                                                   \
         static void *slot_;                                                              \
-        (type) mk_next_symbol(&slot_, name);                                             \
+        void *next_ = __atomic_load_n(&slot_, __ATOMIC_ACQUIRE);                         \
+        (type)(MK_LIKELY(next_ != NULL) ? next_ : mk_next_symbol(&slot_, name));         \
     })
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 

@@ -279,6 +279,18 @@ cxx)
     expect "Mallocs: 1"
     expect "Allocation calls: 8"
     expect_re "main at cxx.cc:[0-9]+ \(cxx\)$"
+    cp "$out" "$work/full"
+    # --summary-only's own new and delete (and the bad_alloc thrown through
+    # one) count the same, and peak and leaks agree with the full trace.
+    rm -f "$work"/t.*
+    trace --summary-only --top 20 -- "$progs/cxx"
+    expect_status 0
+    for line in "News: 7" "Deletes: 7" "Aligned allocations: 2" "Mallocs: 1" \
+        "Allocation calls: 8" "$(grep '^Maximum allocated:' "$work/full")" \
+        "$(grep '^Leaks at exit:' "$work/full")"; do
+        expect "$line"
+    done
+    expect_re "main at cxx.cc:[0-9]+ \(cxx\)$"
     ;;
 killed)
     trace -- "$progs/killed"

@@ -95,12 +95,14 @@ struct mk_thread {
     struct mk_site_table *sites;        /* --summary-only: per-thread site totals */
     struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
     uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
-    uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind */
+    uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind not in the
+                                         * site table (frees, system calls, sites
+                                         * the table had no room for) */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
     unsigned since_sample;              /* --summary-only: events since a peak sample */
     long long sample_mark;              /* and the live bytes that force the next */
-    uint64_t frees_live; /* --summary-only: frees of blocks seen allocated */
-    mk_kv_t *last_site;  /* --summary-only: the site table's entry used last */
+    uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
+    mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];
     mk_thread_t *next; /* all thread states, never unlinked */
 };

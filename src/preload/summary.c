@@ -69,7 +69,7 @@ void mk_summary_thread_added(mk_thread_t *t)
 /* Adds a call to a site's totals: the slow path, for a site other than the
  * last one. last_site always points into the current table (a growth is
  * followed by setting it). */
-void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size)
+void mk_summary_count_site(mk_thread_t *t, uint64_t key, size_t size)
 {
     int saved_errno = errno; /* a new or growing table maps memory */
     if (!t->sites) {
@@ -78,10 +78,14 @@ void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size)
             t->sites->t = MMAP_TABLE;
     }
     bool fresh;
-    mk_kv_t *s = t->sites ? mk_kv_put(&t->sites->t, site, &fresh) : NULL;
+    mk_kv_t *s = t->sites ? mk_kv_put(&t->sites->t, key, &fresh) : NULL;
     if (s) {
         s->a++;
         s->b += size;
+    } else { /* no room for the site: its kind's totals still count it */
+        unsigned kind = (unsigned)(key >> MK_SITE_KIND_SHIFT);
+        t->counts[kind]++;
+        t->bytes[kind] += size;
     }
     t->last_site = s ? s : &mk_summary_no_site;
     errno = saved_errno;
@@ -93,7 +97,7 @@ void mk_summary_after_fork_child(void)
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         memset(t->counts, 0, sizeof t->counts);
         memset(t->bytes, 0, sizeof t->bytes);
-        t->frees_live = 0;
+        t->frees_unseen = 0;
         if (t->sites) {
             memset(t->sites->t.slots, 0, t->sites->t.cap * sizeof(mk_kv_t));
             t->sites->t.used = 0;
@@ -109,7 +113,7 @@ void mk_summary_after_fork_child(void)
 /* Writes the SUMMARY record: totals, peaks and every site. */
 void mk_summary_write(void)
 {
-    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, frees_live = 0;
+    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, frees_unseen = 0;
     mk_kv_table_t all = MMAP_TABLE;
 
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
@@ -117,11 +121,18 @@ void mk_summary_write(void)
             counts[k] += t->counts[k];
             bytes[k] += t->bytes[k];
         }
-        frees_live += t->frees_live;
+        frees_unseen += t->frees_unseen;
         for (size_t i = 0; t->sites && i < t->sites->t.cap; i++) {
             mk_kv_t *s = &t->sites->t.slots[i];
+            if (!s->key)
+                continue;
+            unsigned kind = (unsigned)(s->key >> MK_SITE_KIND_SHIFT);
+            counts[kind] += s->a;
+            bytes[kind] += s->b;
+            /* The record's sites are calling instructions, whatever they called. */
             bool fresh;
-            mk_kv_t *d = s->key ? mk_kv_put(&all, s->key, &fresh) : NULL;
+            uint64_t site = s->key & ((1ull << MK_SITE_KIND_SHIFT) - 1);
+            mk_kv_t *d = mk_kv_put(&all, site, &fresh);
             if (!d)
                 continue;
             d->a += s->a;
@@ -146,7 +157,7 @@ void mk_summary_write(void)
     p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_blocks));
     p = mk_put_varint(p, (uint64_t)(live_n > 0 ? live_n : 0));
     p = mk_put_varint(p, (uint64_t)(live_b > 0 ? live_b : 0));
-    p = mk_put_varint(p, frees_live);
+    p = mk_put_varint(p, counts[MK_K_FREE] - frees_unseen); /* memanalyze's Frees */
     p = mk_put_varint(p, all.used);
     for (size_t i = 0; i < all.cap; i++) {
         if (!all.slots[i].key)

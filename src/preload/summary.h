@@ -2,9 +2,9 @@
  * summary.h - --summary-only's event path, inlined into the hooks (the slow
  * parts and the SUMMARY record are in summary.c).
  *
- * Calls and bytes per kind, and per call site (the calling instruction), are
- * counted per thread with no sharing. Peak requested bytes need the size of
- * every freed block: live_sizes.h keeps them, without locks.
+ * Calls and bytes per call site (the calling instruction) and kind are
+ * counted per thread with no sharing; the kinds' totals are their sums. Peak requested
+ * bytes need the size of every freed block: live_sizes.h keeps them, without locks.
  *
  * While one thread is all there is, the peak is exact: the live totals are
  * that thread's alone. From the second thread on ("multi" mode), each thread
@@ -28,8 +28,18 @@ extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_H
  * table could not grow): its key 0 matches no calling instruction. */
 extern mk_kv_t mk_summary_no_site MK_HIDDEN;
 
+/* An allocating call's entry in its thread's site table: the calling
+ * instruction and the kind of call (one instruction can call malloc and
+ * calloc through a pointer), whose totals are the kind's totals too, so that
+ * the hot path updates one entry. Kinds sit above any user-space address. */
+#define MK_SITE_KIND_SHIFT 56
+static inline uint64_t mk_summary_site_key(uintptr_t site, unsigned kind)
+{
+    return (uint64_t)site | (uint64_t)kind << MK_SITE_KIND_SHIFT;
+}
+
 /* summary.c: a site other than the thread's last one; a peak sample. */
-MK_HIDDEN void mk_summary_count_site(mk_thread_t *t, uintptr_t site, size_t size);
+MK_HIDDEN void mk_summary_count_site(mk_thread_t *t, uint64_t key, size_t size);
 MK_HIDDEN void mk_summary_sample_peak(mk_thread_t *t);
 
 /* Live totals change only by their owner thread (others read them to sample
@@ -77,13 +87,12 @@ static inline __attribute__((always_inline)) mk_thread_t *mk_summary_enter(void)
 static inline __attribute__((always_inline)) void
 mk_summary_count(mk_thread_t *t, unsigned kind, size_t size, uintptr_t site)
 {
-    t->counts[kind]++;
-    t->bytes[kind] += size;
-    if (MK_LIKELY(t->last_site->key == site)) {
+    uint64_t key = mk_summary_site_key(site, kind);
+    if (MK_LIKELY(t->last_site->key == key)) {
         t->last_site->a++; /* a hot loop: the same site again */
         t->last_site->b += size;
     } else {
-        mk_summary_count_site(t, site, size);
+        mk_summary_count_site(t, key, size);
     }
 }
 
@@ -114,13 +123,11 @@ static inline __attribute__((always_inline)) void
 mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr)
 {
     t->counts[kind]++;
-    if (MK_UNLIKELY(!addr))
-        return;
-    long long size = mk_live_take(addr);
-    if (MK_LIKELY(size >= 0)) {
-        mk_summary_live_add(t, -size, -1);  /* a thread's share may go below 0 */
-        t->frees_live += kind == MK_K_FREE; /* memanalyze's Frees */
-    }
+    long long size = MK_LIKELY(addr != 0) ? mk_live_take(addr) : -1;
+    if (MK_LIKELY(size >= 0))
+        mk_summary_live_add(t, -size, -1); /* a thread's share may go below 0 */
+    else /* memanalyze's Frees are of blocks seen allocated: count the others */
+        t->frees_unseen += kind == MK_K_FREE;
 }
 
 #endif /* MEMKIT_PRELOAD_SUMMARY_H */

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -195,8 +196,8 @@ static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
 }
 
 /* Compresses the parts as one zstd frame and appends the record. */
-bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
-                     const size_t *plen, int nparts)
+static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
+                         const size_t *plen, int nparts)
 {
     bool events = t && type == MK_REC_EVENTS;
     void **cctx = t ? &t->cctx : &shared_cctx;
@@ -254,6 +255,11 @@ bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
     mk_put_u64(h, events ? t->anchor_tick : 0);
     if (t)
         mk_output_lock();
+    if (MK_UNLIKELY(mk_st.cfg.test_signal) && events) {
+        int sig = mk_st.cfg.test_signal; /* tests: a signal at the worst moment */
+        mk_st.cfg.test_signal = 0;
+        raise(sig);
+    }
     errno = 0;
     bool ok = trace_fd_ready() && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
     int err = errno ? errno : ENOSPC;
@@ -262,6 +268,21 @@ bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
     mk_output_unlock();
     if (!ok)
         fail("cannot write trace", err);
+    return ok;
+}
+
+/* Signals wait while a record is compressed and written: a handler that
+ * exits flushes this thread's buffer again, and met its compression context
+ * mid-use or, inside the write, the lock this thread held: the program hung
+ * at exit (a SIGALRM handler calling exit(), about one run in 200). */
+bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
+                     const size_t *plen, int nparts)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    bool ok = write_record(t, type, part, plen, nparts);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return ok;
 }
 

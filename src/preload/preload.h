@@ -73,6 +73,8 @@ typedef struct mk_config {
     bool syscalls;     /* record mmap/munmap/mremap/brk/sbrk too */
     char prefix[4096]; /* trace path prefix: <prefix>.<pid>[.<n>].mkt */
     char run_id[64];   /* ties the traces of one `memkit trace` run together */
+    int test_signal;   /* MEMKIT_TRACE_TEST_SIGNAL (tests only): raised once while
+                        * the first EVENTS record is being written */
 } mk_config_t;
 
 typedef struct mk_thread mk_thread_t;

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,8 @@ static void read_config(mk_config_t *c)
         snprintf(c->prefix, sizeof c->prefix, "%s", v);
     v = getenv("MEMKIT_TRACE_RUN");
     snprintf(c->run_id, sizeof c->run_id, "%s", v ? v : "");
+    v = getenv("MEMKIT_TRACE_TEST_SIGNAL");
+    c->test_signal = v ? atoi(v) : 0;
 }
 
 /* ---- thread states ---- */
@@ -264,11 +267,17 @@ void mk_thread_flush(mk_thread_t *t)
     }
     part[0] = head;
     len[0] = (size_t)(p - head);
+    /* Signals wait until the buffer is reset too: a handler that exits in
+     * between would write these events a second time. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     if (mk_output_parts(t, MK_REC_EVENTS, part, len, 1 + MK_S_COUNT))
         atomic_fetch_add(&mk_st.events_written, t->events);
     else
         atomic_fetch_add(&mk_st.events_lost, t->events);
     reset_buffer(t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static bool membarrier_ok;

@@ -97,13 +97,16 @@ void mk_modules_write(void)
 {
     static uint8_t *body;
     snap_t s;
+    mk_shield_t shield; /* a handler calling dlopen would wait on snap_lock */
 
+    mk_shield(&shield);
     pthread_mutex_lock(&snap_lock);
     if (!snap_buf) {
         void *m = mmap(NULL, 2 * (size_t)SNAP_CAP, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             pthread_mutex_unlock(&snap_lock);
+            mk_unshield(&shield);
             return;
         }
         snap_buf = m;
@@ -119,6 +122,7 @@ void mk_modules_write(void)
     memmove(p, body, body_len);
     mk_output_record(NULL, MK_REC_MODULES, snap_buf, (size_t)(p - snap_buf) + body_len);
     pthread_mutex_unlock(&snap_lock);
+    mk_unshield(&shield);
 }
 
 void mk_modules_after_fork_child(void)

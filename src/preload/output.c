@@ -271,18 +271,18 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
     return ok;
 }
 
-/* Signals wait while a record is compressed and written: a handler that
- * exits flushes this thread's buffer again, and met its compression context
- * mid-use or, inside the write, the lock this thread held: the program hung
- * at exit (a SIGALRM handler calling exit(), about one run in 200). */
+/* Signals and cancellation wait while a record is compressed and written
+ * (mk_shield): a handler that exits would flush this thread's buffer again,
+ * meeting its compression context mid-use or, inside the write, the lock
+ * this thread holds (the program hung at exit: a SIGALRM handler calling
+ * exit(), about one run in 200). */
 bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
                      const size_t *plen, int nparts)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    mk_shield_t shield;
+    mk_shield(&shield);
     bool ok = write_record(t, type, part, plen, nparts);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    mk_unshield(&shield);
     return ok;
 }
 

@@ -28,6 +28,8 @@
 #include "../trace/kv_table.h"
 #include "../trace/reuse.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -263,6 +265,47 @@ MK_HIDDEN mk_thread_t *mk_enter_slow(void);
  * store to in_hook, then reads the phase. A flusher stores the phase, then
  * runs membarrier() (a barrier on every thread), then reads in_hook: either
  * we see its phase or it sees our flag (asymmetric Dekker). */
+/* The tracer's slow paths make system calls that are cancellation points
+ * (open, read, write: libunwind's memory checks, /proc reads, records); the
+ * hooks' functions are not. With cancellation off there, a pending request
+ * waits for the program's own next cancellation point, as untraced. Cheap
+ * (no system call), but not free: slow paths only. */
+static inline int mk_cancel_off(void)
+{
+    int was;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
+    return was;
+}
+
+static inline void mk_cancel_restore(int was)
+{
+    pthread_setcancelstate(was, NULL);
+}
+
+/* What the program's signals and thread cancellation must not interrupt:
+ * writing a record (output.c) and resetting the buffer it came from. A
+ * handler that exits there flushed the same buffer again, on the lock its
+ * own thread held; a cancellation request acted on in our write() made
+ * malloc, which is no cancellation point, cancel the thread. */
+typedef struct mk_shield {
+    sigset_t signals;
+    int cancel_state;
+} mk_shield_t;
+
+static inline void mk_shield(mk_shield_t *s)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &s->signals);
+    s->cancel_state = mk_cancel_off();
+}
+
+static inline void mk_unshield(const mk_shield_t *s)
+{
+    mk_cancel_restore(s->cancel_state);
+    pthread_sigmask(SIG_SETMASK, &s->signals, NULL);
+}
+
 static inline void mk_leave(mk_thread_t *t)
 {
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);

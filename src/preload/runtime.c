@@ -74,7 +74,10 @@ void mk_warn_once(const char *fmt, ...)
     if ((size_t)n > sizeof msg - 2)
         n = sizeof msg - 2;
     msg[n++] = '\n';
+    mk_shield_t shield; /* write() is a cancellation point, malloc is not */
+    mk_shield(&shield);
     ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+    mk_unshield(&shield);
     (void)w; /* nowhere left to report a failed report */
 }
 
@@ -226,13 +229,17 @@ mk_thread_t *mk_enter_slow(void)
 {
     int phase = atomic_load(&mk_st.phase);
     if (phase == MK_PHASE_OFF) {
+        int cancel = mk_cancel_off();
         mk_init(); /* the process's first call: constructors may not have run */
+        mk_cancel_restore(cancel);
         phase = atomic_load(&mk_st.phase);
     }
     if (phase != MK_PHASE_ON || mk_tls.no_state)
         return NULL;
     mk_guard = 1;
+    int cancel = mk_cancel_off();
     mk_thread_t *t = mk_thread_get();
+    mk_cancel_restore(cancel);
     if (!t) {
         mk_guard = 0;
         return NULL;
@@ -267,17 +274,16 @@ void mk_thread_flush(mk_thread_t *t)
     }
     part[0] = head;
     len[0] = (size_t)(p - head);
-    /* Signals wait until the buffer is reset too: a handler that exits in
+    /* Shielded until the buffer is reset too: a handler that exits in
      * between would write these events a second time. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    mk_shield_t shield;
+    mk_shield(&shield);
     if (mk_output_parts(t, MK_REC_EVENTS, part, len, 1 + MK_S_COUNT))
         atomic_fetch_add(&mk_st.events_written, t->events);
     else
         atomic_fetch_add(&mk_st.events_lost, t->events);
     reset_buffer(t);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    mk_unshield(&shield);
 }
 
 static bool membarrier_ok;

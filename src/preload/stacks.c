@@ -284,8 +284,11 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         frames[0] = ra; /* --no-stacks: the calling instruction only, no unwinding */
         return mk_stack_intern(t, frames, 1);
     }
-    if (MK_UNLIKELY(!t->stack_cache))
+    if (MK_UNLIKELY(!t->stack_cache)) {
+        int cancel = mk_cancel_off(); /* the main thread's bounds: /proc reads */
         t->stack_cache = cache_new(t);
+        mk_cancel_restore(cancel);
+    }
     mk_stack_cache_t *c = t->stack_cache;
     bool cacheable = c && fp >= t->stack_lo && fp < t->stack_hi;
     cache_entry_t *e = NULL;
@@ -294,7 +297,9 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         if (e->ra == ra && e->fp == fp && cache_valid(e))
             return use_rec(t, e->rec);
     }
+    int cancel = mk_cancel_off(); /* libunwind checks memory through a pipe */
     int n = unwind(frames, slots, depth, ra);
+    mk_cancel_restore(cancel);
     if (n <= 0)
         return 0;
     stack_rec_t *r = intern_rec(t, frames, n);

@@ -198,6 +198,17 @@ closefds)
         fail "closefds loop saw different things under --summary-only"
     expect "Mallocs: 300000"
     ;;
+cancel)
+    # Deferred cancellation pending while a thread only mallocs: the
+    # tracer's write() of a record once acted on it, cancelling the thread
+    # at a malloc. Same output as untraced, and all the mallocs.
+    "$progs/cancel" >"$work/untraced" || fail "cancel failed untraced"
+    grep -qx "worker finished" "$work/untraced" || fail "cancel: unexpected untraced output"
+    trace -- "$progs/cancel"
+    expect_status 0
+    expect "worker finished"
+    expect_re "^  1\. 600000 calls, 9600000 bytes: worker at cancel.c:[0-9]+ \(cancel\)$"
+    ;;
 random)
     # A random mix of every C allocation call over several records: the
     # program works out the summary itself; the trace, the report and

@@ -405,6 +405,10 @@ void mk_finish(int reason)
     int on = MK_PHASE_ON;
     int guarded = mk_guard;
 
+    /* A vfork child (its exec failed, it calls _exit) shares our memory: the
+     * parent's trace goes on after it. */
+    if (getpid() != mk_st.pid)
+        return;
     mk_guard = 1;
     if (atomic_compare_exchange_strong(&mk_st.phase, &on, MK_PHASE_DONE))
         end_image(reason);

@@ -256,6 +256,13 @@ forkexec)
     [ "$(grep -c '^Trace: ' "$out")" -eq 2 ] || fail "expected 2 traces with posix_spawn"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 2 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 7 allocation calls\)$"
+    # A vfork child whose exec fails and calls _exit: the parent's trace
+    # goes on (the child once wrote the parent's END).
+    rm -f "$work"/t.*
+    trace -- "$progs/forkexec" vfork
+    expect_status 0
+    expect "Mallocs: 6"
+    [ "$(ls "$work"/t.*.mkt | wc -l)" -eq 1 ] || fail "expected one trace with vfork"
     # A relative -o, and processes that change directory before they fork
     # and exec: every trace still lands beside the first one, and is listed
     # (the children once wrote theirs relative to their new directory).

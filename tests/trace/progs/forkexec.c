@@ -7,6 +7,11 @@
  * With "spawn": the parent mallocs 2 blocks and posix_spawn()s the child
  * with an environment of its own making (no tracer variables in it); the
  * child must be traced all the same.
+ *
+ * With "vfork": the parent mallocs 2 blocks, vforks a child whose exec
+ * fails and who calls _exit, then mallocs 4 more: the child shares the
+ * parent's memory and must leave the parent's trace alone (it once ended
+ * it: the 4 were lost).
  */
 #include <spawn.h>
 #include <stdlib.h>
@@ -38,6 +43,17 @@ int main(int argc, char **argv)
             return 1;
         waitpid(pid, &status, 0);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "vfork") == 0) {
+        allocate(2);
+        pid_t pid = vfork();
+        if (pid == 0) {
+            execl("/nonexistent/program", "program", (char *)NULL);
+            _exit(127);
+        }
+        waitpid(pid, &status, 0);
+        allocate(4);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? 0 : 1;
     }
     allocate(3);
     pid_t pid = fork();

@@ -84,7 +84,9 @@ struct mk_thread {
     uint32_t index; /* thread number within the process, from 1 */
     pid_t tid;
     int *errno_at;                   /* the owner thread's errno */
-    atomic_bool dead;                /* the owner exited: the state may be reused */
+    atomic_bool dead;                /* no owner (a forked child's other threads) */
+    atomic_int exited_tid;           /* the owner's key destructor ran: reuse once
+                                      * this thread is gone (runtime.c) */
     uint8_t *s[MK_S_COUNT];          /* write cursors of the streams (format.h) */
     uint8_t *base[MK_S_COUNT];       /* their starts; sizes from mk_stream_cap */
     uint64_t anchor_ns, anchor_tick; /* the record's clock anchor */

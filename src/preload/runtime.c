@@ -143,6 +143,13 @@ void mk_index_failed(void)
                  "untraced from here");
 }
 
+/* The thread's key destructor: its buffer is flushed, but the state stays
+ * the thread's. The thread still runs other keys' destructors and glibc's
+ * own teardown, which frees through the hooks (free(NULL) of its strsignal
+ * buffer, at least), and those calls are recorded in this state. Released
+ * here, the state was claimed again by that last free and never released:
+ * one state (about 80 KB) and one longer list to search per thread that
+ * ever ran. The state is reclaimed once the thread is gone (claim_state). */
 static void thread_exit(void *arg)
 {
     mk_thread_t *t = arg;
@@ -152,20 +159,41 @@ static void thread_exit(void *arg)
     atomic_store(&t->in_hook, 1); /* seq_cst: a flusher waits for us, or we see it */
     if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
         mk_thread_flush(t);
-    mk_self = NULL;
-    atomic_store_explicit(&t->dead, true, memory_order_release);
+    atomic_store_explicit(&t->exited_tid, t->tid, memory_order_release);
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);
     mk_guard = guarded;
 }
 
-/* A dead thread's state, claimed for reuse, or NULL. */
-static mk_thread_t *claim_dead(void)
+/* Has the thread tid of this process ended? (tgkill with signal 0 checks.)
+ * A tid reused by a newer thread only delays the reclaim. */
+static bool thread_gone(pid_t tid)
+{
+    int saved_errno = errno;
+    bool gone = syscall(SYS_tgkill, mk_st.pid, tid, 0) != 0 && errno == ESRCH;
+    errno = saved_errno;
+    return gone;
+}
+
+/* A state for reuse: one whose thread ended (its last events, recorded after
+ * its key destructor, are flushed first), or one marked dead (a forked
+ * child's other threads), or NULL. */
+static mk_thread_t *claim_state(void)
 {
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         bool dead = true;
         if (atomic_load_explicit(&t->dead, memory_order_relaxed) &&
             atomic_compare_exchange_strong(&t->dead, &dead, false))
             return t;
+        pid_t tid = atomic_load_explicit(&t->exited_tid, memory_order_acquire);
+        if (tid && thread_gone(tid) &&
+            atomic_compare_exchange_strong(&t->exited_tid, &tid, 0)) {
+            /* As its owner in a hook: the exit path's flush waits for us,
+             * or we see its phase (mk_enter's protocol). */
+            atomic_store(&t->in_hook, 1);
+            if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
+                mk_thread_flush(t);
+            return t;
+        }
     }
     return NULL;
 }
@@ -186,7 +214,7 @@ static mk_thread_t *no_thread_state(void)
 
 mk_thread_t *mk_thread_get(void)
 {
-    mk_thread_t *t = claim_dead();
+    mk_thread_t *t = claim_state();
 
     if (!t) {
         size_t size = (sizeof(mk_thread_t) + 63) & ~(size_t)63;
@@ -461,6 +489,8 @@ static void fork_child(void)
     /* Only this thread exists here; the others' buffers are the parent's. */
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         atomic_store(&t->in_hook, 0);
+        atomic_store(&t->exited_tid,
+                     0); /* the parent's threads' tids mean nothing here */
         if (t != mk_self)
             atomic_store(&t->dead, true);
     }

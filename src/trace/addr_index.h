@@ -82,7 +82,9 @@ static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap,
 
 static inline bool mk_index_grow(mk_addr_index_t *x)
 {
-    uint32_t cap = x->cap ? x->cap * 2 : 1024, map_cap = cap * 2;
+    /* From 64: a reader holds one index per thread of the trace, and
+     * programs may run thousands of short threads. */
+    uint32_t cap = x->cap ? x->cap * 2 : 64, map_cap = cap * 2;
     uint64_t *addr = x->alloc(cap * sizeof *addr);
     uint8_t *cls = x->alloc(cap);
     uint32_t *where = x->alloc(cap * sizeof *where);

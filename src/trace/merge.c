@@ -5,7 +5,11 @@
  * a thread that flushes rarely writes its records late. So the walk reads the
  * file twice: first to index the EVENTS records by thread (and absorb the
  * module map, END and SUMMARY), then to merge the threads, holding one
- * decoded record per thread. A one-thread trace is just read in order.
+ * decoded record per thread that has begun. A thread's first record is
+ * decoded only when the merge reaches the time it began (its anchor: no
+ * event of the record is earlier), and a thread's memory goes when its
+ * last event has: a program that ran 20,000 threads one after the other
+ * holds a few at a time. A one-thread trace is just read in order.
  */
 #define _GNU_SOURCE
 #include "reader.h"
@@ -15,7 +19,9 @@
 
 typedef struct stream {
     uint32_t thread;
-    uint64_t *offsets; /* this thread's records, in file order */
+    bool loaded;         /* its records are being decoded */
+    uint64_t first_tick; /* the anchor of its first record: no event earlier */
+    uint64_t *offsets;   /* this thread's records, in file order */
     size_t n, cap, next;
     mk_event_t *ev; /* the current record's events */
     size_t nev, evcap, pos;
@@ -26,7 +32,10 @@ typedef struct merge {
     mk_trace_t *tr;
     stream_t *streams;
     size_t nstreams, cap;
-    stream_t **heap; /* min-heap on the head event's time */
+    mk_kv_table_t stream_of;  /* key thread + 1, a = its stream's index */
+    mk_addr_state_t *scratch; /* every decoder's per-record state: one record
+                               * is decoded at a time */
+    stream_t **heap;          /* min-heap on the head event's time */
     size_t nheap;
     uint64_t last_tick, last_ns; /* the latest clock anchor seen */
 } merge_t;
@@ -44,18 +53,35 @@ static void calibrate(mk_trace_t *tr, const merge_t *m)
         tr->ns_per_tick = (double)ns / (double)(tick - tr->header.start_tick);
 }
 
+/* A thread's stream, made on its first record. By a table: a program may run
+ * tens of thousands of threads, one after the other. */
 static stream_t *stream_for(merge_t *m, uint32_t thread)
 {
-    for (size_t i = 0; i < m->nstreams; i++) /* few threads: a scan is fine */
-        if (m->streams[i].thread == thread)
-            return &m->streams[i];
-    if (!mk_grow((void **)&m->streams, &m->cap, m->nstreams + 1, sizeof *m->streams))
+    bool fresh;
+    mk_kv_t *e = mk_kv_put(&m->stream_of, (uint64_t)thread + 1, &fresh);
+    if (!e)
         return NULL;
+    if (!fresh)
+        return &m->streams[e->a];
+    if (!mk_grow((void **)&m->streams, &m->cap, m->nstreams + 1, sizeof *m->streams)) {
+        mk_kv_remove(&m->stream_of, e);
+        return NULL;
+    }
+    e->a = m->nstreams;
     stream_t *s = &m->streams[m->nstreams++];
     memset(s, 0, sizeof *s);
     s->thread = thread;
-    mk_decoder_init(&s->dec);
+    mk_decoder_init(&s->dec, m->scratch);
     return s;
+}
+
+/* A stream whose records are all delivered gives its memory back at once. */
+static void stream_done(stream_t *s)
+{
+    mk_decoder_free(&s->dec);
+    free(s->ev);
+    s->ev = NULL;
+    s->nev = s->evcap = s->pos = 0;
 }
 
 /* Pass one: EVENTS records by thread from their heads alone; the other
@@ -84,6 +110,8 @@ static bool index_file(merge_t *m)
         stream_t *s = stream_for(m, h.thread);
         if (!s)
             return false;
+        if (s->n == 0)
+            s->first_tick = h.anchor_tick;
         if (!mk_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets))
             return false;
         s->offsets[s->n++] = h.offset;
@@ -117,24 +145,34 @@ static bool load_next(merge_t *m, stream_t *s)
     return s->nev > 0;
 }
 
-/* Heads in time order; at equal times frees first, so that a block freed by
- * one thread and reused by another within one tick replays in that order. */
-static inline bool earlier(const stream_t *a, const stream_t *b)
+/* A stream's place in the merge: its head event's time, or before it is
+ * loaded, the time its first record began (a lower bound). */
+static inline uint64_t head_time(const merge_t *m, const stream_t *s)
 {
-    const mk_event_t *x = &a->ev[a->pos], *y = &b->ev[b->pos];
-    if (x->time != y->time)
-        return x->time < y->time;
-    return mk_kind_class(x->kind) == MK_CLASS_FREE &&
-           mk_kind_class(y->kind) != MK_CLASS_FREE;
+    return s->loaded ? s->ev[s->pos].time : mk_trace_tick_ns(m->tr, s->first_tick);
+}
+
+/* Heads in time order; at equal times frees first, so that a block freed by
+ * one thread and reused by another within one tick replays in that order.
+ * A stream not loaded yet wins a tie: loaded, it compares by its events. */
+static inline bool earlier(const merge_t *m, const stream_t *a, const stream_t *b)
+{
+    uint64_t ta = head_time(m, a), tb = head_time(m, b);
+    if (ta != tb)
+        return ta < tb;
+    if (!a->loaded || !b->loaded)
+        return !a->loaded && b->loaded;
+    return mk_kind_class(a->ev[a->pos].kind) == MK_CLASS_FREE &&
+           mk_kind_class(b->ev[b->pos].kind) != MK_CLASS_FREE;
 }
 
 static void sift_down(merge_t *m, size_t i)
 {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, min = i;
-        if (l < m->nheap && earlier(m->heap[l], m->heap[min]))
+        if (l < m->nheap && earlier(m, m->heap[l], m->heap[min]))
             min = l;
-        if (r < m->nheap && earlier(m->heap[r], m->heap[min]))
+        if (r < m->nheap && earlier(m, m->heap[r], m->heap[min]))
             min = r;
         if (min == i)
             return;
@@ -151,25 +189,28 @@ static bool merge_streams(merge_t *m, mk_event_fn fn, void *ctx)
     if (!m->heap)
         return true;
     for (size_t i = 0; i < m->nstreams; i++)
-        if (load_next(m, &m->streams[i]))
+        if (m->streams[i].n > 0)
             m->heap[m->nheap++] = &m->streams[i];
     for (size_t i = m->nheap / 2; i-- > 0;)
         sift_down(m, i);
-    while (m->nheap > 1) {
+    while (m->nheap > 0) {
         stream_t *s = m->heap[0];
+        if (!s->loaded) { /* the merge reached its start: decode it */
+            s->loaded = true;
+            if (!load_next(m, s)) {
+                stream_done(s);
+                m->heap[0] = m->heap[--m->nheap];
+            }
+            sift_down(m, 0);
+            continue;
+        }
         if (!fn(ctx, &s->ev[s->pos]))
             return false;
-        if (++s->pos == s->nev && !load_next(m, s))
+        if (++s->pos == s->nev && !load_next(m, s)) {
+            stream_done(s);
             m->heap[0] = m->heap[--m->nheap];
+        }
         sift_down(m, 0);
-    }
-    /* One stream left: the rest of it in order, no heap. */
-    for (stream_t *s = m->nheap ? m->heap[0] : NULL; s;) {
-        for (; s->pos < s->nev; s->pos++)
-            if (!fn(ctx, &s->ev[s->pos]))
-                return false;
-        if (!load_next(m, s))
-            break;
     }
     return true;
 }
@@ -192,9 +233,12 @@ static bool pass_on(void *ctx, const mk_event_t *ev)
 
 bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
 {
-    merge_t m = {.tr = tr};
+    merge_t m = {.tr = tr, .stream_of = mk_kv_heap_table()};
     bool ok = true;
 
+    m.scratch = calloc(1, sizeof *m.scratch); /* the rings start anywhere: zero */
+    if (!m.scratch)
+        return true; /* as when a stream cannot be made: nothing to walk */
     index_file(&m);
     if (tr->header.flags & MK_TF_TSC)
         calibrate(tr, &m);
@@ -223,5 +267,8 @@ bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
     }
     free(m.streams);
     free(m.heap);
+    if (m.stream_of.slots)
+        m.stream_of.release(m.stream_of.slots, m.stream_of.cap * sizeof(mk_kv_t));
+    free(m.scratch);
     return ok;
 }

@@ -444,9 +444,20 @@ static void index_release(void *p, size_t n)
     free(p);
 }
 
-void mk_decoder_init(mk_decoder_t *d)
+uint64_t mk_trace_tick_ns(const mk_trace_t *tr, uint64_t tick)
+{
+    /* One mapping for the whole trace, from the start's tick: per-record
+     * anchors would each carry their own error (a thread preempted between
+     * reading the TSC and the clock) and misorder threads. */
+    return tick > tr->header.start_tick
+               ? (uint64_t)((double)(tick - tr->header.start_tick) * tr->ns_per_tick)
+               : 0;
+}
+
+void mk_decoder_init(mk_decoder_t *d, mk_addr_state_t *scratch)
 {
     memset(d, 0, sizeof *d);
+    d->addr = scratch;
     d->live.alloc = index_alloc;
     d->live.release = index_release;
 }
@@ -529,7 +540,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
 {
     mk_cursor_t c = {raw, raw + len, 0}, st[MK_S_COUNT];
     mk_event_t ev = {0};
-    addr_state_t *a = &d->addr; /* per record: reset below */
+    addr_state_t *a = d->addr; /* per record: reset below */
     bool cut = false;
 
     a->prev = 0;
@@ -568,13 +579,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         }
         ev.kind = (uint8_t)tag;
         tick += mk_get_varint(&st[MK_S_TIME]);
-        /* One mapping for the whole trace, from the start's tick: per-record
-         * anchors would each carry their own error (a thread preempted
-         * between reading the TSC and the clock) and misorder threads. */
-        ev.time =
-            tick > tr->header.start_tick
-                ? (uint64_t)((double)(tick - tr->header.start_tick) * tr->ns_per_tick)
-                : 0;
+        ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
         int64_t idx;

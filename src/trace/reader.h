@@ -144,10 +144,15 @@ typedef struct mk_addr_state {
 
 typedef struct mk_decoder {
     mk_addr_index_t live;
-    mk_addr_state_t addr; /* reset at every record; here to stay off the stack */
+    /* Reset at every record (64 KB): shared by decoders that decode one
+     * record at a time, off the stack. */
+    mk_addr_state_t *addr;
 } mk_decoder_t;
 
-void mk_decoder_init(mk_decoder_t *d);
+void mk_decoder_init(mk_decoder_t *d, mk_addr_state_t *scratch);
+
+/* An event tick as ns since the trace's start (what mk_event_t.time holds). */
+uint64_t mk_trace_tick_ns(const mk_trace_t *tr, uint64_t tick);
 void mk_decoder_free(mk_decoder_t *d);
 
 /* Decodes an EVENTS record: stack definitions go into tr, events to fn

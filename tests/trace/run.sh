@@ -209,6 +209,18 @@ cancel)
     expect "worker finished"
     expect_re "^  1\. 600000 calls, 9600000 bytes: worker at cancel.c:[0-9]+ \(cancel\)$"
     ;;
+shortthreads)
+    # 2,000 short threads: the traced program stays small (it kept every
+    # ended thread's state: 160 MB here) and every call is in the trace.
+    trace -- "$progs/shortthreads"
+    expect_status 0
+    expect "Mallocs: 20000"
+    expect "Frees: 20000"
+    rss=$(sed -n 's/^Peak RSS: \([0-9]*\) KB$/\1/p' "$out")
+    [ -n "$rss" ] && [ "$rss" -lt 32768 ] || fail "traced program's peak RSS '$rss' KB, expected under 32 MB"
+    report_whole shortthreads
+    expect "Mallocs: 20000"
+    ;;
 random)
     # A random mix of every C allocation call over several records: the
     # program works out the summary itself; the trace, the report and

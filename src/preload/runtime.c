@@ -128,9 +128,18 @@ static void reset_buffer(mk_thread_t *t)
 }
 
 /* A new thread (or a forked child's) starts with an empty index, as its
- * reader will. */
+ * reader will. A small one is emptied in place: unmapping and mapping it
+ * again cost each new thread eight system calls and the other cores a TLB
+ * shootdown (a third of a short thread's traced cost); a large one goes
+ * back to the system. */
+#define MK_INDEX_KEEP 4096 /* entries: 188 KB with its map */
+
 static void reset_index(mk_thread_t *t)
 {
+    if (t->live.cap && t->live.cap <= MK_INDEX_KEEP) {
+        mk_index_clear(&t->live);
+        return;
+    }
     mk_index_free(&t->live);
     t->live.alloc = mk_pages_zeroed;
     t->live.release = mk_pages_release;

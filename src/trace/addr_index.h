@@ -165,6 +165,14 @@ static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
     }
 }
 
+/* Empties the index, keeping its memory for the next owner. */
+static inline void mk_index_clear(mk_addr_index_t *x)
+{
+    if (x->map)
+        memset(x->map, 0, x->map_cap * sizeof *x->map);
+    x->n = 0;
+}
+
 static inline void mk_index_free(mk_addr_index_t *x)
 {
     if (x->addr) {

@@ -54,6 +54,27 @@ static bool write_all(int fd, const uint8_t *p, size_t n)
     return true;
 }
 
+/* write_all for the trace, with signals blocked (mk_shield). A trace that
+ * outgrows the program's file-size limit (ulimit -f) gets EFBIG and the
+ * kernel queues SIGXFSZ, whose default action would kill a program that
+ * never wrote a byte too many: a signal our write raised is taken back
+ * before the signals open again, and the failure is said once. */
+static bool write_trace(int fd, const uint8_t *p, size_t n)
+{
+    sigset_t pending_before;
+    sigpending(&pending_before);
+    bool ok = write_all(fd, p, n);
+    if (!ok && errno == EFBIG && !sigismember(&pending_before, SIGXFSZ)) {
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        struct timespec now = {0, 0};
+        sigtimedwait(&xfsz, NULL, &now);
+        errno = EFBIG;
+    }
+    return ok;
+}
+
 static void fail(const char *what, int err)
 {
     /* Stop recording first: the message below may allocate. */
@@ -163,7 +184,11 @@ bool mk_output_open(void)
     trace_dev = st.st_dev;
     trace_ino = st.st_ino;
     fd = mk_st.fd = mk_fd_make_private(fd, true);
-    if (!write_all(fd, (const uint8_t *)MK_TRACE_MAGIC, MK_TRACE_MAGIC_LEN)) {
+    mk_shield_t shield;
+    mk_shield(&shield);
+    bool wrote = write_trace(fd, (const uint8_t *)MK_TRACE_MAGIC, MK_TRACE_MAGIC_LEN);
+    mk_unshield(&shield);
+    if (!wrote) {
         fail("cannot write trace", errno ? errno : ENOSPC);
         return false;
     }
@@ -261,7 +286,7 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
         raise(sig);
     }
     errno = 0;
-    bool ok = trace_fd_ready() && write_all(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
+    bool ok = trace_fd_ready() && write_trace(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
     int err = errno ? errno : ENOSPC;
     if (ok)
         atomic_fetch_add(&mk_st.bytes_written, MK_RECORD_HEAD_LEN + zn);

@@ -355,6 +355,15 @@ unwritable)
     expect_status 3 # the program ran, untraced, and its status came through
     [ "$(grep -c 'cannot create trace' "$out")" -eq 1 ] || fail "expected one message"
     expect_re "no trace was written"
+    # A file-size limit the trace outgrows: the kernel's SIGXFSZ once killed
+    # a program that itself writes nothing. Now: one message, the program's
+    # status, and the trace up to the cut.
+    rm -f "$work"/t.*
+    (ulimit -f 40 && "$memkit" trace -o "$work/t" -- "$progs/bulk") >"$out" 2>&1
+    status=$?
+    expect_status 0
+    [ "$(grep -c 'cannot write trace.*File too large' "$out")" -eq 1 ] ||
+        fail "expected one 'File too large' message"
     ;;
 static)
     if [ ! -x "$progs/basic_static" ]; then

@@ -57,21 +57,15 @@ static bool write_all(int fd, const uint8_t *p, size_t n)
 /* write_all for the trace, with signals blocked (mk_shield). A trace that
  * outgrows the program's file-size limit (ulimit -f) gets EFBIG and the
  * kernel queues SIGXFSZ, whose default action would kill a program that
- * never wrote a byte too many: a signal our write raised is taken back
- * before the signals open again, and the failure is said once. */
+ * never wrote a byte too many: it is taken back (mk_take_back) before the
+ * signals open again, and the failure is said once. */
 static bool write_trace(int fd, const uint8_t *p, size_t n)
 {
     sigset_t pending_before;
     sigpending(&pending_before);
     bool ok = write_all(fd, p, n);
-    if (!ok && errno == EFBIG && !sigismember(&pending_before, SIGXFSZ)) {
-        sigset_t xfsz;
-        sigemptyset(&xfsz);
-        sigaddset(&xfsz, SIGXFSZ);
-        struct timespec now = {0, 0};
-        sigtimedwait(&xfsz, NULL, &now);
-        errno = EFBIG;
-    }
+    if (!ok && errno == EFBIG)
+        mk_take_back(SIGXFSZ, &pending_before);
     return ok;
 }
 

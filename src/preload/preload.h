@@ -28,6 +28,7 @@
 #include "../trace/kv_table.h"
 #include "../trace/reuse.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -300,6 +301,26 @@ static inline void mk_shield(mk_shield_t *s)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &s->signals);
     s->cancel_state = mk_cancel_off();
+}
+
+/* Under mk_shield: takes back sig if it was not pending before the system
+ * call that may have raised it (SIGXFSZ for a write past the file-size
+ * limit, SIGPIPE for one into a closed pipe), whose default action would
+ * kill a program that did nothing to earn it. */
+static inline void mk_take_back(int sig, const sigset_t *pending_before)
+{
+    if (sigismember(pending_before, sig))
+        return; /* the program's own, or not ours to tell apart */
+    sigset_t one, now;
+    sigpending(&now);
+    if (!sigismember(&now, sig))
+        return;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    struct timespec zero = {0, 0};
+    int saved_errno = errno;
+    sigtimedwait(&one, NULL, &zero);
+    errno = saved_errno;
 }
 
 static inline void mk_unshield(const mk_shield_t *s)

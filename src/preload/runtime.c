@@ -74,9 +74,15 @@ void mk_warn_once(const char *fmt, ...)
     if ((size_t)n > sizeof msg - 2)
         n = sizeof msg - 2;
     msg[n++] = '\n';
-    mk_shield_t shield; /* write() is a cancellation point, malloc is not */
+    /* Shielded: write() is a cancellation point, malloc is not; and a stderr
+     * whose reader is gone must not kill the program with SIGPIPE. */
+    mk_shield_t shield;
     mk_shield(&shield);
+    sigset_t pending_before;
+    sigpending(&pending_before);
     ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+    if (w < 0 && errno == EPIPE)
+        mk_take_back(SIGPIPE, &pending_before);
     mk_unshield(&shield);
     (void)w; /* nowhere left to report a failed report */
 }

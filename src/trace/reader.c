@@ -449,9 +449,14 @@ uint64_t mk_trace_tick_ns(const mk_trace_t *tr, uint64_t tick)
     /* One mapping for the whole trace, from the start's tick: per-record
      * anchors would each carry their own error (a thread preempted between
      * reading the TSC and the clock) and misorder threads. */
-    return tick > tr->header.start_tick
-               ? (uint64_t)((double)(tick - tr->header.start_tick) * tr->ns_per_tick)
-               : 0;
+    if (tick <= tr->header.start_tick)
+        return 0;
+    double ns = (double)(tick - tr->header.start_tick) * tr->ns_per_tick;
+    /* A damaged trace's tick or slope can put ns outside uint64_t (or make
+     * it NaN): converting that is undefined, so it saturates. */
+    if (!(ns >= 0))
+        return 0;
+    return ns >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)ns;
 }
 
 void mk_decoder_init(mk_decoder_t *d, mk_addr_state_t *scratch)

@@ -53,5 +53,11 @@ while [ "$i" -lt 60 ]; do
     check "8 bytes overwritten at $off" "$work/bad.mkt"
     i=$((i + 1))
 done
+# Inputs the fuzzer found (tests/trace/data/fuzz-*.mkt): in the sanitizer
+# build, undefined behaviour fails the run. fuzz-huge-tick.mkt: a tick whose
+# time in ns was outside uint64_t.
+for f in "$(dirname "$0")"/data/fuzz-*.mkt; do
+    check "fuzzer input $(basename "$f")" "$f"
+done
 [ "$fails" -eq 0 ] && echo "ok: $((size / step + 61)) damaged traces read safely"
 [ "$fails" -eq 0 ]

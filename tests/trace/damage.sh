@@ -57,6 +57,7 @@ done
 # build, undefined behaviour fails the run. fuzz-huge-tick.mkt: a tick whose
 # time in ns was outside uint64_t.
 for f in "$(dirname "$0")"/data/fuzz-*.mkt; do
+    [ -e "$f" ] || { echo "FAIL: no fuzzer inputs in $(dirname "$0")/data"; fails=$((fails + 1)); }
     check "fuzzer input $(basename "$f")" "$f"
 done
 [ "$fails" -eq 0 ] && echo "ok: $((size / step + 61)) damaged traces read safely"

@@ -123,15 +123,27 @@ void mk_fd_forget(int fd)
         forget(p);
 }
 
+/* Closes a private number only if it still holds what we made private; it
+ * is forgotten either way. */
+static int close_private(private_fd_t *p, int fd)
+{
+    bool ours = still_ours(p, fd);
+    forget(p);
+    if (!ours) {
+        errno = EBADF;
+        return -1;
+    }
+    return next_close()(fd);
+}
+
 void mk_fd_close_private(int fd)
 {
     private_fd_t *p = find_private(fd);
-    if (!p)
-        return;
-    bool ours = still_ours(p, fd);
-    forget(p);
-    if (ours)
-        next_close()(fd);
+    if (p) {
+        int saved_errno = errno;
+        close_private(p, fd);
+        errno = saved_errno;
+    }
 }
 
 /* ---- the hooks ---- */
@@ -139,21 +151,13 @@ void mk_fd_close_private(int fd)
 MK_EXPORT int close(int fd)
 {
     private_fd_t *p = find_private(fd);
-    if (MK_UNLIKELY(p != NULL)) {
-        if (!mk_guard) {
-            errno = EBADF; /* the program never opened it */
-            return -1;
-        }
-        /* memkit's own close (libunwind dropping a pipe it found broken):
-         * close it only if the number still holds what we made private. */
-        bool ours = still_ours(p, fd);
-        forget(p);
-        if (!ours) {
-            errno = EBADF;
-            return -1;
-        }
+    if (MK_LIKELY(p == NULL))
+        return next_close()(fd);
+    if (!mk_guard) {
+        errno = EBADF; /* the program never opened it */
+        return -1;
     }
-    return next_close()(fd);
+    return close_private(p, fd); /* memkit's own: libunwind dropping its pipe */
 }
 
 /* close_range over the parts of [first, last] that hold no private number. */

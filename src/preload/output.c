@@ -121,22 +121,28 @@ static bool write_header(void)
     return mk_output_record(NULL, MK_REC_HEADER, raw, (size_t)(p - raw));
 }
 
+/* Does fd refer to the trace file as it was created? */
+static bool is_trace_file(int fd)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == trace_dev &&
+           st.st_ino == trace_ino;
+}
+
 /* Is mk_st.fd still the trace file? The program may have closed it behind
  * the hooks (closefrom) and opened a file of its own under the number: then
  * that file is the program's, and the trace is opened again by path. Called
  * under out_lock, before each write. */
 static bool trace_fd_ready(void)
 {
-    struct stat st;
-    if (mk_st.fd >= 0 && fstat(mk_st.fd, &st) == 0 && st.st_dev == trace_dev &&
-        st.st_ino == trace_ino)
+    if (is_trace_file(mk_st.fd))
         return true;
     mk_fd_forget(mk_st.fd); /* never close or write what may be the program's */
     mk_st.fd = -1;
     int fd = open(out_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return false;
-    if (fstat(fd, &st) != 0 || st.st_dev != trace_dev || st.st_ino != trace_ino) {
+    if (!is_trace_file(fd)) {
         close(fd); /* another file took the name */
         errno = ENOENT;
         return false;

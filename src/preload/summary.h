@@ -3,8 +3,9 @@
  * parts and the SUMMARY record are in summary.c).
  *
  * Calls and bytes per call site (the calling instruction) and kind are
- * counted per thread with no sharing; the kinds' totals are their sums. Peak requested
- * bytes need the size of every freed block: live_sizes.h keeps them, without locks.
+ * counted per thread with no sharing; the kinds' totals are their sums. Peak
+ * requested bytes need the size of every freed block: live_sizes.h keeps
+ * them, without locks.
  *
  * While one thread is all there is, the peak is exact: the live totals are
  * that thread's alone. From the second thread on ("multi" mode), each thread
@@ -69,14 +70,14 @@ static inline void mk_summary_raise_peak(mk_thread_t *t)
                               memory_order_relaxed);
 }
 
-/* mk_enter for --summary-only's own malloc and free (hooks.c): NULL for
- * everything its fast path does not take (a nested call, a thread without
- * its state yet, tracing not on), which then goes the general way. No slow
- * path here, so the fast one never merges with one: see hooks.c. */
+/* mk_enter for --summary-only's own hook bodies (hooks.c, hooks_cxx.c),
+ * which have sent a nested call to the real function already: NULL for a
+ * thread without its state yet or tracing not on, which then goes the
+ * general way. No slow path here, so the fast one never merges with one. */
 static inline __attribute__((always_inline)) mk_thread_t *mk_summary_enter(void)
 {
     mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(t == NULL || mk_guard))
+    if (MK_UNLIKELY(t == NULL))
         return NULL;
     return mk_announce(t) ? t : NULL;
 }

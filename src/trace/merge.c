@@ -195,18 +195,14 @@ static bool merge_streams(merge_t *m, mk_event_fn fn, void *ctx)
         sift_down(m, i);
     while (m->nheap > 0) {
         stream_t *s = m->heap[0];
-        if (!s->loaded) { /* the merge reached its start: decode it */
-            s->loaded = true;
-            if (!load_next(m, s)) {
-                stream_done(s);
-                m->heap[0] = m->heap[--m->nheap];
-            }
-            sift_down(m, 0);
-            continue;
+        if (s->loaded) {
+            if (!fn(ctx, &s->ev[s->pos]))
+                return false;
+            s->pos++;
+        } else {
+            s->loaded = true; /* the merge reached its start: decode it below */
         }
-        if (!fn(ctx, &s->ev[s->pos]))
-            return false;
-        if (++s->pos == s->nev && !load_next(m, s)) {
+        if (s->pos == s->nev && !load_next(m, s)) {
             stream_done(s);
             m->heap[0] = m->heap[--m->nheap];
         }

@@ -5,6 +5,12 @@
 # trace` (full, and --summary-only) and under heaptrack, with 1 and 2
 # threads. Prints medians of RUNS runs (default 3) and the ratios the
 # tracer's bars are about. Needs GNU time (/usr/bin/time) and heaptrack.
+#
+# Each traced run is paired with an untraced run just before it, and a
+# ratio is the median of those pairs' ratios: this machine's speed drifts by
+# up to 2x over seconds (the 2-thread loop most), and a pair taken within a
+# second sees the same machine, where medians of runs taken a minute apart
+# need not.
 set -u
 build=${1:-build}
 n=${2:-20000000}
@@ -22,31 +28,46 @@ command -v heaptrack >/dev/null 2>&1 && have_ht=1
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 spread() { sort -n | awk '{v[NR] = $1} END {printf "%s-%s", v[1], v[NR]}'; }
 
-# measure NAME CMD...: appends "wall rss_kb" to $work/NAME, one line per run.
+# measure NAME CMD...: appends "wall_s rss_kb" to $work/NAME, one line per run.
 measure() {
     name=$1
     shift
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
+    start=$(date +%s%N)
+    /usr/bin/time -f "%M" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
         echo "bench-trace: '$*' failed:"
         cat "$work/err"
         exit 1
     }
-    cat "$work/time" >>"$work/$name"
+    end=$(date +%s%N)
+    # wall from the clock in ms (time's %e has 10 ms steps: 5% of a 2-thread run)
+    echo "$(( (end - start) / 1000000 )) $(cat "$work/time")" |
+        awk '{printf "%.3f %s\n", $1 / 1000, $2}' >>"$work/$name"
+}
+
+# paired NAME CMD...: an untraced run, then CMD; appends CMD's time over the
+# untraced run's to $work/NAME.ratio.
+paired() {
+    pair=$1 # not $name: measure sets that (sh has no locals)
+    shift
+    measure "plain$threads" "$churn" "$n" "$threads"
+    measure "$pair" "$@"
+    base=$(tail -n 1 "$work/plain$threads" | cut -d' ' -f1)
+    tail -n 1 "$work/$pair" | awk -v b="$base" '{printf "%.4f\n", $1 / (b > 0 ? b : 0.01)}' \
+        >>"$work/$pair.ratio"
 }
 
 for threads in 1 2; do
     for run in $(seq "$runs"); do
-        measure "plain$threads" "$churn" "$n" "$threads"
         rm -f "$work"/mk.*
-        measure "mk$threads" "$memkit" trace -q -o "$work/mk" -- "$churn" "$n" "$threads"
+        paired "mk$threads" "$memkit" trace -q -o "$work/mk" -- "$churn" "$n" "$threads"
         stat -c %s "$work"/mk.*.mkt >>"$work/mksize$threads"
         # The summary is computed after the program ends: its time and memory.
-        measure "mkrep$threads" "$memkit" report "$work"/mk.*.mkt
+        paired "mkrep$threads" "$memkit" report "$work"/mk.*.mkt
         rm -f "$work"/mk.*
-        measure "mksum$threads" "$memkit" trace -q --summary-only -o "$work/mk" -- "$churn" "$n" "$threads"
+        paired "mksum$threads" "$memkit" trace -q --summary-only -o "$work/mk" -- "$churn" "$n" "$threads"
         if [ "$have_ht" -eq 1 ]; then
             rm -f "$work"/ht.*
-            measure "ht$threads" heaptrack -o "$work/ht" "$churn" "$n" "$threads"
+            paired "ht$threads" heaptrack -o "$work/ht" "$churn" "$n" "$threads"
             stat -c %s "$work"/ht.* >>"$work/htsize$threads"
         fi
     done
@@ -55,15 +76,18 @@ done
 col() { cut -d' ' -f"$2" "$work/$1" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
-echo "churn: $n iterations, live set 10,000, sizes 8-256; medians of $runs runs"
-printf '%-34s %8s %12s %7s %8s %12s %7s\n' "" "1 thread" "[min-max]" "ratio" "2 threads" \
+echo "churn: $n iterations, live set 10,000, sizes 8-256; medians of $runs runs;"
+echo "a ratio is the median of each run's time over the untraced run just before it"
+printf '%-34s %8s %15s %7s %9s %15s %7s\n' "" "1 thread" "[min-max]" "ratio" "2 threads" \
     "[min-max]" "ratio"
+pairs() { # pairs NAME: the median paired ratio, 1.00 for the untraced runs
+    if [ -f "$work/$1.ratio" ]; then median <"$work/$1.ratio" | awk '{printf "%.2f", $1}'; else echo 1.00; fi
+}
 row() { # row LABEL NAME
     a=$(col "${2}1" 1)
     b=$(col "${2}2" 1)
-    printf '%-34s %7ss %12s %6sx %7ss %12s %6sx\n' "$1" "$a" "[$(cut -d' ' -f1 "$work/${2}1" | spread)]" \
-        "$(ratio "$a" "$(col plain1 1)")" "$b" "[$(cut -d' ' -f1 "$work/${2}2" | spread)]" \
-        "$(ratio "$b" "$(col plain2 1)")"
+    printf '%-34s %7ss %15s %6sx %8ss %15s %6sx\n' "$1" "$a" "[$(cut -d' ' -f1 "$work/${2}1" | spread)]" \
+        "$(pairs "${2}1")" "$b" "[$(cut -d' ' -f1 "$work/${2}2" | spread)]" "$(pairs "${2}2")"
 }
 row "untraced" plain
 row "memkit trace (stacks, depth 32)" mk

@@ -106,8 +106,8 @@ struct mk_thread {
                                          * site table (frees, system calls, sites
                                          * the table had no room for) */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
-    unsigned since_sample;              /* --summary-only: events since a peak sample */
-    long long sample_mark;              /* and the live bytes that force the next */
+    long long sample_mark;              /* --summary-only: the live bytes, and */
+    long long sample_mark_blocks;       /* blocks, that force a peak sample */
     uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
     mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];

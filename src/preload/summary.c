@@ -45,8 +45,8 @@ static void live_totals(long long *bytes, long long *blocks)
 void mk_summary_sample_peak(mk_thread_t *t)
 {
     long long bytes, blocks;
-    t->since_sample = 0;
     t->sample_mark = t->live_bytes + MK_PEAK_SLACK;
+    t->sample_mark_blocks = t->live_blocks + MK_PEAK_SLACK_BLOCKS;
     live_totals(&bytes, &blocks);
     raise_peak(&mk_summary_peak_bytes, bytes);
     raise_peak(&mk_summary_peak_blocks, blocks);

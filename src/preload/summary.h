@@ -9,10 +9,20 @@
  *
  * While one thread is all there is, the peak is exact: the live totals are
  * that thread's alone. From the second thread on ("multi" mode), each thread
- * keeps its own share of the live totals and the peak is sampled from their
- * sum every MK_PEAK_SAMPLE events of each thread, and as soon as a thread's
- * live bytes grew MK_PEAK_SLACK since its last sample (a burst of large
- * blocks). No event touches a shared counter, so threads do not serialize.
+ * keeps its own share of the live totals and samples the peak from their sum
+ * whenever its own share rose MK_PEAK_SLACK bytes or MK_PEAK_SLACK_BLOCKS
+ * blocks above the lowest it fell to since its last sample. No event touches
+ * a shared counter, so threads do not serialize, and a thread whose totals
+ * only wander (a steady state) reads the others' lines seldom.
+ *
+ * The bound that buys: let s be the last sample by any thread before the true
+ * peak at T. Every thread k sampled last at or before s, so since then its
+ * share stayed under its low point + slack, and its low point is at most its
+ * share at s: share_k(T) < share_k(s) + slack. Summed, the peak recorded is
+ * at most N slacks below the true one, N the threads that allocate (up to
+ * the order in which one sample reads the others' shares, which no sampling
+ * fixes). A trigger on growth since the last sample alone would not bound it:
+ * a thread could fall and climb back unseen.
  */
 #ifndef MEMKIT_PRELOAD_SUMMARY_H
 #define MEMKIT_PRELOAD_SUMMARY_H
@@ -20,8 +30,8 @@
 #include "live_sizes.h"
 #include "preload.h"
 
-#define MK_PEAK_SAMPLE 64           /* events between a thread's samples of the peak */
-#define MK_PEAK_SLACK  (64ll << 10) /* and the growth of its live bytes */
+#define MK_PEAK_SLACK        (16ll << 10) /* live bytes a thread gains unsampled */
+#define MK_PEAK_SLACK_BLOCKS 64ll         /* and live blocks */
 
 extern atomic_int mk_summary_multi MK_HIDDEN; /* 0 while one thread has recorded */
 extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_HIDDEN;
@@ -51,11 +61,25 @@ static inline void mk_summary_live_add(mk_thread_t *t, long long bytes, long lon
     __atomic_store_n(&t->live_blocks, t->live_blocks + blocks, __ATOMIC_RELAXED);
 }
 
+/* A block left: the totals fall, and the marks that force the next sample
+ * follow them down (they stay slack above the lowest point since the last
+ * sample; see the bound above). Marks only ever fall here, so they are safe
+ * to keep in single mode too, ready for the switch to multi mode. */
+static inline void mk_summary_live_drop(mk_thread_t *t, long long bytes)
+{
+    mk_summary_live_add(t, -bytes, -1);
+    long long mark = t->live_bytes + MK_PEAK_SLACK;
+    long long mark_blocks = t->live_blocks + MK_PEAK_SLACK_BLOCKS;
+    t->sample_mark = mark < t->sample_mark ? mark : t->sample_mark;
+    t->sample_mark_blocks =
+        mark_blocks < t->sample_mark_blocks ? mark_blocks : t->sample_mark_blocks;
+}
+
 static inline void mk_summary_raise_peak(mk_thread_t *t)
 {
     if (MK_UNLIKELY(atomic_load_explicit(&mk_summary_multi, memory_order_relaxed))) {
-        if (MK_UNLIKELY(++t->since_sample >= MK_PEAK_SAMPLE ||
-                        t->live_bytes > t->sample_mark))
+        if (MK_UNLIKELY(t->live_bytes > t->sample_mark ||
+                        t->live_blocks > t->sample_mark_blocks))
             mk_summary_sample_peak(t);
         return;
     }
@@ -105,7 +129,7 @@ mk_summary_live(mk_thread_t *t, size_t size, uintptr_t addr)
         return; /* failed: nothing became live */
     long long was = mk_live_put(addr, size);
     if (MK_UNLIKELY(was >= 0))
-        mk_summary_live_add(t, -was, -1); /* freed where no hook saw it */
+        mk_summary_live_drop(t, was); /* freed where no hook saw it */
     mk_summary_live_add(t, (long long)size, 1);
     mk_summary_raise_peak(t);
 }
@@ -126,7 +150,7 @@ mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr)
     t->counts[kind]++;
     long long size = MK_LIKELY(addr != 0) ? mk_live_take(addr) : -1;
     if (MK_LIKELY(size >= 0))
-        mk_summary_live_add(t, -size, -1); /* a thread's share may go below 0 */
+        mk_summary_live_drop(t, size); /* a thread's share may go below 0 */
     else /* memanalyze's Frees are of blocks seen allocated: count the others */
         t->frees_unseen += kind == MK_K_FREE;
 }

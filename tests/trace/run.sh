@@ -145,6 +145,16 @@ summary)
     trace --summary-only -- "$progs/burst"
     expect_status 0
     expect "Maximum allocated: $exact"
+    # A thread that falls and climbs back while another holds memory: the
+    # peak still is the full trace's.
+    rm -f "$work"/t.*
+    trace -- "$progs/climb"
+    exact=$(sed -n 's/^Maximum allocated: //p' "$out")
+    [ "${exact:-0}" -ge 2000000 ] || fail "climb: full trace's peak '$exact', expected 2 MB or more"
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/climb"
+    expect_status 0
+    expect "Maximum allocated: $exact"
     # Threads: each keeps its own totals, none is lost.
     rm -f "$work"/t.*
     trace --summary-only -- "$progs/threads"

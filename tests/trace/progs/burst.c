@@ -1,8 +1,8 @@
 /*
  * burst.c - a second thread allocates 100 blocks of 100,000 bytes, then frees
- * them, while the main thread waits: the peak is reached between two of the
- * worker's every-64-events samples of --summary-only, so only the sample on
- * growth (64 KiB) catches it. The full trace's peak is the exact one.
+ * them, while the main thread waits: within a few events, so only
+ * --summary-only's sample on growth (16 KiB above the thread's low point)
+ * catches the peak. The full trace's peak is the exact one.
  */
 #include <pthread.h>
 #include <stdlib.h>

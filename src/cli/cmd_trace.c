@@ -100,6 +100,10 @@ static void set_env(const char *name, const char *value)
     }
 }
 
+/* SIGINT and SIGQUIT as memkit was started with: ignored while we wait for
+ * the program, and restored in the program (spawn) and after it. */
+static struct sigaction given_int, given_quit;
+
 static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_id,
                    char **argv)
 {
@@ -136,8 +140,10 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     set_env("MEMKIT_TRACE_SYSCALLS", o->syscalls ? "1" : "0");
     if (o->mallopt)
         set_env("MEMKIT_MALLOPT", o->mallopt);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGQUIT, SIG_DFL);
+    /* What we were given, not the default: a program started under nohup or
+     * in the background keeps its signals ignored, as it would untraced. */
+    sigaction(SIGINT, &given_int, NULL);
+    sigaction(SIGQUIT, &given_quit, NULL);
     execvp(argv[0], argv);
     fprintf(stderr, "memkit: cannot run '%s': %s\n", argv[0], strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
@@ -301,17 +307,17 @@ int mk_cmd_trace(int argc, char **argv)
              ts.tv_nsec);
 
     /* Like system(): the terminal's ^C is for the program; we wait for it. */
-    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
-    sigaction(SIGINT, &ign, &old_int);
-    sigaction(SIGQUIT, &ign, &old_quit);
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigaction(SIGINT, &ign, &given_int);
+    sigaction(SIGQUIT, &ign, &given_quit);
     fflush(NULL);
     pid_t pid = spawn(&o, preload, run_id, cmd);
     if (pid < 0)
         return mk_usage_error("trace: cannot fork: %s", strerror(errno));
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGINT, &given_int, NULL);
+    sigaction(SIGQUIT, &given_quit, NULL);
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (WIFSIGNALED(status))
         fprintf(stderr, "memkit: '%s' was killed by signal %d (%s)\n", cmd[0],

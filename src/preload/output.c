@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "preload.h"
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced: stable since zstd 1.3 */
 #include <zstd.h>
 
 #include <errno.h>
@@ -201,6 +202,31 @@ static void *shared_cctx;
 static uint8_t *shared_zbuf;
 static size_t shared_zcap;
 
+/* zstd's memory comes from mmap, not malloc: a record may be written from a
+ * signal handler (signals.c, _exit) that interrupted malloc holding its
+ * lock. Each block keeps its length in front of it for the free. */
+static void *zstd_alloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    size_t len = (size + 16 + 4095) & ~(size_t)4095;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    memcpy(p, &len, sizeof len);
+    return (uint8_t *)p + 16; /* 16: malloc's alignment, which zstd assumes */
+}
+
+static void zstd_free(void *opaque, void *address)
+{
+    (void)opaque;
+    if (!address)
+        return;
+    uint8_t *p = (uint8_t *)address - 16;
+    size_t len;
+    memcpy(&len, p, sizeof len);
+    munmap(p, len);
+}
+
 static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
 {
     if (*cap >= need)
@@ -238,7 +264,8 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
     uint8_t *z = t ? zbuf_for(need, &t->zbuf, &t->zcap)
                    : zbuf_for(need, &shared_zbuf, &shared_zcap);
     if (!*cctx) {
-        ZSTD_CCtx *c = ZSTD_createCCtx(); /* its mallocs are nested: unrecorded */
+        ZSTD_CCtx *c = ZSTD_createCCtx_advanced((ZSTD_customMem){
+            zstd_alloc, zstd_free, NULL}); /* no malloc: see zstd_alloc */
         if (c) {
             ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
             ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);

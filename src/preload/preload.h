@@ -179,6 +179,13 @@ MK_HIDDEN void mk_thread_flush(mk_thread_t *t);
 MK_HIDDEN void mk_index_failed(void);
 MK_HIDDEN void mk_finish(int reason);
 MK_HIDDEN void mk_before_exec(void);
+/* signals.c: where the program leaves a fatal signal at its default action,
+ * a handler that ends the trace first. Called once tracing is on. */
+MK_HIDDEN void mk_signals_arm(void);
+static inline bool mk_tracing_on(void)
+{
+    return atomic_load_explicit(&mk_st.phase, memory_order_relaxed) == MK_PHASE_ON;
+}
 MK_HIDDEN void mk_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 MK_HIDDEN void *mk_boot_alloc(size_t n);
 /* The next definition of name (dlsym(RTLD_NEXT)), cached in *slot; NULL if

@@ -419,9 +419,9 @@ static void write_end(int reason)
     p = mk_put_varint(p, mk_ticks());
     p = mk_put_varint(p, mk_st.bytes_written); /* ours, to subtract from wchar */
     /* Added later, so optional: glibc's view of its heap. Not after _exit,
-     * which is often called from a signal handler that may have interrupted
-     * malloc holding the arena lock mallinfo2 takes. */
-    if (reason != MK_END_EXIT_NOW) {
+     * which is often called from a signal handler, nor from ours: either may
+     * have interrupted malloc holding the arena lock mallinfo2 takes. */
+    if (reason == MK_END_EXIT || reason == MK_END_EXEC) {
         uint64_t view[MK_HEAP_VIEW_FIELDS];
 
         mk_glibc_heap_view(view);
@@ -591,6 +591,7 @@ void mk_init(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);
+    mk_signals_arm();
     mk_guard--;
 }
 

@@ -143,8 +143,14 @@ enum mk_stream {
  * hold up to twice as many. */
 #define MK_RECORD_ITEMS (256u << 10)
 
-/* Why an END record was written. */
-enum mk_end_reason { MK_END_EXIT = 1, MK_END_EXIT_NOW = 2, MK_END_EXEC = 3 };
+/* Why an END record was written: exit (destructors ran), _exit, exec, or a
+ * signal whose default action ended the process (signals.c in the tracer). */
+enum mk_end_reason {
+    MK_END_EXIT = 1,
+    MK_END_EXIT_NOW = 2,
+    MK_END_EXEC = 3,
+    MK_END_SIGNAL = 4
+};
 
 enum mk_kind_class {
     MK_CLASS_NONE,

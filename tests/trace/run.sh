@@ -359,6 +359,47 @@ sigexit)
     report_whole "exit during a write"
     expect "Mallocs: 262144"
     ;;
+signaled)
+    # A signal's default action ends the program: no exit code runs, but the
+    # tracer's handler stands in for the default, ends the trace, and lets
+    # the signal end the process as before (no core files here).
+    ulimit -c 0
+    for case in "term 143 15" "segv 139 11" "abort 134 6"; do
+        set -- $case
+        rm -f "$work"/t.*
+        trace -- "$progs/signaled" "$1"
+        expect_status "$2"
+        expect_re "killed by signal $3 "
+        expect "Mallocs: 10"
+        grep -q "no end record" "$out" && fail "$1: the trace has no end"
+    done
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/signaled" term # its one record comes at the end
+    expect_status 143
+    expect "Mallocs: 10"
+    rm -f "$work"/t.*
+    trace -- "$progs/signaled" threads
+    expect_status 143
+    expect "Mallocs: 2010"
+    # The program sees the default action, its own handler replaces ours,
+    # and the default set again before the signal is ours once more.
+    rm -f "$work"/t.*
+    trace -- "$progs/signaled" own
+    expect_status 130
+    expect "sigaction reads SIG_DFL"
+    expect "signal returns SIG_DFL"
+    expect "own handler ran"
+    expect "signal returns on_int"
+    expect "Mallocs: 11" # and stdio's buffer for the lines above
+    grep -q "no end record" "$out" && fail "own: the trace has no end"
+    # Ignored when memkit started (nohup, a background job): the program
+    # starts with it ignored too, and the tracer leaves it so.
+    rm -f "$work"/t.*
+    (trap '' INT && "$memkit" trace -o "$work/t" -- "$progs/signaled" ignored) >"$out" 2>&1
+    status=$?
+    expect_status 0
+    expect "Mallocs: 10"
+    ;;
 unwritable)
     "$memkit" trace -o "$work/no/such/dir/t" -- "$progs/sigexit" >"$out" 2>&1
     status=$?

@@ -1,0 +1,177 @@
+/*
+ * signals.c - the trace of a program that a signal ends.
+ *
+ * A signal whose default action ends the process (Ctrl-C's SIGINT, SIGTERM
+ * from kill or timeout, SIGPIPE from `| head`, a crash's SIGSEGV, abort()'s
+ * SIGABRT) runs no exit code, so the events still in the threads' buffers
+ * were lost: for a program that allocates little, every one of them. Where
+ * the program leaves such a signal at its default action, the tracer puts a
+ * handler in its place that ends the trace as _exit does, restores the
+ * default action and lets the signal take it: the process ends as it would
+ * have, by the same signal (so with the same status and core dump).
+ *
+ * The program is not to see the difference: sigaction() and signal() report
+ * the default action while our handler stands in for it; a handler the
+ * program installs (or SIG_IGN) replaces ours; setting the default again puts
+ * ours back. Calls that bypass those two (the system call itself, sigset(),
+ * glibc's internal ones such as system()'s) see our handler; those that save
+ * an action and restore it later restore ours, which is what they meant.
+ */
+#define _GNU_SOURCE
+#include "preload.h"
+#include "record.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Signals whose default action ends the process and that programs meet in
+ * practice. The faults among them come back by themselves (see below). */
+static const int covered_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGILL,  SIGABRT,
+                                      SIGBUS, SIGFPE, SIGSEGV, SIGPIPE, SIGTERM};
+
+/* Our handler is installed where the program believes the default is. */
+static atomic_bool stands_in[NSIG];
+/* Set once mk_signals_arm has run: before, every call passes through. */
+static atomic_bool armed;
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+static sigaction_fn next_sigaction(void)
+{
+    return NEXT(sigaction_fn, "sigaction");
+}
+
+static bool covered(int sig)
+{
+    for (size_t i = 0; i < sizeof covered_signals / sizeof covered_signals[0]; i++)
+        if (covered_signals[i] == sig)
+            return true;
+    return false;
+}
+
+static bool is_fault(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
+}
+
+/* Whether stands_in is this process's: a vfork child shares our memory (and
+ * not our handlers) until it execs, and must leave the parent's view alone. */
+static bool own_process(void)
+{
+    return atomic_load(&armed) && getpid() == mk_st.pid;
+}
+
+static void report_default(struct sigaction *old)
+{
+    memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *context)
+{
+    int saved_errno = errno;
+    struct sigaction dfl;
+
+    (void)context;
+    /* The default action first: a fault while the trace ends then ends the
+     * process at once instead of coming back here. */
+    report_default(&dfl);
+    next_sigaction()(sig, &dfl, NULL);
+    if (own_process())
+        atomic_store(&stands_in[sig], false);
+    /* As _exit does: no allocation (the signal may have interrupted malloc
+     * holding its lock), buffers of threads stuck in a hook left behind. */
+    mk_finish(MK_END_SIGNAL);
+    /* A fault the kernel raised comes back when the instruction runs again,
+     * so a core dump shows it where it happened; any other signal is sent
+     * again. Either way it arrives as this handler returns and lifts its
+     * mask, and the default action ends the process. */
+    if (!(is_fault(sig) && info && info->si_code > 0))
+        raise(sig);
+    errno = saved_errno;
+}
+
+/* Puts our handler in place of the default action; the previous action in
+ * *prev (may be NULL). */
+static int stand_in(int sig, struct sigaction *prev)
+{
+    struct sigaction ours;
+
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = on_fatal_signal;
+    /* Nothing interrupts the trace's end; an alternate stack, if the program
+     * set one up, lets a stack overflow's SIGSEGV run it too. */
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigfillset(&ours.sa_mask);
+    int rc = next_sigaction()(sig, &ours, prev);
+    if (rc == 0)
+        atomic_store(&stands_in[sig], true);
+    return rc;
+}
+
+void mk_signals_arm(void)
+{
+    for (size_t i = 0; i < sizeof covered_signals / sizeof covered_signals[0]; i++) {
+        int sig = covered_signals[i];
+        struct sigaction now;
+        /* Ignored (nohup, a background job) or handled: not ours to touch. */
+        if (next_sigaction()(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL &&
+            !(now.sa_flags & SA_SIGINFO))
+            stand_in(sig, NULL);
+    }
+    atomic_store(&armed, true);
+}
+
+MK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sigaction_fn next = next_sigaction();
+    if (!next) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (!covered(sig) || !own_process())
+        return next(sig, act, old);
+    if (atomic_load(&stands_in[sig])) {
+        if (act && act->sa_handler != SIG_DFL) { /* the program's own replaces ours */
+            int rc = next(sig, act, NULL);
+            if (rc != 0)
+                return rc;
+            atomic_store(&stands_in[sig], false);
+        }
+        if (old) /* a query, or the default again: ours stays */
+            report_default(old);
+        return 0;
+    }
+    if (act && act->sa_handler == SIG_DFL && mk_tracing_on())
+        return stand_in(sig, old); /* back to the default: ours stands in again */
+    return next(sig, act, old);
+}
+
+MK_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    signal_fn next = NEXT(signal_fn, "signal");
+    if (!next) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    if (!covered(sig) || !own_process())
+        return next(sig, handler);
+    if (atomic_load(&stands_in[sig])) {
+        if (handler == SIG_DFL)
+            return SIG_DFL; /* ours stays */
+        if (next(sig, handler) == SIG_ERR)
+            return SIG_ERR;
+        atomic_store(&stands_in[sig], false);
+        return SIG_DFL;
+    }
+    if (handler == SIG_DFL && mk_tracing_on()) {
+        struct sigaction prev;
+        if (stand_in(sig, &prev) != 0)
+            return SIG_ERR;
+        return prev.sa_handler;
+    }
+    return next(sig, handler);
+}

@@ -1,0 +1,87 @@
+/*
+ * signaled.c - programs that a signal's default action ends, after 10
+ * mallocs in the main thread. No exit code runs, yet the tracer must keep
+ * every event, and the process must still end by the same signal.
+ *
+ *   term     raise(SIGTERM)
+ *   segv     a write through NULL
+ *   abort    abort()
+ *   threads  two threads make 1,000 mallocs each and wait; then SIGTERM
+ *   own      the program's view: SIGINT reads as the default, its own
+ *            handler replaces the tracer's and runs, and setting the default
+ *            again before raising SIGINT ends the process (as Python does
+ *            after a KeyboardInterrupt); prints what it saw
+ *   ignored  raise(SIGINT), which the test has ignored: exits 0
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_barrier_t ready;
+
+static void *allocate(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        if (!malloc(16))
+            abort();
+    pthread_barrier_wait(&ready); /* the main thread may signal now */
+    for (;;)
+        pthread_barrier_wait(&ready); /* never completes again: waits */
+    return NULL;
+}
+
+static volatile sig_atomic_t handled;
+
+static void on_int(int sig)
+{
+    (void)sig;
+    handled = 1;
+}
+
+static int own_handler(void)
+{
+    struct sigaction now;
+    if (sigaction(SIGINT, NULL, &now) != 0)
+        return 1;
+    printf("sigaction reads %s\n", now.sa_handler == SIG_DFL ? "SIG_DFL" : "another");
+    printf("signal returns %s\n",
+           signal(SIGINT, on_int) == SIG_DFL ? "SIG_DFL" : "another");
+    raise(SIGINT);
+    printf("own handler %s\n", handled ? "ran" : "did not run");
+    printf("signal returns %s\n",
+           signal(SIGINT, SIG_DFL) == on_int ? "on_int" : "another");
+    fflush(stdout);
+    raise(SIGINT);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "term";
+    for (int i = 0; i < 10; i++)
+        if (!malloc(32))
+            abort();
+    if (!strcmp(mode, "segv")) {
+        volatile int *nowhere = NULL;
+        *nowhere = 1;
+    } else if (!strcmp(mode, "abort")) {
+        abort();
+    } else if (!strcmp(mode, "threads")) {
+        pthread_t t[2];
+        pthread_barrier_init(&ready, NULL, 3);
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&t[i], NULL, allocate, NULL) != 0)
+                return 1;
+        pthread_barrier_wait(&ready);
+    } else if (!strcmp(mode, "own")) {
+        return own_handler();
+    } else if (!strcmp(mode, "ignored")) {
+        raise(SIGINT);
+        return 0;
+    }
+    raise(SIGTERM);
+    return 0;
+}

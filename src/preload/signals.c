@@ -118,8 +118,7 @@ void mk_signals_arm(void)
         int sig = covered_signals[i];
         struct sigaction now;
         /* Ignored (nohup, a background job) or handled: not ours to touch. */
-        if (next_sigaction()(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL &&
-            !(now.sa_flags & SA_SIGINFO))
+        if (next_sigaction()(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL)
             stand_in(sig, NULL);
     }
     atomic_store(&armed, true);

@@ -100,9 +100,22 @@ static void set_env(const char *name, const char *value)
     }
 }
 
-/* SIGINT and SIGQUIT as memkit was started with: ignored while we wait for
- * the program, and restored in the program (spawn) and after it. */
-static struct sigaction given_int, given_quit;
+/* Signals that end a run from outside: ^C and ^\ from the terminal, SIGTERM
+ * from timeout or a service manager, SIGHUP when the terminal goes. They
+ * usually reach the whole process group, the program too, so memkit ignores
+ * them while it waits (like system()) and prints the summary of what the
+ * program did; the program gets them as memkit was given them (a program
+ * under nohup keeps SIGHUP ignored). Signalling memkit alone stops nothing:
+ * signal the program, or the group. */
+static const int waited_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+#define N_WAITED (sizeof waited_signals / sizeof waited_signals[0])
+static struct sigaction given[N_WAITED];
+
+static void restore_given(void)
+{
+    for (size_t i = 0; i < N_WAITED; i++)
+        sigaction(waited_signals[i], &given[i], NULL);
+}
 
 static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_id,
                    char **argv)
@@ -140,10 +153,7 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     set_env("MEMKIT_TRACE_SYSCALLS", o->syscalls ? "1" : "0");
     if (o->mallopt)
         set_env("MEMKIT_MALLOPT", o->mallopt);
-    /* What we were given, not the default: a program started under nohup or
-     * in the background keeps its signals ignored, as it would untraced. */
-    sigaction(SIGINT, &given_int, NULL);
-    sigaction(SIGQUIT, &given_quit, NULL);
+    restore_given(); /* what we were given, not the default (waited_signals) */
     execvp(argv[0], argv);
     fprintf(stderr, "memkit: cannot run '%s': %s\n", argv[0], strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
@@ -306,18 +316,16 @@ int mk_cmd_trace(int argc, char **argv)
     snprintf(run_id, sizeof run_id, "%d-%lld-%09ld", (int)getpid(), (long long)ts.tv_sec,
              ts.tv_nsec);
 
-    /* Like system(): the terminal's ^C is for the program; we wait for it. */
     struct sigaction ign = {.sa_handler = SIG_IGN};
-    sigaction(SIGINT, &ign, &given_int);
-    sigaction(SIGQUIT, &ign, &given_quit);
+    for (size_t i = 0; i < N_WAITED; i++) /* the program's to act on (waited_signals) */
+        sigaction(waited_signals[i], &ign, &given[i]);
     fflush(NULL);
     pid_t pid = spawn(&o, preload, run_id, cmd);
     if (pid < 0)
         return mk_usage_error("trace: cannot fork: %s", strerror(errno));
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    sigaction(SIGINT, &given_int, NULL);
-    sigaction(SIGQUIT, &given_quit, NULL);
+    restore_given();
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (WIFSIGNALED(status))
         fprintf(stderr, "memkit: '%s' was killed by signal %d (%s)\n", cmd[0],

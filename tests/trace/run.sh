@@ -392,6 +392,15 @@ signaled)
     expect "signal returns on_int"
     expect "Mallocs: 11" # and stdio's buffer for the lines above
     grep -q "no end record" "$out" && fail "own: the trace has no end"
+    # timeout signals the whole group, memkit too: memkit waits for the
+    # program, which the signal ends, and still prints the summary.
+    rm -f "$work"/t.*
+    timeout --preserve-status -s TERM 1 "$memkit" trace -o "$work/t" -- "$progs/signaled" wait \
+        >"$out" 2>&1
+    status=$?
+    expect_status 143
+    expect_re "killed by signal 15 "
+    expect "Mallocs: 10"
     # Ignored when memkit started (nohup, a background job): the program
     # starts with it ignored too, and the tracer leaves it so.
     rm -f "$work"/t.*

@@ -12,12 +12,14 @@
  *            again before raising SIGINT ends the process (as Python does
  *            after a KeyboardInterrupt); prints what it saw
  *   ignored  raise(SIGINT), which the test has ignored: exits 0
+ *   wait     waits for a signal from outside (timeout's, to the group)
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static pthread_barrier_t ready;
 
@@ -81,6 +83,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "ignored")) {
         raise(SIGINT);
         return 0;
+    } else if (!strcmp(mode, "wait")) {
+        for (;;)
+            pause();
     }
     raise(SIGTERM);
     return 0;

@@ -27,9 +27,13 @@
 #include <unistd.h>
 
 /* Signals whose default action ends the process and that programs meet in
- * practice. The faults among them come back by themselves (see below). */
-static const int covered_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGILL,  SIGABRT,
-                                      SIGBUS, SIGFPE, SIGSEGV, SIGPIPE, SIGTERM};
+ * practice: the user's and the system's (HUP, INT, QUIT, TERM, PIPE), crashes
+ * (ILL, ABRT, BUS, FPE, SEGV; the faults come back by themselves, see below),
+ * timers and limits (ALRM, XCPU, XFSZ) and the user signals. Not the
+ * profiling timers' or the real-time ones, which their users handle. */
+static const int covered_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGABRT,
+                                      SIGBUS,  SIGFPE,  SIGSEGV, SIGPIPE, SIGTERM,
+                                      SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ};
 
 /* Our handler is installed where the program believes the default is. */
 static atomic_bool stands_in[NSIG];

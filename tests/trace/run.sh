@@ -364,7 +364,7 @@ signaled)
     # tracer's handler stands in for the default, ends the trace, and lets
     # the signal end the process as before (no core files here).
     ulimit -c 0
-    for case in "term 143 15" "segv 139 11" "abort 134 6"; do
+    for case in "term 143 15" "segv 139 11" "abort 134 6" "alarm 142 14"; do
         set -- $case
         rm -f "$work"/t.*
         trace -- "$progs/signaled" "$1"

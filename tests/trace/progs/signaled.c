@@ -13,6 +13,7 @@
  *            after a KeyboardInterrupt); prints what it saw
  *   ignored  raise(SIGINT), which the test has ignored: exits 0
  *   wait     waits for a signal from outside (timeout's, to the group)
+ *   alarm    alarm(1), then waits: the timer's SIGALRM ends it
  */
 #include <pthread.h>
 #include <signal.h>
@@ -83,6 +84,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "ignored")) {
         raise(SIGINT);
         return 0;
+    } else if (!strcmp(mode, "alarm")) {
+        alarm(1);
+        for (;;)
+            pause();
     } else if (!strcmp(mode, "wait")) {
         for (;;)
             pause();

@@ -341,6 +341,14 @@ killed)
     n=$(sed -n 's/^Mallocs: //p' "$out")
     [ -n "$n" ] && [ "$n" -ge 1000000 ] && [ "$n" -le 2000000 ] ||
         fail "Mallocs '$n' not between 1,000,000 and 2,000,000"
+    # A slow program: its record is written once about a second old (2.1 s
+    # at most), so a kill after 3 s finds most of the 150 mallocs written.
+    rm -f "$work"/t.*
+    trace -- "$progs/killed" slow
+    expect_status 137
+    n=$(sed -n 's/^Mallocs: //p' "$out")
+    [ -n "$n" ] && [ "$n" -ge 50 ] && [ "$n" -lt 150 ] ||
+        fail "slow: Mallocs '$n' not between 50 and 149"
     ;;
 sigexit)
     trace -- "$progs/sigexit"

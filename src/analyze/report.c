@@ -222,8 +222,8 @@ static int load_trace(mk_report_t *r, const char *path, filter_t *flt, char *err
     } else if (!r->tr->end.present) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
-                 "%s has no end record (the process was killed?); the report covers "
-                 "what was flushed",
+                 "%s has no end record (the process was killed by SIGKILL, or is still "
+                 "running); the report covers what was flushed",
                  path);
     }
     if (r->tr->end.present)

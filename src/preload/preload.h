@@ -148,11 +148,13 @@ extern mk_state_t mk_st MK_HIDDEN;
 /* The calling thread's tracer state, in one thread-local block so that a hook
  * finds both with one lookup of its offset. guard: set while the thread is
  * inside the tracer (its own calls go to the real functions, unrecorded).
- * no_state: its state could not be mapped; the thread runs untraced. */
+ * no_state: its state could not be mapped; the thread runs untraced.
+ * shielded: how many mk_shield scopes the thread is in (mk_shield). */
 typedef struct mk_tls {
     mk_thread_t *self;
     int guard;
     bool no_state;
+    int shielded;
 } mk_tls_t;
 extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec")));
 #define mk_guard (mk_tls.guard)
@@ -302,8 +304,13 @@ typedef struct mk_shield {
     int cancel_state;
 } mk_shield_t;
 
+/* Scopes nest (a thread's flush shields the record's write and the buffer's
+ * reset, and the write shields itself for its other callers): only the
+ * outermost one blocks and restores, two pthread_sigmask calls in all. */
 static inline void mk_shield(mk_shield_t *s)
 {
+    if (mk_tls.shielded++)
+        return; /* already shielded: signals stay blocked, cancellation off */
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &s->signals);
@@ -332,6 +339,8 @@ static inline void mk_take_back(int sig, const sigset_t *pending_before)
 
 static inline void mk_unshield(const mk_shield_t *s)
 {
+    if (--mk_tls.shielded)
+        return; /* an inner scope: the outermost one restores */
     mk_cancel_restore(s->cancel_state);
     pthread_sigmask(SIG_SETMASK, &s->signals, NULL);
 }
@@ -404,7 +413,7 @@ static inline bool mk_room(mk_thread_t *t)
                   t->prev_t - t->anchor_tick < MK_RECORD_AGE))
         return true;
     mk_thread_flush(t);
-    return atomic_load_explicit(&mk_st.phase, memory_order_relaxed) == MK_PHASE_ON;
+    return mk_tracing_on();
 }
 
 static inline void mk_put(mk_thread_t *t, int stream, uint64_t v)

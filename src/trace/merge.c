@@ -263,8 +263,7 @@ bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
     }
     free(m.streams);
     free(m.heap);
-    if (m.stream_of.slots)
-        m.stream_of.release(m.stream_of.slots, m.stream_of.cap * sizeof(mk_kv_t));
+    free(m.stream_of.slots); /* a heap table (mk_kv_heap_table) */
     free(m.scratch);
     return ok;
 }

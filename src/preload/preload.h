@@ -94,6 +94,8 @@ struct mk_thread {
     mk_addr_index_t live;            /* blocks this thread allocated (addr_index.h) */
     atomic_int in_hook;              /* set while the owner records; see mk_enter */
     uint64_t prev_t, prev_addr;      /* decoder state of the current record */
+    uint32_t time_zeros;             /* events since the last TIME pair, all 0
+                                      * ticks after their previous one */
     mk_reuse_t *reuse;               /* recent frees by size class (reuse.h) */
     uint64_t events;                 /* events recorded in the current record */
     void *cctx;                      /* this thread's zstd context */
@@ -380,8 +382,8 @@ static inline mk_thread_t *mk_enter(void)
 static inline size_t mk_stream_cap(int stream)
 {
     static const uint8_t per_item[MK_S_COUNT] = {
-        [MK_S_TAG] = 2, /* an event, and a stack definition before it */
-        [MK_S_TIME] = MK_VARINT_MAX,
+        [MK_S_TAG] = 2,                  /* an event, and a stack definition before it */
+        [MK_S_TIME] = 3 + MK_VARINT_MAX, /* z < MK_RECORD_ITEMS: 3 bytes */
         [MK_S_SIZE_LO] = 1,
         [MK_S_SIZE_HI] = 2 * MK_VARINT_MAX,
         [MK_S_FREEREF_LO] = 1,
@@ -389,6 +391,7 @@ static inline size_t mk_stream_cap(int stream)
         [MK_S_NEWADDR] = 1,
         [MK_S_ADDR] = 2 * MK_VARINT_MAX,
         [MK_S_STACK] = 5,
+        [MK_S_RECENT] = 2, /* d - 1 < MK_REUSE_RECENT */
     };
     return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
 }
@@ -434,13 +437,21 @@ static inline void mk_put_split(mk_thread_t *t, int lo, uint64_t v)
     t->s[lo + 1] = mk_put_varint(t->s[lo + 1], v >> 8);
 }
 
+/* An event's tag and time: a run of events in the same tick is one count
+ * (format.h, TIME pairs), closed by the next event in a later tick or by
+ * mk_thread_flush. */
 static inline void mk_put_head(mk_thread_t *t, unsigned kind)
 {
     uint64_t now = mk_ticks();
     *t->s[MK_S_TAG]++ = (uint8_t)kind;
-    mk_put(t, MK_S_TIME, now > t->prev_t ? now - t->prev_t : 0);
-    if (now > t->prev_t)
+    if (now > t->prev_t) {
+        mk_put(t, MK_S_TIME, t->time_zeros);
+        mk_put(t, MK_S_TIME, now - t->prev_t);
+        t->time_zeros = 0;
         t->prev_t = now;
+    } else {
+        t->time_zeros++;
+    }
     t->events++;
 }
 
@@ -469,10 +480,25 @@ static inline int64_t mk_put_freeref(mk_thread_t *t, uintptr_t addr)
     return i;
 }
 
+/* A new block's address not among its class's recent frees: a recent free
+ * of another class (split or merged by the allocator), else the distance
+ * from the previous address. */
+static inline void mk_put_missed_addr(mk_thread_t *t, uintptr_t addr)
+{
+    uint32_t d = mk_reuse_recent_find(t->reuse, addr);
+    if (d) {
+        mk_put(t, MK_S_NEWADDR, 2 + MK_REUSE_MISS);
+        mk_put(t, MK_S_RECENT, d - 1);
+        t->prev_addr = addr;
+    } else {
+        mk_put(t, MK_S_NEWADDR, 1 + MK_REUSE_MISS);
+        mk_put_raw_addr(t, addr);
+    }
+}
+
 /* A new block's address: the allocator usually hands back a block of the
  * same size class freed moments ago, so say which one it was (usually 0)
- * when it is, else the distance from the previous address. It joins the
- * index. */
+ * when it is. It joins the index. */
 static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size)
 {
     if (!addr) {
@@ -480,12 +506,12 @@ static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size)
         return;
     }
     unsigned cls = mk_size_class(size), j = mk_reuse_find(t->reuse, cls, addr);
-    mk_put(t, MK_S_NEWADDR, 1 + j);
-    if (j < MK_REUSE_MISS) {
+    if (MK_LIKELY(j < MK_REUSE_MISS)) {
+        mk_put(t, MK_S_NEWADDR, 1 + j);
         mk_reuse_take(t->reuse, cls, j);
         t->prev_addr = addr;
     } else {
-        mk_put_raw_addr(t, addr);
+        mk_put_missed_addr(t, addr);
     }
     if (MK_UNLIKELY(!mk_index_add(&t->live, addr, cls)))
         mk_index_failed();

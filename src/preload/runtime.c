@@ -128,6 +128,7 @@ static void reset_buffer(mk_thread_t *t)
     t->anchor_tick = mk_ticks();
     t->anchor_ns = mk_now() - mk_st.t_start;
     t->prev_t = t->anchor_tick;
+    t->time_zeros = 0;
     t->prev_addr = 0;
     mk_reuse_reset(t->reuse);
     t->events = 0;
@@ -304,6 +305,11 @@ void mk_thread_flush(mk_thread_t *t)
     if (t->s[MK_S_TAG] == t->base[MK_S_TAG]) {
         reset_buffer(t);
         return; /* nothing recorded */
+    }
+    if (t->time_zeros) { /* the last events' pair: z - 1 zeros, then a 0 */
+        mk_put(t, MK_S_TIME, t->time_zeros - 1);
+        mk_put(t, MK_S_TIME, 0);
+        t->time_zeros = 0;
     }
     p = mk_put_varint(p, t->index);
     p = mk_put_varint(p, (uint64_t)t->tid);

@@ -15,6 +15,10 @@
  * program killed with SIGKILL is readable up to its last flushed record.
  * Integers in records are little-endian; most are LEB128 varints.
  *
+ * The header's version is 2. Readers read version 1 too, which differs only
+ * in EVENTS records: 10 streams (no RECENT), one TIME varint per event, no
+ * NEWADDR code 2+MK_REUSE_MISS, and the size classes of mk_size_class_v1.
+ *
  * Record payloads (raw):
  *   HEADER  fixed fields then strings, see mk_trace_header_t in reader.h
  *   MODULES varint count, then per module: u64 base, str path, bytes build_id,
@@ -36,8 +40,8 @@
  * tag takes its fields from the other streams in this order:
  *   MK_ITEM_STACK  DEFS: varint id, varint depth, depth x zigzag(frame -
  *                  previous frame): a stack's first appearance in this file.
- *   an event kind  TIME: varint ticks since the previous event; then by class
- *                  (see mk_kind_class):
+ *   an event kind  TIME: ticks since the previous event (below); then by
+ *                  class (see mk_kind_class):
  *                    ALLOC   SIZE size [align if aligned], NEWADDR, STACK
  *                    FREE    FREEREF
  *                    REALLOC SIZE size, FREEREF old, NEWADDR new, STACK
@@ -46,6 +50,12 @@
  * as a varint in _HI (an align is a plain varint in SIZE_HI). Uniform low
  * bytes and small high parts each compress near their entropy; one varint
  * stream mixing both does not.
+ * Times (version 2): TIME holds pairs of varints (z, d): z events whose ticks
+ * since the previous event are 0, then one event d ticks after its previous
+ * one. Every d but a record's last is non-zero. A busy thread makes dozens of
+ * events per tick, and zstd's Huffman code spends at least a bit on each
+ * byte it does not fold into a match: a zero per event cost 0.65 bits per
+ * churn iteration. (Version 1: one varint d per event.)
  * Addresses:
  *   - ADDR deltas are against the previous address of the record, whichever
  *     field it came from (0 at the record's start).
@@ -53,6 +63,8 @@
  *     block's size class (mk_size_class): the record's freed blocks that
  *     were in the live index (FREE class and realloc's freed old), in the
  *     order glibc's malloc would hand them back. 1+MK_REUSE_MISS: in ADDR.
+ *     2+MK_REUSE_MISS (version 2): one of those frees, of any class, named
+ *     in RECENT by varint d-1, d frees back (1 = the record's latest).
  *   - FREEREF 2+i names index i of the thread's live index (addr_index.h):
  *     the blocks this thread allocated, kept identically by writer and
  *     reader across all the thread's records, so a thread's records must be
@@ -68,7 +80,7 @@
 
 #define MK_TRACE_MAGIC     "MKTRACE\0"
 #define MK_TRACE_MAGIC_LEN 8
-#define MK_TRACE_VERSION   1
+#define MK_TRACE_VERSION   2           /* readers read 1 too: see the differences above */
 #define MK_RECORD_SYNC     0x31524b4du /* "MKR1" little-endian */
 #define MK_RECORD_HEAD_LEN 40
 #define MK_RECORD_MAX_RAW  (64u << 20) /* a reader refuses larger records */
@@ -114,8 +126,16 @@ enum mk_kind {
 #define MK_TICK_SHIFT 12 /* a tick is 4096 TSC cycles, or 4096 ns */
 
 /* The size class that predicts address reuse: glibc's chunk classes (16
- * bytes, header included), 255 for everything large. Part of the format. */
+ * bytes, header included: class c holds chunks of 16c bytes), 255 for
+ * everything large. Part of the format. glibc's smallest chunk, 32 bytes,
+ * holds every request up to 24 bytes; version 1 gave sizes 0-8 a class of
+ * their own, and so missed most of their reuse. */
 static inline unsigned mk_size_class(uint64_t size)
+{
+    return size <= 24 ? 2 : size > 255 * 16 - 23 ? 255 : (unsigned)((size + 23) >> 4);
+}
+
+static inline unsigned mk_size_class_v1(uint64_t size)
 {
     return size > 255 * 16 - 23 ? 255 : (unsigned)((size + 23) >> 4);
 }
@@ -134,8 +154,10 @@ enum mk_stream {
     MK_S_ADDR,       /* varint zigzag(addr - previous addr) */
     MK_S_STACK,      /* varint stack id */
     MK_S_DEFS,       /* stack definitions: varint id, varint depth, zigzag frame deltas */
+    MK_S_RECENT,     /* varint: a new block freed this many frees back, minus 1 */
     MK_S_COUNT
 };
+#define MK_S_COUNT_V1 MK_S_RECENT /* version 1 had no RECENT stream */
 
 /* The most events the tracer puts in one EVENTS record (each may come with
  * one stack definition); readers size their buffers by it. Traces written

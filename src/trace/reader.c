@@ -175,10 +175,10 @@ mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen)
     /* Until the anchors say better: exact for clock ticks, a typical TSC else. */
     tr->ns_per_tick =
         tr->header.flags & MK_TF_TSC ? (1 << MK_TICK_SHIFT) / 2.5 : (1 << MK_TICK_SHIFT);
-    if (tr->header.version != MK_TRACE_VERSION) {
+    if (tr->header.version < 1 || tr->header.version > MK_TRACE_VERSION) {
         snprintf(err, errlen,
-                 "'%s' is trace format version %u; this memkit reads version %u", path,
-                 tr->header.version, MK_TRACE_VERSION);
+                 "'%s' is trace format version %u; this memkit reads versions 1 to %u",
+                 path, tr->header.version, MK_TRACE_VERSION);
         goto fail;
     }
     return tr;
@@ -515,12 +515,23 @@ static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t
     return a->prev = d->live.addr[code - 2];
 }
 
+/* NEWADDR code 2+MK_REUSE_MISS: a free d frees back, d in RECENT. */
+static uint64_t get_recent_addr(mk_cursor_t *st, addr_state_t *a)
+{
+    uint64_t d = mk_get_varint(&st[MK_S_RECENT]) + 1;
+    if (d > mk_reuse_recent_count(&a->reuse)) {
+        st[MK_S_RECENT].err = 1;
+        return 0;
+    }
+    return a->prev = mk_reuse_recent(&a->reuse, (uint32_t)d);
+}
+
 static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
-                            uint64_t size)
+                            uint64_t size, uint32_t version)
 {
     mk_cursor_t *s = &st[MK_S_NEWADDR];
     uint64_t code = mk_get_varint(s), addr;
-    unsigned cls = mk_size_class(size);
+    unsigned cls = version == 1 ? mk_size_class_v1(size) : mk_size_class(size);
     if (code == 0)
         return 0;
     if (code - 1 < MK_REUSE_MISS) {
@@ -531,6 +542,10 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
         addr = a->prev = mk_reuse_take(&a->reuse, cls, (unsigned)(code - 1));
     } else if (code - 1 == MK_REUSE_MISS) {
         addr = get_raw_addr(&st[MK_S_ADDR], a);
+    } else if (code - 2 == MK_REUSE_MISS && version > 1) {
+        addr = get_recent_addr(st, a);
+        if (st[MK_S_RECENT].err)
+            return 0;
     } else {
         s->err = 1;
         return 0;
@@ -538,6 +553,29 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
     if (!mk_index_add(&d->live, addr, cls))
         s->err = 1; /* out of memory: stop rather than diverge */
     return addr;
+}
+
+/* Version 2's TIME pairs (format.h): (z, d) gives z zeros, then d. */
+typedef struct time_pairs {
+    uint64_t zeros, d;
+    bool pending; /* a pair is read and its d not yet given */
+} time_pairs_t;
+
+static uint64_t get_ticks(mk_cursor_t *time, time_pairs_t *tp, uint32_t version)
+{
+    if (version == 1)
+        return mk_get_varint(time);
+    if (!tp->pending) {
+        tp->zeros = mk_get_varint(time);
+        tp->d = mk_get_varint(time);
+        tp->pending = true;
+    }
+    if (tp->zeros) {
+        tp->zeros--;
+        return 0;
+    }
+    tp->pending = false;
+    return tp->d;
 }
 
 bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
@@ -555,13 +593,16 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     (void)mk_get_varint(&c); /* tid */
     (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
     uint64_t tick = mk_get_u64(&c);
+    uint32_t version = tr->header.version;
+    int count = version == 1 ? MK_S_COUNT_V1 : MK_S_COUNT;
+    time_pairs_t tp = {0, 0, false};
     uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
-    if (nstreams != MK_S_COUNT)
+    if (nstreams != (uint64_t)count)
         c.err = 1;
-    for (int i = 0; i < MK_S_COUNT && !c.err; i++)
+    for (int i = 0; i < count && !c.err; i++)
         lens[i] = mk_get_varint(&c);
     const uint8_t *p = c.p;
-    for (int i = 0; i < MK_S_COUNT && !c.err; i++) {
+    for (int i = 0; i < MK_S_COUNT && !c.err; i++) { /* lens[i] = 0 past count */
         if (lens[i] > (uint64_t)(c.end - p)) {
             c.err = 1;
             break;
@@ -583,7 +624,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             break;
         }
         ev.kind = (uint8_t)tag;
-        tick += mk_get_varint(&st[MK_S_TIME]);
+        tick += get_ticks(&st[MK_S_TIME], &tp, version);
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
@@ -593,7 +634,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             ev.size = get_split(st, MK_S_SIZE_LO);
             if (mk_kind_has_align(tag))
                 ev.align = mk_get_varint(&st[MK_S_SIZE_HI]);
-            ev.addr = get_newaddr(st, a, d, ev.size);
+            ev.addr = get_newaddr(st, a, d, ev.size, version);
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_FREE:
@@ -616,7 +657,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
                         mk_index_remove(&d->live, (uint32_t)idx);
                 }
             }
-            ev.addr = get_newaddr(st, a, d, ev.size);
+            ev.addr = get_newaddr(st, a, d, ev.size, version);
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_SYSMAP:

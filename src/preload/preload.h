@@ -96,6 +96,8 @@ struct mk_thread {
     uint64_t prev_t, prev_addr;      /* decoder state of the current record */
     uint32_t time_zeros;             /* events since the last TIME pair, all 0
                                       * ticks after their previous one */
+    uint8_t *code_byte;              /* NEWADDR's byte with only its low
+                                      * nibble written, or NULL */
     mk_reuse_t *reuse;               /* recent frees by size class (reuse.h) */
     uint64_t events;                 /* events recorded in the current record */
     void *cctx;                      /* this thread's zstd context */
@@ -391,7 +393,8 @@ static inline size_t mk_stream_cap(int stream)
         [MK_S_NEWADDR] = 1,
         [MK_S_ADDR] = 2 * MK_VARINT_MAX,
         [MK_S_STACK] = 5,
-        [MK_S_RECENT] = 2, /* d - 1 < MK_REUSE_RECENT */
+        [MK_S_RECENT] = 2,     /* d - 1 < MK_REUSE_RECENT */
+        [MK_S_NEWADDR_HI] = 1, /* code - 15 < 128 */
     };
     return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
 }
@@ -480,6 +483,21 @@ static inline int64_t mk_put_freeref(mk_thread_t *t, uintptr_t addr)
     return i;
 }
 
+/* A NEWADDR code: two to a byte (format.h). */
+static inline void mk_put_newaddr_code(mk_thread_t *t, unsigned code)
+{
+    unsigned nibble = code < 15 ? code : 15;
+    if (t->code_byte) {
+        *t->code_byte |= (uint8_t)(nibble << 4);
+        t->code_byte = NULL;
+    } else {
+        t->code_byte = t->s[MK_S_NEWADDR]++;
+        *t->code_byte = (uint8_t)nibble;
+    }
+    if (MK_UNLIKELY(code >= 15))
+        mk_put(t, MK_S_NEWADDR_HI, code - 15);
+}
+
 /* A new block's address not among its class's recent frees: a recent free
  * of another class (split or merged by the allocator), else the distance
  * from the previous address. */
@@ -487,11 +505,11 @@ static inline void mk_put_missed_addr(mk_thread_t *t, uintptr_t addr)
 {
     uint32_t d = mk_reuse_recent_find(t->reuse, addr);
     if (d) {
-        mk_put(t, MK_S_NEWADDR, 2 + MK_REUSE_MISS);
+        mk_put_newaddr_code(t, 2 + MK_REUSE_MISS);
         mk_put(t, MK_S_RECENT, d - 1);
         t->prev_addr = addr;
     } else {
-        mk_put(t, MK_S_NEWADDR, 1 + MK_REUSE_MISS);
+        mk_put_newaddr_code(t, 1 + MK_REUSE_MISS);
         mk_put_raw_addr(t, addr);
     }
 }
@@ -502,12 +520,12 @@ static inline void mk_put_missed_addr(mk_thread_t *t, uintptr_t addr)
 static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size)
 {
     if (!addr) {
-        mk_put(t, MK_S_NEWADDR, 0);
+        mk_put_newaddr_code(t, 0);
         return;
     }
     unsigned cls = mk_size_class(size), j = mk_reuse_find(t->reuse, cls, addr);
     if (MK_LIKELY(j < MK_REUSE_MISS)) {
-        mk_put(t, MK_S_NEWADDR, 1 + j);
+        mk_put_newaddr_code(t, 1 + j);
         mk_reuse_take(t->reuse, cls, j);
         t->prev_addr = addr;
     } else {

@@ -515,6 +515,68 @@ static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t
     return a->prev = d->live.addr[code - 2];
 }
 
+/* What decoding a record keeps besides its cursors: the format version,
+ * version 2's TIME pair being given out, and whether the next NEWADDR code
+ * is in the high nibble of its byte. */
+typedef struct record_state {
+    uint32_t version;
+    uint64_t zeros, d; /* the pair: zeros left, then d */
+    bool pair_pending; /* a pair is read and its d not yet given */
+    bool high_nibble;
+} record_state_t;
+
+/* Ticks since the previous event (format.h, TIME). */
+static uint64_t get_ticks(mk_cursor_t *time, record_state_t *rs)
+{
+    if (rs->version == 1)
+        return mk_get_varint(time);
+    if (!rs->pair_pending) {
+        rs->zeros = mk_get_varint(time);
+        rs->d = mk_get_varint(time);
+        rs->pair_pending = true;
+    }
+    if (rs->zeros) {
+        rs->zeros--;
+        return 0;
+    }
+    rs->pair_pending = false;
+    return rs->d;
+}
+
+/* The nibble NEWADDR's next code starts with (version 2); c must not be at
+ * its end. */
+static unsigned code_nibble(const mk_cursor_t *c, const record_state_t *rs)
+{
+    return rs->high_nibble ? *c->p >> 4 : *c->p & 15;
+}
+
+/* The next NEWADDR code (format.h: two per byte in version 2). */
+static uint64_t get_code(mk_cursor_t *st, record_state_t *rs)
+{
+    mk_cursor_t *s = &st[MK_S_NEWADDR];
+    if (rs->version == 1)
+        return mk_get_varint(s);
+    if (s->p >= s->end) {
+        s->err = 1;
+        return 0;
+    }
+    unsigned nibble = code_nibble(s, rs);
+    if (rs->high_nibble)
+        s->p++; /* both nibbles taken */
+    rs->high_nibble = !rs->high_nibble;
+    return nibble < 15 ? nibble : 15 + mk_get_varint(&st[MK_S_NEWADDR_HI]);
+}
+
+/* Whether the next NEWADDR code is not 0 (a realloc's new block is not
+ * NULL), without taking it. At the stream's end, get_code will say so. */
+static bool next_code_nonzero(const mk_cursor_t *st, const record_state_t *rs)
+{
+    mk_cursor_t peek = st[MK_S_NEWADDR];
+    if (rs->version == 1)
+        return mk_get_varint(&peek) != 0;
+    return peek.p < peek.end && code_nibble(&peek, rs) != 0;
+}
+
 /* NEWADDR code 2+MK_REUSE_MISS: a free d frees back, d in RECENT. */
 static uint64_t get_recent_addr(mk_cursor_t *st, addr_state_t *a)
 {
@@ -527,11 +589,11 @@ static uint64_t get_recent_addr(mk_cursor_t *st, addr_state_t *a)
 }
 
 static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
-                            uint64_t size, uint32_t version)
+                            uint64_t size, record_state_t *rs)
 {
     mk_cursor_t *s = &st[MK_S_NEWADDR];
-    uint64_t code = mk_get_varint(s), addr;
-    unsigned cls = version == 1 ? mk_size_class_v1(size) : mk_size_class(size);
+    uint64_t code = get_code(st, rs), addr;
+    unsigned cls = rs->version == 1 ? mk_size_class_v1(size) : mk_size_class(size);
     if (code == 0)
         return 0;
     if (code - 1 < MK_REUSE_MISS) {
@@ -542,7 +604,7 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
         addr = a->prev = mk_reuse_take(&a->reuse, cls, (unsigned)(code - 1));
     } else if (code - 1 == MK_REUSE_MISS) {
         addr = get_raw_addr(&st[MK_S_ADDR], a);
-    } else if (code - 2 == MK_REUSE_MISS && version > 1) {
+    } else if (code - 2 == MK_REUSE_MISS && rs->version > 1) {
         addr = get_recent_addr(st, a);
         if (st[MK_S_RECENT].err)
             return 0;
@@ -553,29 +615,6 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
     if (!mk_index_add(&d->live, addr, cls))
         s->err = 1; /* out of memory: stop rather than diverge */
     return addr;
-}
-
-/* Version 2's TIME pairs (format.h): (z, d) gives z zeros, then d. */
-typedef struct time_pairs {
-    uint64_t zeros, d;
-    bool pending; /* a pair is read and its d not yet given */
-} time_pairs_t;
-
-static uint64_t get_ticks(mk_cursor_t *time, time_pairs_t *tp, uint32_t version)
-{
-    if (version == 1)
-        return mk_get_varint(time);
-    if (!tp->pending) {
-        tp->zeros = mk_get_varint(time);
-        tp->d = mk_get_varint(time);
-        tp->pending = true;
-    }
-    if (tp->zeros) {
-        tp->zeros--;
-        return 0;
-    }
-    tp->pending = false;
-    return tp->d;
 }
 
 bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
@@ -593,9 +632,8 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     (void)mk_get_varint(&c); /* tid */
     (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
     uint64_t tick = mk_get_u64(&c);
-    uint32_t version = tr->header.version;
-    int count = version == 1 ? MK_S_COUNT_V1 : MK_S_COUNT;
-    time_pairs_t tp = {0, 0, false};
+    record_state_t rs = {.version = tr->header.version};
+    int count = rs.version == 1 ? MK_S_COUNT_V1 : MK_S_COUNT;
     uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
     if (nstreams != (uint64_t)count)
         c.err = 1;
@@ -624,7 +662,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             break;
         }
         ev.kind = (uint8_t)tag;
-        tick += get_ticks(&st[MK_S_TIME], &tp, version);
+        tick += get_ticks(&st[MK_S_TIME], &rs);
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
@@ -634,7 +672,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             ev.size = get_split(st, MK_S_SIZE_LO);
             if (mk_kind_has_align(tag))
                 ev.align = mk_get_varint(&st[MK_S_SIZE_HI]);
-            ev.addr = get_newaddr(st, a, d, ev.size, version);
+            ev.addr = get_newaddr(st, a, d, ev.size, &rs);
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_FREE:
@@ -649,15 +687,14 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             ev.old_addr = get_freeref(st, a, d, &idx);
             /* The new address's code decides whether the old block was freed. */
             {
-                mk_cursor_t peek = st[MK_S_NEWADDR];
-                bool freed = ev.old_addr && (mk_get_varint(&peek) != 0 || ev.size == 0);
+                bool freed = ev.old_addr && (next_code_nonzero(st, &rs) || ev.size == 0);
                 if (freed) {
                     note_free(a, ev.old_addr, d, idx);
                     if (idx >= 0)
                         mk_index_remove(&d->live, (uint32_t)idx);
                 }
             }
-            ev.addr = get_newaddr(st, a, d, ev.size, version);
+            ev.addr = get_newaddr(st, a, d, ev.size, &rs);
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_SYSMAP:

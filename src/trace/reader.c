@@ -409,10 +409,16 @@ bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t l
     return ok;
 }
 
+/* The largest stack id a reader accepts. The tracer's intern table has 2^20
+ * slots, so its ids stay far below; a damaged id above it must not make the
+ * reader allocate a table of its size (2^28 ids were 4 GiB, found by
+ * fuzz_events). */
+#define MAX_STACK_ID (1u << 24)
+
 static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
 {
     uint64_t id = mk_get_varint(c), depth = mk_get_varint(c);
-    if (c->err || id == 0 || id > (1u << 28) || depth > 1024)
+    if (c->err || id == 0 || id > MAX_STACK_ID || depth > 1024)
         return false;
     if (!mk_grow((void **)&tr->stacks, &tr->stacks_cap, id + 1, sizeof *tr->stacks))
         return false;

@@ -3,8 +3,8 @@
 #   make test    build and run every test through ctest
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
-#       make fuzz (the trace reader, curl-log reader and JSON escaping under libFuzzer,
-#                  FUZZ_SECONDS each; needs clang),
+#       make fuzz (the trace reader, its EVENTS decoder, the curl-log reader and JSON
+#                  escaping under libFuzzer, FUZZ_SECONDS each; needs clang),
 #       make bench-trace (the tracer's overhead next to heaptrack's),
 #       make bench-report (memkit report next to heaptrack_print on one workload)
 
@@ -65,16 +65,21 @@ fuzz:
 	@$(CMAKE) -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(CLANG) \
 	    -DCMAKE_CXX_COMPILER=$(CLANGXX) \
 	    -DMEMKIT_WERROR=OFF -DMEMKIT_FUZZ=ON -DMEMKIT_SANITIZE=address,undefined,fuzzer-no-link >/dev/null
-	@$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_trace fuzz_memdebug fuzz_json \
-	    memkit_cli memkit_preload trace_basic trace_threads trace_forkexec >/dev/null
-	@rm -rf $(BUILD)-fuzz/seeds && mkdir -p $(BUILD)-fuzz/seeds $(BUILD)-fuzz/seeds-log \
-	    $(BUILD)-fuzz/corpus $(BUILD)-fuzz/corpus-log $(BUILD)-fuzz/corpus-json
+	@$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_trace fuzz_events fuzz_memdebug \
+	    fuzz_json events_seeds memkit_cli memkit_preload trace_basic trace_threads \
+	    trace_forkexec >/dev/null
+	@rm -rf $(BUILD)-fuzz/seeds $(BUILD)-fuzz/seeds-events && \
+	    mkdir -p $(BUILD)-fuzz/seeds $(BUILD)-fuzz/seeds-log $(BUILD)-fuzz/seeds-events \
+	    $(BUILD)-fuzz/corpus $(BUILD)-fuzz/corpus-log $(BUILD)-fuzz/corpus-json \
+	    $(BUILD)-fuzz/corpus-events
 	@for p in basic threads forkexec; do \
 	    $(BUILD)-fuzz/memkit trace -q -o $(BUILD)-fuzz/seeds/$$p -- $(BUILD)-fuzz/tests/trace/$$p >/dev/null 2>&1; done
 	@cp tests/trace/data/v1-threads.mkt $(BUILD)-fuzz/seeds/ # format 1's decoding too
+	@$(BUILD)-fuzz/tests/events_seeds $(BUILD)-fuzz/seeds/*.mkt $(BUILD)-fuzz/seeds-events >/dev/null
 	@cp tests/report/data/curl-memdebug/*.log $(BUILD)-fuzz/seeds-log/
 	@set -e; b=$(BUILD)-fuzz; \
-	for t in "trace 65536 corpus seeds" "memdebug 16384 corpus-log seeds-log" "json 4096 corpus-json"; do \
+	for t in "trace 65536 corpus seeds" "events 65536 corpus-events seeds-events" \
+	    "memdebug 16384 corpus-log seeds-log" "json 4096 corpus-json"; do \
 	    set -- $$t; echo "fuzz_$$1:"; \
 	    if ASAN_OPTIONS=detect_leaks=1 $$b/tests/fuzz_$$1 -max_total_time=$(FUZZ_SECONDS) -max_len=$$2 \
 	        -timeout=10 -artifact_prefix=$$b/ $$b/$$3 $${4:+$$b/$$4} >$$b/fuzz_$$1.log 2>&1; then \

@@ -45,6 +45,7 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
     p->live = mk_kv_heap_table();
     p->pairs = mk_kv_heap_table();
     p->stack_index = mk_kv_heap_table();
+    p->thread_index = mk_kv_heap_table();
     p->opts.thread = -1;
     if (opts)
         p->opts = *opts;
@@ -78,12 +79,26 @@ static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
     return &p->stacks[e->a];
 }
 
+/* The state of a thread, made on its first event. Consecutive events are
+ * often one thread's, so the last one found is checked first. */
 static mk_thread_state_t *thread_of(mk_profile_t *p, uint32_t thread)
 {
-    if (thread >= p->thr_cap &&
-        !mk_grow((void **)&p->thr, &p->thr_cap, (size_t)thread + 1, sizeof *p->thr))
+    if (p->nthr && p->last_thread == thread)
+        return &p->thr[p->last_thr];
+    bool fresh;
+    mk_kv_t *e = mk_kv_put(&p->thread_index, (uint64_t)thread + 1, &fresh);
+    if (!e)
         return NULL;
-    return &p->thr[thread];
+    if (fresh) {
+        if (!mk_grow((void **)&p->thr, &p->thr_cap, p->nthr + 1, sizeof *p->thr)) {
+            mk_kv_remove(&p->thread_index, e);
+            return NULL;
+        }
+        e->a = p->nthr++;
+    }
+    p->last_thread = thread;
+    p->last_thr = (uint32_t)e->a;
+    return &p->thr[e->a];
 }
 
 static uint64_t new_block(mk_profile_t *p)
@@ -688,6 +703,7 @@ void mk_profile_free(mk_profile_t *p)
     free(p->pairs.slots);
     free(p->blocks);
     free(p->thr);
+    free(p->thread_index.slots);
     free(p->pending);
     memset(p, 0, sizeof *p);
 }

@@ -131,8 +131,14 @@ typedef struct mk_profile {
     mk_block_t *blocks;
     size_t blocks_cap, blocks_used;
     uint64_t free_block; /* head of the free list of block records, + 1 */
+    /* One state per thread seen, found by thread number through thread_index
+     * (key number + 1, a = index), as stacks are: a damaged trace's huge
+     * thread numbers cost nothing. */
     mk_thread_state_t *thr;
-    size_t thr_cap;
+    size_t nthr, thr_cap;
+    mk_kv_table_t thread_index;
+    uint32_t last_thread, last_thr; /* the last number thread_of found, and
+                                     * its state's index; nthr == 0: none */
     struct mk_pending *pending;
     size_t npending, pending_cap;
     uint64_t tie_ns; /* two events closer than this may be in either order */

@@ -7,6 +7,7 @@
 #define MEMKIT_TESTS_CHECK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,5 +117,15 @@ static inline bool bypass_mode(void)
 #define TEST_ASAN 1
 #endif
 #endif
+
+/* The model tests' random numbers: xorshift64, seeded by the test, so a
+ * failure repeats exactly. */
+static inline uint64_t check_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
 
 #endif /* MEMKIT_TESTS_CHECK_H */

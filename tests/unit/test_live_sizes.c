@@ -26,10 +26,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t next_random(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return check_random(&rng);
 }
 
 /* Addresses of every kind: 8 bytes apart (every other one has a slot) and

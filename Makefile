@@ -57,9 +57,9 @@ bench-report: build
 	@sh bench/report/run.sh $(BUILD)
 
 # The fuzz build instruments everything but the tracer with ASan, UBSan and
-# libFuzzer coverage; seeds are traces of the end-to-end test programs (and a
-# trace of format 1, from tests/trace/data: not v1-bulk, whose 300,000 events
-# take 2 s a run under the sanitizers).
+# libFuzzer coverage; seeds are traces of the end-to-end test programs (and
+# traces of formats 1 and 2, from tests/trace/data: not the bulk ones, whose
+# 300,000 events take 2 s a run under the sanitizers).
 fuzz:
 	@test -n "$(CLANG)" || { echo "make fuzz needs clang (apt-get install clang)"; exit 2; }
 	@$(CMAKE) -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(CLANG) \
@@ -74,7 +74,8 @@ fuzz:
 	    $(BUILD)-fuzz/corpus-events
 	@for p in basic threads forkexec; do \
 	    $(BUILD)-fuzz/memkit trace -q -o $(BUILD)-fuzz/seeds/$$p -- $(BUILD)-fuzz/tests/trace/$$p >/dev/null 2>&1; done
-	@cp tests/trace/data/v1-threads.mkt $(BUILD)-fuzz/seeds/ # format 1's decoding too
+	@cp tests/trace/data/v1-threads.mkt tests/trace/data/v2-basic.mkt \
+	    $(BUILD)-fuzz/seeds/ # the older formats' decoding too
 	@$(BUILD)-fuzz/tests/events_seeds $(BUILD)-fuzz/seeds/*.mkt $(BUILD)-fuzz/seeds-events >/dev/null
 	@cp tests/report/data/curl-memdebug/*.log $(BUILD)-fuzz/seeds-log/
 	@set -e; b=$(BUILD)-fuzz; \

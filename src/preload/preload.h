@@ -98,6 +98,9 @@ struct mk_thread {
                                       * ticks after their previous one */
     uint8_t *code_byte;              /* NEWADDR's byte with only its low
                                       * nibble written, or NULL */
+    uint8_t *cached_byte;            /* the same for CACHED */
+    uint8_t *hit_byte;               /* HIT's byte being filled, or NULL */
+    unsigned hit_bits;               /* bits in it so far (< 8) */
     mk_reuse_t *reuse;               /* recent frees by size class (reuse.h) */
     uint64_t events;                 /* events recorded in the current record */
     void *cctx;                      /* this thread's zstd context */
@@ -395,6 +398,8 @@ static inline size_t mk_stream_cap(int stream)
         [MK_S_STACK] = 5,
         [MK_S_RECENT] = 2,     /* d - 1 < MK_REUSE_RECENT */
         [MK_S_NEWADDR_HI] = 1, /* code - 15 < 128 */
+        [MK_S_HIT] = 1,        /* (an eighth) */
+        [MK_S_CACHED] = 1,
     };
     return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
 }
@@ -483,54 +488,87 @@ static inline int64_t mk_put_freeref(mk_thread_t *t, uintptr_t addr)
     return i;
 }
 
-/* A NEWADDR code: two to a byte (format.h). */
-static inline void mk_put_newaddr_code(mk_thread_t *t, unsigned code)
+/* A code of NEWADDR or CACHED, whose half-filled byte is *pending: two to
+ * a byte (format.h). */
+static inline void mk_put_code(mk_thread_t *t, int stream, uint8_t **pending,
+                               unsigned code)
 {
     unsigned nibble = code < 15 ? code : 15;
-    if (t->code_byte) {
-        *t->code_byte |= (uint8_t)(nibble << 4);
-        t->code_byte = NULL;
+    if (*pending) {
+        **pending |= (uint8_t)(nibble << 4);
+        *pending = NULL;
     } else {
-        t->code_byte = t->s[MK_S_NEWADDR]++;
-        *t->code_byte = (uint8_t)nibble;
+        *pending = t->s[stream]++;
+        **pending = (uint8_t)nibble;
     }
     if (MK_UNLIKELY(code >= 15))
         mk_put(t, MK_S_NEWADDR_HI, code - 15);
 }
 
-/* A new block's address not among its class's recent frees: a recent free
- * of another class (split or merged by the allocator), else the distance
- * from the previous address. */
-static inline void mk_put_missed_addr(mk_thread_t *t, uintptr_t addr)
+/* A HIT bit: whether the new block is the reuse model's guess. */
+static inline void mk_put_hit(mk_thread_t *t, unsigned hit)
 {
-    uint32_t d = mk_reuse_recent_find(t->reuse, addr);
-    if (d) {
-        mk_put_newaddr_code(t, 2 + MK_REUSE_MISS);
-        mk_put(t, MK_S_RECENT, d - 1);
-        t->prev_addr = addr;
-    } else {
-        mk_put_newaddr_code(t, 1 + MK_REUSE_MISS);
-        mk_put_raw_addr(t, addr);
+    if (!t->hit_byte) {
+        t->hit_byte = t->s[MK_S_HIT]++;
+        *t->hit_byte = 0;
+    }
+    *t->hit_byte |= (uint8_t)(hit << t->hit_bits);
+    if (++t->hit_bits == 8) {
+        t->hit_byte = NULL;
+        t->hit_bits = 0;
     }
 }
 
-/* A new block's address: the allocator usually hands back a block of the
- * same size class freed moments ago, so say which one it was (usually 0)
- * when it is. It joins the index. */
-static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size)
+/* A new block's address that is not the model's guess, as a code in stream
+ * (NEWADDR, or CACHED after a missed guess): its place among its class's
+ * candidates; else a recent free of another class (split or merged by the
+ * allocator), named by how many frees back; else the distance from the
+ * previous address. Returns its place in its class's ring for
+ * mk_reuse_claim. */
+static inline unsigned mk_put_named_addr(mk_thread_t *t, int stream, uint8_t **pending,
+                                         unsigned cls, uintptr_t addr)
 {
-    if (!addr) {
-        mk_put_newaddr_code(t, 0);
-        return;
-    }
-    unsigned cls = mk_size_class(size), j = mk_reuse_find(t->reuse, cls, addr);
-    if (MK_LIKELY(j < MK_REUSE_MISS)) {
-        mk_put_newaddr_code(t, 1 + j);
-        mk_reuse_take(t->reuse, cls, j);
-        t->prev_addr = addr;
+    unsigned ring_j, pos = mk_reuse_locate(t->reuse, cls, addr, &ring_j);
+    uint32_t d;
+    if (MK_LIKELY(pos < MK_REUSE_MISS)) {
+        mk_put_code(t, stream, pending, 1 + pos);
+    } else if ((d = mk_reuse_recent_find(t->reuse, addr)) != 0) {
+        mk_put_code(t, stream, pending, 2 + MK_REUSE_MISS);
+        mk_put(t, MK_S_RECENT, d - 1);
     } else {
-        mk_put_missed_addr(t, addr);
+        mk_put_code(t, stream, pending, 1 + MK_REUSE_MISS);
+        mk_put_raw_addr(t, addr);
     }
+    return ring_j;
+}
+
+/* A new block's address: the allocator usually hands back the block of the
+ * same size class freed last that its cache took, which the model guesses
+ * (one bit); else name it (above). It joins the index. A realloc's never
+ * takes the guess's bit (may_guess false: format.h says why). */
+static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size,
+                                  bool may_guess)
+{
+    unsigned cls = mk_size_class(size), ring_j = MK_REUSE_UNKNOWN;
+    bool guessed = may_guess && mk_reuse_cached(t->reuse, cls) != 0;
+    if (guessed) {
+        bool hit = addr && addr == mk_reuse_guess(t->reuse, cls);
+        mk_put_hit(t, hit);
+        if (!hit) {
+            if (!addr)
+                mk_put_code(t, MK_S_CACHED, &t->cached_byte, 0);
+            else
+                ring_j = mk_put_named_addr(t, MK_S_CACHED, &t->cached_byte, cls, addr);
+        }
+    } else if (!addr) {
+        mk_put_code(t, MK_S_NEWADDR, &t->code_byte, 0);
+    } else {
+        ring_j = mk_put_named_addr(t, MK_S_NEWADDR, &t->code_byte, cls, addr);
+    }
+    if (!addr)
+        return;
+    t->prev_addr = addr;
+    mk_reuse_claim(t->reuse, cls, addr, ring_j);
     if (MK_UNLIKELY(!mk_index_add(&t->live, addr, cls)))
         mk_index_failed();
 }

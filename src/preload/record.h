@@ -55,7 +55,7 @@ static inline __attribute__((always_inline)) void put_alloc(mk_thread_t *t, unsi
     mk_put_split(t, MK_S_SIZE_LO, size);
     if (mk_kind_has_align(kind))
         mk_put(t, MK_S_SIZE_HI, align);
-    mk_put_newaddr(t, (uintptr_t)p, size);
+    mk_put_newaddr(t, (uintptr_t)p, size, true);
     mk_put(t, MK_S_STACK, stack);
 }
 
@@ -86,7 +86,7 @@ put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const v
         if (i >= 0)
             mk_index_remove(&t->live, (uint32_t)i);
     }
-    mk_put_newaddr(t, (uintptr_t)p, size);
+    mk_put_newaddr(t, (uintptr_t)p, size, false);
     mk_put(t, MK_S_STACK, stack);
 }
 

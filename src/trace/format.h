@@ -15,10 +15,13 @@
  * program killed with SIGKILL is readable up to its last flushed record.
  * Integers in records are little-endian; most are LEB128 varints.
  *
- * The header's version is 2. Readers read version 1 too, which differs only
- * in EVENTS records: 10 streams (no RECENT, no NEWADDR_HI), one TIME varint
- * per event, a varint per NEWADDR code and no code 2+MK_REUSE_MISS, and the
- * size classes of mk_size_class_v1.
+ * The header's version is 3. Readers read versions 1 and 2 too, which differ
+ * only in EVENTS records. Version 2: 12 streams (no HIT, no CACHED), and
+ * every new address is a NEWADDR code whose candidates are the reuse
+ * model's rings alone (reuse.h: mk_reuse_find's positions, no cache).
+ * Version 1, besides: 10 streams (no RECENT, no NEWADDR_HI), one TIME
+ * varint per event, a varint per NEWADDR code and no code 2+MK_REUSE_MISS,
+ * and the size classes of mk_size_class_v1.
  *
  * Record payloads (raw):
  *   HEADER  fixed fields then strings, see mk_trace_header_t in reader.h
@@ -60,17 +63,27 @@
  * Addresses:
  *   - ADDR deltas are against the previous address of the record, whichever
  *     field it came from (0 at the record's start).
- *   - NEWADDR 1+j names candidate j of the reuse model (reuse.h) for the new
- *     block's size class (mk_size_class): the record's freed blocks that
- *     were in the live index (FREE class and realloc's freed old), in the
- *     order glibc's malloc would hand them back. 1+MK_REUSE_MISS: in ADDR.
+ *   - A new address (version 3): when the reuse model's cache (reuse.h) has
+ *     a guess for the new block's size class (mk_size_class), a bit in HIT
+ *     says whether the block is it (1); if it is not, a code follows in
+ *     CACHED. With no guess, and for a realloc's new block (whose NULL-ness
+ *     readers must see before the old block's free changes the model), a
+ *     code in NEWADDR. Both code streams code alike:
+ *   - 0 is NULL; 1+j names candidate j of the reuse model for the class:
+ *     the record's freed blocks that were in the live index (FREE class and
+ *     realloc's freed old), in the order glibc's malloc would hand them
+ *     back (mk_reuse_locate). 1+MK_REUSE_MISS: in ADDR.
  *     2+MK_REUSE_MISS (version 2): one of those frees, of any class, named
  *     in RECENT by varint d-1, d frees back (1 = the record's latest).
+ *     Either way the block then leaves the model (mk_reuse_claim).
  *     The codes are packed two per byte (version 2), the first in the low
- *     nibble; a nibble of 15 means 15 plus a varint of NEWADDR_HI. (Version
- *     1: a varint per code.) Six in ten codes are 1, and zstd's fast match
+ *     nibble; a nibble of 15 means 15 plus a varint of NEWADDR_HI (one
+ *     stream for both code streams, in event order). (Version 1: a varint
+ *     per code.) Six in ten codes were 1 in version 2, and zstd's fast match
  *     finder takes runs of them as matches that cost more than the literals:
- *     a code per byte took 3.0 bits against 2.5 of entropy.
+ *     a code per byte took 3.0 bits against 2.5 of entropy. For the same
+ *     reason a guess is a bit, not a code: nine in ten are right, and two
+ *     codes per byte still cost a bit per code where the bits cost half.
  *   - FREEREF 2+i names index i of the thread's live index (addr_index.h):
  *     the blocks this thread allocated, kept identically by writer and
  *     reader across all the thread's records, so a thread's records must be
@@ -86,7 +99,7 @@
 
 #define MK_TRACE_MAGIC     "MKTRACE\0"
 #define MK_TRACE_MAGIC_LEN 8
-#define MK_TRACE_VERSION   2           /* readers read 1 too: see the differences above */
+#define MK_TRACE_VERSION   3 /* readers read 1 and 2 too: see the differences above */
 #define MK_RECORD_SYNC     0x31524b4du /* "MKR1" little-endian */
 #define MK_RECORD_HEAD_LEN 40
 #define MK_RECORD_MAX_RAW  (64u << 20) /* a reader refuses larger records */
@@ -162,9 +175,12 @@ enum mk_stream {
     MK_S_STACK,      /* varint stack id */
     MK_S_DEFS,       /* stack definitions: varint id, varint depth, zigzag frame deltas */
     MK_S_RECENT,     /* varint: a new block freed this many frees back, minus 1 */
-    MK_S_NEWADDR_HI, /* varint: a NEWADDR code of 15 or more, minus 15 */
+    MK_S_NEWADDR_HI, /* varint: a NEWADDR or CACHED code of 15 or more, minus 15 */
+    MK_S_HIT,        /* bits, eight per byte, the first in bit 0: 1 = the guess */
+    MK_S_CACHED,     /* codes after a HIT bit of 0, packed like NEWADDR's */
     MK_S_COUNT
 };
+#define MK_S_COUNT_V2 MK_S_HIT    /* version 2 had neither HIT nor CACHED */
 #define MK_S_COUNT_V1 MK_S_RECENT /* version 1 had neither RECENT nor NEWADDR_HI */
 
 /* The most events the tracer puts in one EVENTS record (each may come with

@@ -522,13 +522,14 @@ static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t
 }
 
 /* What decoding a record keeps besides its cursors: the format version,
- * version 2's TIME pair being given out, and whether the next NEWADDR code
- * is in the high nibble of its byte. */
+ * version 2's TIME pair being given out, whether the next code of NEWADDR
+ * and of CACHED is in the high nibble of its byte, and the next HIT bit. */
 typedef struct record_state {
     uint32_t version;
-    uint64_t zeros, d; /* the pair: zeros left, then d */
-    bool pair_pending; /* a pair is read and its d not yet given */
-    bool high_nibble;
+    uint64_t zeros, d;   /* the pair: zeros left, then d */
+    bool pair_pending;   /* a pair is read and its d not yet given */
+    bool high_nibble[2]; /* [0] NEWADDR, [1] CACHED */
+    unsigned hit_bit;    /* of HIT's current byte, 0-7 */
 } record_state_t;
 
 /* Ticks since the previous event (format.h, TIME). */
@@ -549,38 +550,71 @@ static uint64_t get_ticks(mk_cursor_t *time, record_state_t *rs)
     return rs->d;
 }
 
-/* The nibble NEWADDR's next code starts with (version 2); c must not be at
- * its end. */
-static unsigned code_nibble(const mk_cursor_t *c, const record_state_t *rs)
+/* The stream a new address's code is in: CACHED after a missed guess
+ * (version 3), else NEWADDR. */
+static int code_stream(bool after_guess)
 {
-    return rs->high_nibble ? *c->p >> 4 : *c->p & 15;
+    return after_guess ? MK_S_CACHED : MK_S_NEWADDR;
 }
 
-/* The next NEWADDR code (format.h: two per byte in version 2). */
-static uint64_t get_code(mk_cursor_t *st, record_state_t *rs)
+/* The nibble a code stream's next code starts with (version 2 on); c must
+ * not be at its end. */
+static unsigned code_nibble(const mk_cursor_t *c, const record_state_t *rs, bool cached)
 {
-    mk_cursor_t *s = &st[MK_S_NEWADDR];
+    return rs->high_nibble[cached] ? *c->p >> 4 : *c->p & 15;
+}
+
+/* The next code of NEWADDR or CACHED (format.h: two per byte from version 2). */
+static uint64_t get_code(mk_cursor_t *st, record_state_t *rs, bool cached)
+{
+    mk_cursor_t *s = &st[code_stream(cached)];
     if (rs->version == 1)
         return mk_get_varint(s);
     if (s->p >= s->end) {
         s->err = 1;
         return 0;
     }
-    unsigned nibble = code_nibble(s, rs);
-    if (rs->high_nibble)
+    unsigned nibble = code_nibble(s, rs, cached);
+    if (rs->high_nibble[cached])
         s->p++; /* both nibbles taken */
-    rs->high_nibble = !rs->high_nibble;
+    rs->high_nibble[cached] = !rs->high_nibble[cached];
     return nibble < 15 ? nibble : 15 + mk_get_varint(&st[MK_S_NEWADDR_HI]);
 }
 
+/* The next HIT bit (version 3), taken if take; 0 at the stream's end, which
+ * take marks as an error. */
+static unsigned get_hit(mk_cursor_t *st, record_state_t *rs, bool take)
+{
+    mk_cursor_t *s = &st[MK_S_HIT];
+    if (s->p >= s->end) {
+        s->err |= take;
+        return 0;
+    }
+    unsigned bit = *s->p >> rs->hit_bit & 1;
+    if (take && ++rs->hit_bit == 8) {
+        rs->hit_bit = 0;
+        s->p++;
+    }
+    return bit;
+}
+
+/* Whether class cls's next new address (not a realloc's) starts with a HIT
+ * bit: version 3 and a guess in the model. */
+static bool has_guess(const addr_state_t *a, const record_state_t *rs, unsigned cls)
+{
+    return rs->version >= 3 && mk_reuse_cached(&a->reuse, cls);
+}
+
 /* Whether the next NEWADDR code is not 0 (a realloc's new block is not
- * NULL), without taking it. At the stream's end, get_code will say so. */
+ * NULL, and its old one was freed), without taking it. A realloc's new
+ * address is always a NEWADDR code (format.h). At the stream's end,
+ * get_code will say so. */
 static bool next_code_nonzero(const mk_cursor_t *st, const record_state_t *rs)
 {
     mk_cursor_t peek = st[MK_S_NEWADDR];
     if (rs->version == 1)
         return mk_get_varint(&peek) != 0;
-    return peek.p < peek.end && code_nibble(&peek, rs) != 0;
+    return peek.p < peek.end && code_nibble(&peek, rs, false) != 0;
 }
 
 /* NEWADDR code 2+MK_REUSE_MISS: a free d frees back, d in RECENT. */
@@ -594,20 +628,44 @@ static uint64_t get_recent_addr(mk_cursor_t *st, addr_state_t *a)
     return a->prev = mk_reuse_recent(&a->reuse, (uint32_t)d);
 }
 
-static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
-                            uint64_t size, record_state_t *rs)
+static unsigned class_of(const record_state_t *rs, uint64_t size)
 {
-    mk_cursor_t *s = &st[MK_S_NEWADDR];
-    uint64_t code = get_code(st, rs), addr;
-    unsigned cls = rs->version == 1 ? mk_size_class_v1(size) : mk_size_class(size);
+    return rs->version == 1 ? mk_size_class_v1(size) : mk_size_class(size);
+}
+
+/* Candidate j of class cls: version 3 counts the cache first and leaves the
+ * model's update to mk_reuse_claim; before, the rings alone. */
+static bool get_candidate(addr_state_t *a, const record_state_t *rs, unsigned cls,
+                          unsigned j, uint64_t *addr)
+{
+    if (rs->version >= 3) /* (an address repeated in the ring names its first) */
+        return mk_reuse_candidate(&a->reuse, cls, j, addr);
+    if (j >= mk_reuse_count(&a->reuse, cls))
+        return false;
+    *addr = mk_reuse_take(&a->reuse, cls, j);
+    return true;
+}
+
+/* A new block's address (format.h); may_guess is false for a realloc's. */
+static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
+                            uint64_t size, record_state_t *rs, bool may_guess)
+{
+    unsigned cls = class_of(rs, size);
+    bool guessed = may_guess && has_guess(a, rs, cls);
+    mk_cursor_t *s = &st[code_stream(guessed)];
+    uint64_t code, addr;
+    if (guessed && get_hit(st, rs, true)) {
+        addr = mk_reuse_guess(&a->reuse, cls);
+        goto named;
+    }
+    code = get_code(st, rs, guessed);
     if (code == 0)
         return 0;
     if (code - 1 < MK_REUSE_MISS) {
-        if (code - 1 >= mk_reuse_count(&a->reuse, cls)) {
+        if (!get_candidate(a, rs, cls, (unsigned)(code - 1), &addr)) {
             s->err = 1;
             return 0;
         }
-        addr = a->prev = mk_reuse_take(&a->reuse, cls, (unsigned)(code - 1));
     } else if (code - 1 == MK_REUSE_MISS) {
         addr = get_raw_addr(&st[MK_S_ADDR], a);
     } else if (code - 2 == MK_REUSE_MISS && rs->version > 1) {
@@ -618,6 +676,14 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
         s->err = 1;
         return 0;
     }
+named:
+    if (addr == 0) { /* NULL is code 0, never a name: damage */
+        s->err = 1;
+        return 0;
+    }
+    a->prev = addr;
+    if (rs->version >= 3)
+        mk_reuse_claim(&a->reuse, cls, addr, MK_REUSE_UNKNOWN);
     if (!mk_index_add(&d->live, addr, cls))
         s->err = 1; /* out of memory: stop rather than diverge */
     return addr;
@@ -639,7 +705,9 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
     uint64_t tick = mk_get_u64(&c);
     record_state_t rs = {.version = tr->header.version};
-    int count = rs.version == 1 ? MK_S_COUNT_V1 : MK_S_COUNT;
+    int count = rs.version == 1   ? MK_S_COUNT_V1
+                : rs.version == 2 ? MK_S_COUNT_V2
+                                  : MK_S_COUNT;
     uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
     if (nstreams != (uint64_t)count)
         c.err = 1;
@@ -678,7 +746,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             ev.size = get_split(st, MK_S_SIZE_LO);
             if (mk_kind_has_align(tag))
                 ev.align = mk_get_varint(&st[MK_S_SIZE_HI]);
-            ev.addr = get_newaddr(st, a, d, ev.size, &rs);
+            ev.addr = get_newaddr(st, a, d, ev.size, &rs, true);
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_FREE:
@@ -700,7 +768,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
                         mk_index_remove(&d->live, (uint32_t)idx);
                 }
             }
-            ev.addr = get_newaddr(st, a, d, ev.size, &rs);
+            ev.addr = get_newaddr(st, a, d, ev.size, &rs, false);
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_SYSMAP:

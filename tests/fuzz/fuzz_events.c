@@ -5,7 +5,7 @@
  * never reaches the streams; here the input is the records' raw payloads,
  * which the target compresses into a trace of its own.
  *
- * Input: byte 0 picks the format version (1 + bit 0); bytes 1-4 are the
+ * Input: byte 0 picks the format version (1 + byte 0 % 3); bytes 1-4 are the
  * length of the first payload (little-endian, cut to what is there); the
  * rest is the second payload, if any. Two records of one thread test what
  * carries from record to record (the live index). Seeds: events_seeds.c.
@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1);
         ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
     }
-    uint32_t version = 1 + (data[0] & 1), first;
+    uint32_t version = 1 + data[0] % 3u, first;
     memcpy(&first, data + 1, 4);
     const uint8_t *a = data + 5;
     size_t rest = size - 5, na = first < rest ? first : rest, nb = rest - na;

@@ -262,15 +262,17 @@ threads)
     expect_threads_balance
     expect_re "^  1\. 40000 calls, .*: churn at threads.c"
     ;;
-v1)
-    # Traces that format version 1 wrote (one TIME varint per event, no
-    # RECENT stream, sizes 0-8 in a class of their own) read as they did
-    # when they were written: the expected lines are that memkit's report.
+formats)
+    # Traces that earlier format versions wrote read as they did when they
+    # were written: the expected lines are that memkit's report. Version 1:
+    # one TIME varint per event, no RECENT stream, sizes 0-8 in a class of
+    # their own; version 2: the reuse model without its cache (no HIT bits).
+    # basic has reallocs (in place, moved, to and from NULL).
     data=$(dirname "$0")/data
-    for name in threads bulk; do
-        "$memkit" report "$data/v1-$name.mkt" >"$out" 2>&1 || fail "report of v1-$name failed"
-        grep -q damaged "$out" && fail "v1-$name is read as damaged"
-        expect_lines "$data/v1-$name.expected"
+    for name in v1-threads v1-bulk v2-threads v2-bulk v2-basic; do
+        "$memkit" report "$data/$name.mkt" >"$out" 2>&1 || fail "report of $name failed"
+        grep -q damaged "$out" && fail "$name is read as damaged"
+        expect_lines "$data/$name.expected"
     done
     ;;
 forkexec)

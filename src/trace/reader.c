@@ -634,12 +634,18 @@ static unsigned class_of(const record_state_t *rs, uint64_t size)
 }
 
 /* Candidate j of class cls: version 3 counts the cache first and leaves the
- * model's update to mk_reuse_claim; before, the rings alone. */
+ * model's update to mk_reuse_claim (with the block's place in the ring when
+ * it came from there: an address repeated in the ring is named by its
+ * first); before, the rings alone. */
 static bool get_candidate(addr_state_t *a, const record_state_t *rs, unsigned cls,
-                          unsigned j, uint64_t *addr)
+                          unsigned j, uint64_t *addr, unsigned *ring_j)
 {
-    if (rs->version >= 3) /* (an address repeated in the ring names its first) */
+    if (rs->version >= 3) {
+        unsigned nc = mk_reuse_cached(&a->reuse, cls);
+        if (j >= nc)
+            *ring_j = j - nc;
         return mk_reuse_candidate(&a->reuse, cls, j, addr);
+    }
     if (j >= mk_reuse_count(&a->reuse, cls))
         return false;
     *addr = mk_reuse_take(&a->reuse, cls, j);
@@ -654,6 +660,7 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
     bool guessed = may_guess && has_guess(a, rs, cls);
     mk_cursor_t *s = &st[code_stream(guessed)];
     uint64_t code, addr;
+    unsigned ring_j = MK_REUSE_UNKNOWN;
     if (guessed && get_hit(st, rs, true)) {
         addr = mk_reuse_guess(&a->reuse, cls);
         goto named;
@@ -662,7 +669,7 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
     if (code == 0)
         return 0;
     if (code - 1 < MK_REUSE_MISS) {
-        if (!get_candidate(a, rs, cls, (unsigned)(code - 1), &addr)) {
+        if (!get_candidate(a, rs, cls, (unsigned)(code - 1), &addr, &ring_j)) {
             s->err = 1;
             return 0;
         }
@@ -683,7 +690,7 @@ named:
     }
     a->prev = addr;
     if (rs->version >= 3)
-        mk_reuse_claim(&a->reuse, cls, addr, MK_REUSE_UNKNOWN);
+        mk_reuse_claim(&a->reuse, cls, addr, ring_j);
     if (!mk_index_add(&d->live, addr, cls))
         s->err = 1; /* out of memory: stop rather than diverge */
     return addr;

@@ -96,9 +96,8 @@ struct mk_thread {
     uint64_t prev_t, prev_addr;      /* decoder state of the current record */
     uint32_t time_zeros;             /* events since the last TIME pair, all 0
                                       * ticks after their previous one */
-    uint8_t *code_byte;              /* NEWADDR's byte with only its low
+    uint8_t *cached_byte;            /* CACHED's byte with only its low
                                       * nibble written, or NULL */
-    uint8_t *cached_byte;            /* the same for CACHED */
     uint8_t *hit_byte;               /* HIT's byte being filled, or NULL */
     unsigned hit_bits;               /* bits in it so far (< 8) */
     mk_reuse_t *reuse;               /* recent frees by size class (reuse.h) */
@@ -488,11 +487,15 @@ static inline int64_t mk_put_freeref(mk_thread_t *t, uintptr_t addr)
     return i;
 }
 
-/* A code of NEWADDR or CACHED, whose half-filled byte is *pending: two to
- * a byte (format.h). */
+/* A code of NEWADDR (pending NULL: a byte each) or of CACHED, whose
+ * half-filled byte is *pending (two to a byte; format.h says why each). */
 static inline void mk_put_code(mk_thread_t *t, int stream, uint8_t **pending,
                                unsigned code)
 {
+    if (!pending) {
+        *t->s[stream]++ = (uint8_t)code; /* < 128: a one-byte varint */
+        return;
+    }
     unsigned nibble = code < 15 ? code : 15;
     if (*pending) {
         **pending |= (uint8_t)(nibble << 4);
@@ -520,8 +523,8 @@ static inline void mk_put_hit(mk_thread_t *t, unsigned hit)
 }
 
 /* A new block's address that is not the model's guess, as a code in stream
- * (NEWADDR, or CACHED after a missed guess): its place among its class's
- * candidates; else a recent free of another class (split or merged by the
+ * (NEWADDR, or CACHED after a missed guess; pending as for mk_put_code): its place among
+ * its class's candidates; else a recent free of another class (split or merged by the
  * allocator), named by how many frees back; else the distance from the
  * previous address. Returns its place in its class's ring for
  * mk_reuse_claim. */
@@ -561,9 +564,9 @@ static inline void mk_put_newaddr(mk_thread_t *t, uintptr_t addr, uint64_t size,
                 ring_j = mk_put_named_addr(t, MK_S_CACHED, &t->cached_byte, cls, addr);
         }
     } else if (!addr) {
-        mk_put_code(t, MK_S_NEWADDR, &t->code_byte, 0);
+        mk_put_code(t, MK_S_NEWADDR, NULL, 0);
     } else {
-        ring_j = mk_put_named_addr(t, MK_S_NEWADDR, &t->code_byte, cls, addr);
+        ring_j = mk_put_named_addr(t, MK_S_NEWADDR, NULL, cls, addr);
     }
     if (!addr)
         return;

@@ -129,7 +129,7 @@ static void reset_buffer(mk_thread_t *t)
     t->anchor_ns = mk_now() - mk_st.t_start;
     t->prev_t = t->anchor_tick;
     t->time_zeros = 0;
-    t->code_byte = t->cached_byte = t->hit_byte = NULL;
+    t->cached_byte = t->hit_byte = NULL;
     t->hit_bits = 0;
     t->prev_addr = 0;
     mk_reuse_reset(t->reuse);

@@ -17,11 +17,11 @@
  *
  * The header's version is 3. Readers read versions 1 and 2 too, which differ
  * only in EVENTS records. Version 2: 12 streams (no HIT, no CACHED), and
- * every new address is a NEWADDR code whose candidates are the reuse
- * model's rings alone (reuse.h: mk_reuse_find's positions, no cache).
- * Version 1, besides: 10 streams (no RECENT, no NEWADDR_HI), one TIME
- * varint per event, a varint per NEWADDR code and no code 2+MK_REUSE_MISS,
- * and the size classes of mk_size_class_v1.
+ * every new address is a NEWADDR code, packed two per byte, whose
+ * candidates are the reuse model's rings alone (reuse.h: mk_reuse_find's
+ * positions, no cache). Version 1, besides: 10 streams (no RECENT, no NEWADDR_HI), one
+ * TIME varint per event, a varint per NEWADDR code and no code 2+MK_REUSE_MISS, and the
+ * size classes of mk_size_class_v1.
  *
  * Record payloads (raw):
  *   HEADER  fixed fields then strings, see mk_trace_header_t in reader.h
@@ -76,14 +76,18 @@
  *     2+MK_REUSE_MISS (version 2): one of those frees, of any class, named
  *     in RECENT by varint d-1, d frees back (1 = the record's latest).
  *     Either way the block then leaves the model (mk_reuse_claim).
- *     The codes are packed two per byte (version 2), the first in the low
- *     nibble; a nibble of 15 means 15 plus a varint of NEWADDR_HI (one
- *     stream for both code streams, in event order). (Version 1: a varint
- *     per code.) Six in ten codes were 1 in version 2, and zstd's fast match
- *     finder takes runs of them as matches that cost more than the literals:
- *     a code per byte took 3.0 bits against 2.5 of entropy. For the same
- *     reason a guess is a bit, not a code: nine in ten are right, and two
- *     codes per byte still cost a bit per code where the bits cost half.
+ *     CACHED's codes are packed two per byte, the first in the low nibble;
+ *     a nibble of 15 means 15 plus a varint of NEWADDR_HI. NEWADDR's are a
+ *     varint each. (Version 2: NEWADDR packed like CACHED now; version 1: a
+ *     varint each.) A skewed stream is packed because zstd's fast match
+ *     finder takes runs of its common value as matches that cost more than
+ *     the literals: in version 2, where six in ten codes were 1, a code per
+ *     byte took 3.0 bits against 2.5 of entropy. For the same reason a guess
+ *     is a bit, not a code: nine in ten are right, and two codes per byte
+ *     still cost a bit per code where the bits cost half. NEWADDR's codes
+ *     come where there was no guess and spread wide (the likeliest, 13%):
+ *     a byte each, they take 0.1 MB less of the tracer benchmark's trace
+ *     than packed with their escapes.
  *   - FREEREF 2+i names index i of the thread's live index (addr_index.h):
  *     the blocks this thread allocated, kept identically by writer and
  *     reader across all the thread's records, so a thread's records must be
@@ -169,13 +173,13 @@ enum mk_stream {
     MK_S_SIZE_HI,    /* ... and varint size >> 8 [, varint align] */
     MK_S_FREEREF_LO, /* freed block: low byte ...                  (split) */
     MK_S_FREEREF_HI, /* ... varint >> 8; 0 NULL, 1 in ADDR, 2+i live index i */
-    MK_S_NEWADDR,    /* codes, two per byte (below): 0 NULL, 1+j reuse candidate j,
+    MK_S_NEWADDR,    /* codes (below): 0 NULL, 1+j reuse candidate j,
                       * 1+MK_REUSE_MISS in ADDR, 2+MK_REUSE_MISS in RECENT */
     MK_S_ADDR,       /* varint zigzag(addr - previous addr) */
     MK_S_STACK,      /* varint stack id */
     MK_S_DEFS,       /* stack definitions: varint id, varint depth, zigzag frame deltas */
     MK_S_RECENT,     /* varint: a new block freed this many frees back, minus 1 */
-    MK_S_NEWADDR_HI, /* varint: a NEWADDR or CACHED code of 15 or more, minus 15 */
+    MK_S_NEWADDR_HI, /* varint: a packed code of 15 or more, minus 15 */
     MK_S_HIT,        /* bits, eight per byte, the first in bit 0: 1 = the guess */
     MK_S_CACHED,     /* codes after a HIT bit of 0, packed like NEWADDR's */
     MK_S_COUNT

@@ -523,7 +523,8 @@ static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t
 
 /* What decoding a record keeps besides its cursors: the format version,
  * version 2's TIME pair being given out, whether the next code of NEWADDR
- * and of CACHED is in the high nibble of its byte, and the next HIT bit. */
+ * (version 2) or CACHED (version 3) is in the high nibble of its byte, and
+ * the next HIT bit. */
 typedef struct record_state {
     uint32_t version;
     uint64_t zeros, d;   /* the pair: zeros left, then d */
@@ -557,18 +558,25 @@ static int code_stream(bool after_guess)
     return after_guess ? MK_S_CACHED : MK_S_NEWADDR;
 }
 
-/* The nibble a code stream's next code starts with (version 2 on); c must
- * not be at its end. */
+/* The nibble a packed code stream's next code starts with; c must not be
+ * at its end. */
 static unsigned code_nibble(const mk_cursor_t *c, const record_state_t *rs, bool cached)
 {
     return rs->high_nibble[cached] ? *c->p >> 4 : *c->p & 15;
 }
 
-/* The next code of NEWADDR or CACHED (format.h: two per byte from version 2). */
+/* Whether a code stream holds a varint per code (format.h): NEWADDR in
+ * versions 1 and 3; else two codes per byte. */
+static bool code_varints(const record_state_t *rs, bool cached)
+{
+    return rs->version == 1 || (rs->version >= 3 && !cached);
+}
+
+/* The next code of NEWADDR or CACHED. */
 static uint64_t get_code(mk_cursor_t *st, record_state_t *rs, bool cached)
 {
     mk_cursor_t *s = &st[code_stream(cached)];
-    if (rs->version == 1)
+    if (code_varints(rs, cached))
         return mk_get_varint(s);
     if (s->p >= s->end) {
         s->err = 1;
@@ -612,7 +620,7 @@ static bool has_guess(const addr_state_t *a, const record_state_t *rs, unsigned 
 static bool next_code_nonzero(const mk_cursor_t *st, const record_state_t *rs)
 {
     mk_cursor_t peek = st[MK_S_NEWADDR];
-    if (rs->version == 1)
+    if (code_varints(rs, false))
         return mk_get_varint(&peek) != 0;
     return peek.p < peek.end && code_nibble(&peek, rs, false) != 0;
 }

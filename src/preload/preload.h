@@ -493,7 +493,7 @@ static inline void mk_put_code(mk_thread_t *t, int stream, uint8_t **pending,
                                unsigned code)
 {
     if (!pending) {
-        *t->s[stream]++ = (uint8_t)code; /* < 128: a one-byte varint */
+        mk_put(t, stream, code);
         return;
     }
     unsigned nibble = code < 15 ? code : 15;
@@ -523,11 +523,11 @@ static inline void mk_put_hit(mk_thread_t *t, unsigned hit)
 }
 
 /* A new block's address that is not the model's guess, as a code in stream
- * (NEWADDR, or CACHED after a missed guess; pending as for mk_put_code): its place among
- * its class's candidates; else a recent free of another class (split or merged by the
- * allocator), named by how many frees back; else the distance from the
- * previous address. Returns its place in its class's ring for
- * mk_reuse_claim. */
+ * (NEWADDR, or CACHED after a missed guess; pending as for mk_put_code):
+ * its place among its class's candidates; else a recent free of another
+ * class (split or merged by the allocator), named by how many frees back;
+ * else the distance from the previous address. Returns its place in its
+ * class's ring for mk_reuse_claim. */
 static inline unsigned mk_put_named_addr(mk_thread_t *t, int stream, uint8_t **pending,
                                          unsigned cls, uintptr_t addr)
 {

@@ -19,9 +19,9 @@
  * only in EVENTS records. Version 2: 12 streams (no HIT, no CACHED), and
  * every new address is a NEWADDR code, packed two per byte, whose
  * candidates are the reuse model's rings alone (reuse.h: mk_reuse_find's
- * positions, no cache). Version 1, besides: 10 streams (no RECENT, no NEWADDR_HI), one
- * TIME varint per event, a varint per NEWADDR code and no code 2+MK_REUSE_MISS, and the
- * size classes of mk_size_class_v1.
+ * positions, no cache). Version 1, besides: 10 streams (no RECENT, no
+ * NEWADDR_HI), one TIME varint per event, a varint per NEWADDR code and no
+ * code 2+MK_REUSE_MISS, and the size classes of mk_size_class_v1.
  *
  * Record payloads (raw):
  *   HEADER  fixed fields then strings, see mk_trace_header_t in reader.h

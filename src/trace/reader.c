@@ -589,17 +589,16 @@ static uint64_t get_code(mk_cursor_t *st, record_state_t *rs, bool cached)
     return nibble < 15 ? nibble : 15 + mk_get_varint(&st[MK_S_NEWADDR_HI]);
 }
 
-/* The next HIT bit (version 3), taken if take; 0 at the stream's end, which
- * take marks as an error. */
-static unsigned get_hit(mk_cursor_t *st, record_state_t *rs, bool take)
+/* The next HIT bit (version 3); at the stream's end, an error. */
+static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
 {
     mk_cursor_t *s = &st[MK_S_HIT];
     if (s->p >= s->end) {
-        s->err |= take;
+        s->err = 1;
         return 0;
     }
     unsigned bit = *s->p >> rs->hit_bit & 1;
-    if (take && ++rs->hit_bit == 8) {
+    if (++rs->hit_bit == 8) {
         rs->hit_bit = 0;
         s->p++;
     }
@@ -669,7 +668,7 @@ static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
     mk_cursor_t *s = &st[code_stream(guessed)];
     uint64_t code, addr;
     unsigned ring_j = MK_REUSE_UNKNOWN;
-    if (guessed && get_hit(st, rs, true)) {
+    if (guessed && get_hit(st, rs)) {
         addr = mk_reuse_guess(&a->reuse, cls);
         goto named;
     }

@@ -112,8 +112,9 @@ struct mk_thread {
                                          * site table (frees, system calls, sites
                                          * the table had no room for) */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
-    long long sample_mark;              /* --summary-only: the live bytes, and */
-    long long sample_mark_blocks;       /* blocks, that force a peak sample */
+    long long sample_hi, sample_lo;     /* --summary-only: the live bytes, and */
+    long long sample_hi_blocks;         /* blocks, above or below which an */
+    long long sample_lo_blocks;         /* event samples the peak (summary.h) */
     uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
     mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];

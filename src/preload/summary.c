@@ -42,11 +42,19 @@ static void live_totals(long long *bytes, long long *blocks)
     }
 }
 
+/* The band around the thread's present share (summary.h). */
+static void set_band(mk_thread_t *t)
+{
+    t->sample_hi = t->live_bytes + MK_PEAK_SLACK;
+    t->sample_lo = t->live_bytes - MK_PEAK_SLACK;
+    t->sample_hi_blocks = t->live_blocks + MK_PEAK_SLACK_BLOCKS;
+    t->sample_lo_blocks = t->live_blocks - MK_PEAK_SLACK_BLOCKS;
+}
+
 void mk_summary_sample_peak(mk_thread_t *t)
 {
     long long bytes, blocks;
-    t->sample_mark = t->live_bytes + MK_PEAK_SLACK;
-    t->sample_mark_blocks = t->live_blocks + MK_PEAK_SLACK_BLOCKS;
+    set_band(t);
     live_totals(&bytes, &blocks);
     raise_peak(&mk_summary_peak_bytes, bytes);
     raise_peak(&mk_summary_peak_blocks, blocks);
@@ -57,8 +65,10 @@ void mk_summary_sample_peak(mk_thread_t *t)
  * reading its own totals and raising the peak with them). */
 void mk_summary_thread_added(mk_thread_t *t)
 {
-    if (!t->last_site)
+    if (!t->last_site) { /* a new state, not one an exited thread left */
         t->last_site = &mk_summary_no_site;
+        set_band(t);
+    }
     mk_thread_t *head = (mk_thread_t *)atomic_load(&mk_st.threads);
     if (atomic_load(&mk_summary_multi) || (head == t && !t->next))
         return;

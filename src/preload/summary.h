@@ -10,19 +10,29 @@
  * While one thread is all there is, the peak is exact: the live totals are
  * that thread's alone. From the second thread on ("multi" mode), each thread
  * keeps its own share of the live totals and samples the peak from their sum
- * whenever its own share rose MK_PEAK_SLACK bytes or MK_PEAK_SLACK_BLOCKS
- * blocks above the lowest it fell to since its last sample. No event touches
- * a shared counter, so threads do not serialize, and a thread whose totals
- * only wander (a steady state) reads the others' lines seldom.
+ * whenever its own share leaves a band around its value at its last sample:
+ * MK_PEAK_SLACK bytes (MK_PEAK_SLACK_BLOCKS blocks) above or below it. No
+ * event touches a shared counter, so threads do not serialize, and a thread
+ * whose totals only wander (a steady state) reads the others' lines seldom.
  *
  * The bound that buys: let s be the last sample by any thread before the true
- * peak at T. Every thread k sampled last at or before s, so since then its
- * share stayed under its low point + slack, and its low point is at most its
- * share at s: share_k(T) < share_k(s) + slack. Summed, the peak recorded is
- * at most N slacks below the true one, N the threads that allocate (up to
- * the order in which one sample reads the others' shares, which no sampling
- * fixes). A trigger on growth since the last sample alone would not bound it:
- * a thread could fall and climb back unseen.
+ * peak at T, or the switch to multi mode if none came after it (up to there
+ * the peak is exact). No thread sampled in (s, T], so each thread's band is
+ * the same at s and at T. At s its share was at or above the band's floor
+ * (a free below it samples, in either mode). At T its share is at or below
+ * the ceiling, 2 slacks above the floor, or else it made no allocation in
+ * (s, T] (the last one would have ended above the ceiling, and sampled) and
+ * is no higher than at s. Either way share(T) <= share(s) + 2 slacks, and
+ * summed, the peak recorded is at most 2N slacks below the true one, N the
+ * threads that allocate (up to the order in which one sample reads the
+ * others' shares, which no sampling fixes). A trigger on growth alone would
+ * not bound it: a thread could fall and climb back unseen.
+ *
+ * A thread's band starts as [-slack, slack] around its share of 0 and moves
+ * only in whole samples. In single mode allocations raise the exact peak and
+ * do not look at the band; frees still check its floor (a sample then is
+ * needless but harmless, and saves every free a test of the mode), so a
+ * thread enters multi mode at or above its floor, as the bound needs.
  */
 #ifndef MEMKIT_PRELOAD_SUMMARY_H
 #define MEMKIT_PRELOAD_SUMMARY_H
@@ -30,8 +40,8 @@
 #include "live_sizes.h"
 #include "preload.h"
 
-#define MK_PEAK_SLACK        (16ll << 10) /* live bytes a thread gains unsampled */
-#define MK_PEAK_SLACK_BLOCKS 64ll         /* and live blocks */
+#define MK_PEAK_SLACK        (8ll << 10) /* live bytes a thread moves unsampled */
+#define MK_PEAK_SLACK_BLOCKS 32ll        /* and live blocks */
 
 extern atomic_int mk_summary_multi MK_HIDDEN; /* 0 while one thread has recorded */
 extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_HIDDEN;
@@ -55,43 +65,36 @@ MK_HIDDEN void mk_summary_sample_peak(mk_thread_t *t);
 
 /* Live totals change only by their owner thread (others read them to sample
  * the peak), never by a shared read-modify-write. */
-static inline void mk_summary_live_add(mk_thread_t *t, long long bytes, long long blocks)
+static inline void mk_summary_live_set(mk_thread_t *t, long long bytes, long long blocks)
 {
-    __atomic_store_n(&t->live_bytes, t->live_bytes + bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->live_blocks, t->live_blocks + blocks, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->live_blocks, blocks, __ATOMIC_RELAXED);
 }
 
-/* A block left: the totals fall, and the marks that force the next sample
- * follow them down (they stay slack above the lowest point since the last
- * sample; see the bound above). Marks only ever fall here, so they are safe
- * to keep in single mode too, ready for the switch to multi mode. */
-static inline void mk_summary_live_drop(mk_thread_t *t, long long bytes)
+/* A block left: the totals fall; below the band, a sample (see above). */
+static inline void mk_summary_live_drop(mk_thread_t *t, long long size)
 {
-    mk_summary_live_add(t, -bytes, -1);
-    long long mark = t->live_bytes + MK_PEAK_SLACK;
-    long long mark_blocks = t->live_blocks + MK_PEAK_SLACK_BLOCKS;
-    t->sample_mark = mark < t->sample_mark ? mark : t->sample_mark;
-    t->sample_mark_blocks =
-        mark_blocks < t->sample_mark_blocks ? mark_blocks : t->sample_mark_blocks;
+    long long bytes = t->live_bytes - size, blocks = t->live_blocks - 1;
+    mk_summary_live_set(t, bytes, blocks);
+    if (MK_UNLIKELY(bytes < t->sample_lo || blocks < t->sample_lo_blocks))
+        mk_summary_sample_peak(t);
 }
 
-static inline void mk_summary_raise_peak(mk_thread_t *t)
+/* A block came: the totals rise, and so may the peak. */
+static inline void mk_summary_live_raise(mk_thread_t *t, long long size)
 {
+    long long bytes = t->live_bytes + size, blocks = t->live_blocks + 1;
+    mk_summary_live_set(t, bytes, blocks);
     if (MK_UNLIKELY(atomic_load_explicit(&mk_summary_multi, memory_order_relaxed))) {
-        if (MK_UNLIKELY(t->live_bytes > t->sample_mark ||
-                        t->live_blocks > t->sample_mark_blocks))
+        if (MK_UNLIKELY(bytes > t->sample_hi || blocks > t->sample_hi_blocks))
             mk_summary_sample_peak(t);
         return;
     }
     /* The only thread: its totals are the process's, and exact. */
-    if (t->live_bytes >
-        atomic_load_explicit(&mk_summary_peak_bytes, memory_order_relaxed))
-        atomic_store_explicit(&mk_summary_peak_bytes, t->live_bytes,
-                              memory_order_relaxed);
-    if (t->live_blocks >
-        atomic_load_explicit(&mk_summary_peak_blocks, memory_order_relaxed))
-        atomic_store_explicit(&mk_summary_peak_blocks, t->live_blocks,
-                              memory_order_relaxed);
+    if (bytes > atomic_load_explicit(&mk_summary_peak_bytes, memory_order_relaxed))
+        atomic_store_explicit(&mk_summary_peak_bytes, bytes, memory_order_relaxed);
+    if (blocks > atomic_load_explicit(&mk_summary_peak_blocks, memory_order_relaxed))
+        atomic_store_explicit(&mk_summary_peak_blocks, blocks, memory_order_relaxed);
 }
 
 /* mk_enter for --summary-only's own hook bodies (hooks.c, hooks_cxx.c),
@@ -130,8 +133,7 @@ mk_summary_live(mk_thread_t *t, size_t size, uintptr_t addr)
     long long was = mk_live_put(addr, size);
     if (MK_UNLIKELY(was >= 0))
         mk_summary_live_drop(t, was); /* freed where no hook saw it */
-    mk_summary_live_add(t, (long long)size, 1);
-    mk_summary_raise_peak(t);
+    mk_summary_live_raise(t, (long long)size);
 }
 
 /* Both, after the call. */

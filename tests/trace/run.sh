@@ -249,6 +249,30 @@ random)
         expect_lines "$work/expected"
     done
     ;;
+turns)
+    # Three threads at random turns on one pool: --summary-only's sampled
+    # peak is within its bound of the full trace's exact one (summary.h: 16
+    # KiB and 64 blocks per allocating thread; the main thread makes four).
+    for seed in 1 2 3; do
+        rm -f "$work"/t.*
+        trace -- "$progs/turns" "$seed"
+        expect_status 0
+        bytes=$(sed -n 's/^Maximum allocated: //p' "$out")
+        blocks=$(sed -n 's/^Peak live blocks: //p' "$out")
+        rm -f "$work"/t.*
+        trace --summary-only -- "$progs/turns" "$seed"
+        expect_status 0
+        sbytes=$(sed -n 's/^Maximum allocated: //p' "$out")
+        sblocks=$(sed -n 's/^Peak live blocks: //p' "$out")
+        [ -n "$bytes" ] && [ -n "$sbytes" ] && [ "$sbytes" -le "$bytes" ] &&
+            [ "$sbytes" -ge $((bytes - 4 * 16384)) ] ||
+            fail "turns $seed: summary peak '$sbytes' bytes, exact '$bytes'"
+        [ -n "$blocks" ] && [ -n "$sblocks" ] && [ "$sblocks" -le "$blocks" ] &&
+            [ "$sblocks" -ge $((blocks - 4 * 64)) ] ||
+            fail "turns $seed: summary peak '$sblocks' blocks, exact '$blocks'"
+        echo "turns $seed: peak $sbytes of $bytes bytes, $sblocks of $blocks blocks"
+    done
+    ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"
     expect_status 0

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../xorshift.h" /* the model tests' random numbers */
+
 static int check_failures, check_passes;
 
 #define CHECK(cond)                                                                      \
@@ -117,15 +119,5 @@ static inline bool bypass_mode(void)
 #define TEST_ASAN 1
 #endif
 #endif
-
-/* The model tests' random numbers: xorshift64, seeded by the test, so a
- * failure repeats exactly. */
-static inline uint64_t check_random(uint64_t *state)
-{
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    return *state;
-}
 
 #endif /* MEMKIT_TESTS_CHECK_H */

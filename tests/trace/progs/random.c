@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../xorshift.h"
+
 enum { SLOTS = 20000, CALLS = 1500000 };
 
 static void *block[SLOTS];
@@ -31,10 +33,7 @@ static uint64_t live_bytes, live_blocks, peak_bytes, peak_blocks;
 
 static uint64_t next_random(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 static size_t random_size(void)

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "../../xorshift.h"
+
 enum { THREADS = 3, TURNS = 3000, POOL = 4000, DONE = -1, QUIT = -2 };
 
 static void *pool[POOL];
@@ -28,10 +30,7 @@ static int turn = DONE; /* whose turn, DONE (main's) or QUIT */
 
 static uint64_t next_random(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 static size_t random_size(void)

@@ -217,6 +217,15 @@ static inline int mk_reuse_candidate(const mk_reuse_t *r, unsigned c, unsigned p
     return 1;
 }
 
+/* Takes the newest block off class c's overflow (fast_n[c] != 0). */
+static inline uint64_t mk_reuse_fast_pop(mk_reuse_t *r, unsigned c)
+{
+    uint64_t addr = MK_REUSE_FAST_AT(r, c, 0);
+    r->fast_head[c] = (uint8_t)((r->fast_head[c] + 1) & (MK_REUSE_FAST_DEPTH - 1));
+    r->fast_n[c]--;
+    return addr;
+}
+
 /* A block of class c was allocated at addr (not NULL), however it was
  * named: the ring lets go of it, and the cache learns from what the
  * allocator did (see the top of this file). ring_j is mk_reuse_find's
@@ -237,14 +246,9 @@ static inline void mk_reuse_claim(mk_reuse_t *r, unsigned c, uint64_t addr,
     } else if (c <= MK_REUSE_FAST && r->fast_n[c] && MK_REUSE_FAST_AT(r, c, 0) == addr) {
         /* The newest overflowed block: glibc takes it from the fastbin and
          * moves the next ones to the tcache, the last moved on top. */
-        r->fast_head[c] = (uint8_t)((r->fast_head[c] + 1) & (MK_REUSE_FAST_DEPTH - 1));
-        r->fast_n[c]--;
-        while (r->ncache[c] < MK_REUSE_CACHE && r->fast_n[c]) {
-            r->cache[c][r->ncache[c]++] = MK_REUSE_FAST_AT(r, c, 0);
-            r->fast_head[c] =
-                (uint8_t)((r->fast_head[c] + 1) & (MK_REUSE_FAST_DEPTH - 1));
-            r->fast_n[c]--;
-        }
+        mk_reuse_fast_pop(r, c);
+        while (r->ncache[c] < MK_REUSE_CACHE && r->fast_n[c])
+            r->cache[c][r->ncache[c]++] = mk_reuse_fast_pop(r, c);
     }
 }
 

@@ -181,7 +181,7 @@ enum mk_stream {
     MK_S_RECENT,     /* varint: a new block freed this many frees back, minus 1 */
     MK_S_NEWADDR_HI, /* varint: a packed code of 15 or more, minus 15 */
     MK_S_HIT,        /* bits, eight per byte, the first in bit 0: 1 = the guess */
-    MK_S_CACHED,     /* codes after a HIT bit of 0, packed like NEWADDR's */
+    MK_S_CACHED,     /* codes after a HIT bit of 0, two per byte (below) */
     MK_S_COUNT
 };
 #define MK_S_COUNT_V2 MK_S_HIT    /* version 2 had neither HIT nor CACHED */

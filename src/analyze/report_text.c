@@ -92,7 +92,7 @@ static void totals(const text_t *t)
     if (p->allocation_calls && io >= p->allocation_calls)
         fprintf(out, " (one allocation per %.1f bytes)",
                 (double)io / (double)p->allocation_calls);
-    else if (io)
+    else if (io && p->allocation_calls)
         fprintf(out, " (%.1f allocations per byte)",
                 (double)p->allocation_calls / (double)io);
     fputc('\n', out);

@@ -188,6 +188,30 @@ MK_HIDDEN void mk_thread_flush(mk_thread_t *t);
 MK_HIDDEN void mk_index_failed(void);
 MK_HIDDEN void mk_finish(int reason);
 MK_HIDDEN void mk_before_exec(void);
+/* Has thread tid of this process run its state's key destructor? */
+MK_HIDDEN bool mk_thread_ended(pid_t tid);
+
+/* proc_io.c: the program's own I/O bytes while traced, without its children's
+ * and the tracer's own (see there). */
+enum { MK_IO_RCHAR, MK_IO_WCHAR, MK_IO_READ_BYTES, MK_IO_WRITE_BYTES, MK_IO_FIELDS };
+typedef struct mk_io {
+    uint64_t v[MK_IO_FIELDS];
+} mk_io_t;
+#define MK_IO_NO_MARK UINT64_MAX
+/* Counting starts: at start-up once the trace's head is written, and in a
+ * forked child. */
+MK_HIDDEN void mk_io_start(void);
+/* From a thread's key destructor: its counts outlive it only here. */
+MK_HIDDEN void mk_io_thread_ended(void);
+/* Around a read the tracer makes where the program would not have (glibc's
+ * /proc/self/maps read for the main thread's stack): mark = mk_io_mark(),
+ * the read, mk_io_own_since(mark). */
+MK_HIDDEN uint64_t mk_io_mark(void);
+MK_HIDDEN void mk_io_own_since(uint64_t mark);
+/* The counts since the start into *out (false: /proc not readable, all 0),
+ * and the trace bytes written since into *trace_bytes. */
+MK_HIDDEN bool mk_io_end(mk_io_t *out, uint64_t *trace_bytes);
+
 /* signals.c: where the program leaves a fatal signal at its default action,
  * a handler that ends the trace first. Called once tracing is on. */
 MK_HIDDEN void mk_signals_arm(void);

@@ -177,6 +177,7 @@ static void thread_exit(void *arg)
     atomic_store(&t->in_hook, 1); /* seq_cst: a flusher waits for us, or we see it */
     if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
         mk_thread_flush(t);
+    mk_io_thread_ended(); /* before exited_tid: the end's scan skips it then */
     atomic_store_explicit(&t->exited_tid, t->tid, memory_order_release);
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);
     mk_guard = guarded;
@@ -190,6 +191,14 @@ static bool thread_gone(pid_t tid)
     bool gone = syscall(SYS_tgkill, mk_st.pid, tid, 0) != 0 && errno == ESRCH;
     errno = saved_errno;
     return gone;
+}
+
+bool mk_thread_ended(pid_t tid)
+{
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next)
+        if (atomic_load_explicit(&t->exited_tid, memory_order_acquire) == tid)
+            return true;
+    return false;
 }
 
 /* A state for reuse: one whose thread ended (its last events, recorded after
@@ -389,24 +398,14 @@ static void flush_all(void)
 
 /* ---- the END record ---- */
 
-static uint64_t io_field(const char *buf, const char *name)
-{
-    const char *p = strstr(buf, name);
-    return p ? strtoull(p + strlen(name), NULL, 10) : 0;
-}
-
 static void write_end(int reason)
 {
     uint8_t raw[256], *p = raw;
     struct rusage ru;
-    char io[1024] = "";
-    int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+    mk_io_t io;
+    uint64_t trace_bytes;
 
-    if (fd >= 0) {
-        ssize_t n = read(fd, io, sizeof io - 1);
-        io[n > 0 ? n : 0] = 0;
-        close(fd);
-    }
+    mk_io_end(&io, &trace_bytes); /* first: the reads below are ours */
     getrusage(RUSAGE_SELF, &ru);
     p = mk_put_varint(p, (uint64_t)reason);
     p = mk_put_varint(p, atomic_load(&mk_st.events_written));
@@ -419,13 +418,11 @@ static void write_end(int reason)
                              (uint64_t)ru.ru_utime.tv_usec);
     p = mk_put_varint(p, (uint64_t)ru.ru_stime.tv_sec * 1000000u +
                              (uint64_t)ru.ru_stime.tv_usec);
-    p = mk_put_varint(p, io_field(io, "rchar: "));
-    p = mk_put_varint(p, io_field(io, "wchar: "));
-    p = mk_put_varint(p, io_field(io, "read_bytes: "));
-    p = mk_put_varint(p, io_field(io, "write_bytes: "));
+    for (int i = 0; i < MK_IO_FIELDS; i++)
+        p = mk_put_varint(p, io.v[i]);
     p = mk_put_varint(p, mk_now() - mk_st.t_start);
     p = mk_put_varint(p, mk_ticks());
-    p = mk_put_varint(p, mk_st.bytes_written); /* ours, to subtract from wchar */
+    p = mk_put_varint(p, trace_bytes); /* ours, to subtract from wchar */
     /* Added later, so optional: glibc's view of its heap. Not after _exit,
      * which is often called from a signal handler, nor from ours: either may
      * have interrupted malloc holding the arena lock mallinfo2 takes. */
@@ -530,6 +527,7 @@ static void fork_child(void)
     mk_summary_after_fork_child();
     if (mk_output_open())
         mk_modules_write();
+    mk_io_start(); /* the child's counts began at 0 with it; the head is ours */
     mk_guard--;
 }
 
@@ -596,6 +594,7 @@ void mk_init(void)
         return;
     }
     mk_modules_write();
+    mk_io_start(); /* after the head: its reads and writes are ours */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);

@@ -213,7 +213,11 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
         return NULL;
     for (size_t i = 0; i < CACHE_WAYS; i++)
         c->e[i].slot = c->slots + i * depth;
-    /* Slots are only trusted inside this thread's own stack. */
+    /* Slots are only trusted inside this thread's own stack. For the main
+     * thread glibc finds it in /proc/self/maps: a read that is ours, not the
+     * program's I/O. */
+    bool main_thread = t->tid == mk_st.pid;
+    uint64_t mark = main_thread ? mk_io_mark() : MK_IO_NO_MARK;
     pthread_attr_t attr;
     void *lo;
     size_t len;
@@ -224,6 +228,8 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
         }
         pthread_attr_destroy(&attr);
     }
+    if (main_thread)
+        mk_io_own_since(mark);
     return c;
 }
 

@@ -273,6 +273,27 @@ turns)
         echo "turns $seed: peak $sbytes of $bytes bytes, $sblocks of $blocks blocks"
     done
     ;;
+io)
+    # The END record's I/O bytes are the program's own while traced: its
+    # threads' (one that ended, too), not its waited-for child's, not the
+    # tracer's reads of its libraries and /proc, nor its trace writes. Exact
+    # under --summary-only; with stacks, libunwind's memory checks (a byte
+    # written into a pipe and read back each, a few per run) count too.
+    for mode in --summary-only ""; do
+        rm -f "$work"/t.*
+        trace $mode -- "$progs/io"
+        expect_status 0
+        r=21000 w=32000
+        [ -z "$mode" ] && r='210[0-9][0-9]' w='320[0-9][0-9]'
+        expect_re "^I/O bytes: $r read, $w written \\(one allocation per [0-9.]+ bytes\\)$"
+        for f in "$work"/t.*.mkt; do
+            "$memkit" report "$f" | grep '^I/O bytes: '
+        done >"$out" || fail "report failed ($mode)"
+        [ "$(wc -l <"$out")" -eq 2 ] || fail "expected two traces, each with I/O bytes ($mode)"
+        expect_re "^I/O bytes: $r read, $w written "
+        expect "I/O bytes: 3000 read, 7000 written"
+    done
+    ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"
     expect_status 0

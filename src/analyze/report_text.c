@@ -103,16 +103,22 @@ static void totals(const text_t *t)
 static void top_list(const text_t *t, int top)
 {
     mk_report_t *r = t->r;
-    if (!r->nsites || top <= 0)
+    /* A call site is where the call is: the source line (or, without line
+     * information, the calling instruction), whatever called the function
+     * it is in. By stack, one line reached from two callers would show as
+     * two sites that read the same. */
+    const mk_row_t *rows = r->nlines ? r->lines : r->sites;
+    size_t n = r->nlines ? r->nlines : r->nsites;
+    if (!n || top <= 0)
         return;
     fprintf(t->out, "Top call sites by allocations%s:\n",
             r->prof.from_summary ? " (calling instruction)" : "");
-    for (size_t i = 0; i < r->nsites && i < (size_t)top; i++) {
+    for (size_t i = 0; i < n && i < (size_t)top; i++) {
         uint32_t depth;
-        const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
+        const mk_frame_t *f = mk_names_stack(r->names, rows[i].stack, &depth);
         char where[1024];
         fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
-                r->sites[i].agg.calls, r->sites[i].agg.bytes,
+                rows[i].agg.calls, rows[i].agg.bytes,
                 depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
     }
 }

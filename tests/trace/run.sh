@@ -294,6 +294,17 @@ io)
         expect "I/O bytes: 3000 read, 7000 written"
     done
     ;;
+callers)
+    # The top call sites are places in the code, not stacks: one malloc
+    # reached from two callers is one site, in either mode.
+    for mode in "" --summary-only; do
+        rm -f "$work"/t.*
+        trace $mode -- "$progs/callers"
+        expect_status 0
+        expect_re "^  1\. 8 calls, 256 bytes: make at callers.c:[0-9]+ \(callers\)$"
+        expect_re "^  2\. 4 calls, 32 bytes: main at callers.c:[0-9]+ \(callers\)$"
+    done
+    ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"
     expect_status 0

@@ -109,9 +109,8 @@ static int by_calls(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* The name a stack rolls up to: its allocating function, or its line. */
-static const char *rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
-                               size_t cap)
+const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
+                                  size_t cap)
 {
     uint32_t depth;
     const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
@@ -137,7 +136,8 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
     *out = NULL;
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
-        const char *name = rollup_name(r, r->sites[i].stack, by_line, buf, sizeof buf);
+        const char *name =
+            mk_report_rollup_name(r, r->sites[i].stack, by_line, buf, sizeof buf);
         bool fresh;
         mk_kv_t *e = mk_kv_put(&index, mk_hash_bytes(name, strlen(name)) | 1, &fresh);
         if (!e)

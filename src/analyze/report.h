@@ -104,6 +104,11 @@ uint64_t mk_agg_median_size(const mk_stack_agg_t *a);
  * to match sites across runs. */
 const char *mk_report_stack_key(mk_report_t *r, uint32_t stack, char *buf, size_t cap);
 
+/* The name a stack rolls up to (the rows of r->functions and r->lines): its
+ * allocating function, or its source line; the frame's label without them. */
+const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
+                                  size_t cap);
+
 /* The label of a row: its name, or its stack's innermost frame. */
 const char *mk_row_label(mk_report_t *r, const mk_row_t *row, char *buf, size_t cap);
 

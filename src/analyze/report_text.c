@@ -100,6 +100,61 @@ static void totals(const text_t *t)
 }
 
 /* "  1. 10 calls, 205 bytes: main at basic.c:12 (basic)" */
+/* Under a top site, where its calls came from (heaptrack's "from" lines):
+ * the frame below the site in each of its stacks, the busiest first, when
+ * there is more than one. A site inside an allocation wrapper (xmalloc) says
+ * little by itself; its callers say where the allocations are. */
+#define MK_CALLERS_SHOWN 3
+#define MK_CALLERS_KEPT  64 /* distinct callers tallied per site; the rest not shown */
+
+typedef struct caller {
+    char label[512];
+    uint64_t calls;
+} caller_t;
+
+static int by_caller_calls(const void *a, const void *b)
+{
+    const caller_t *x = a, *y = b;
+    return (x->calls < y->calls) - (x->calls > y->calls);
+}
+
+static void site_callers(const text_t *t, const mk_row_t *site)
+{
+    mk_report_t *r = t->r;
+    caller_t *callers = calloc(MK_CALLERS_KEPT, sizeof *callers);
+    size_t n = 0;
+    if (!callers)
+        return;
+    for (size_t i = 0; i < r->nsites; i++) {
+        char buf[1024];
+        uint32_t depth;
+        const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
+        if (depth < 2 || !r->sites[i].agg.calls ||
+            strcmp(mk_report_rollup_name(r, r->sites[i].stack, true, buf, sizeof buf),
+                   site->name) != 0)
+            continue;
+        const char *label = mk_frame_long(&f[1], buf, sizeof buf);
+        size_t j = 0;
+        while (j < n && strcmp(callers[j].label, label) != 0)
+            j++;
+        if (j == n) {
+            if (n == MK_CALLERS_KEPT)
+                continue;
+            snprintf(callers[n++].label, sizeof callers->label, "%s", label);
+        }
+        callers[j].calls += r->sites[i].agg.calls;
+    }
+    if (n > 1) {
+        qsort(callers, n, sizeof *callers, by_caller_calls);
+        for (size_t i = 0; i < n && i < MK_CALLERS_SHOWN; i++)
+            fprintf(t->out, "       %" PRIu64 " calls from %s\n", callers[i].calls,
+                    callers[i].label);
+        if (n > MK_CALLERS_SHOWN)
+            fprintf(t->out, "       ... and %zu more callers\n", n - MK_CALLERS_SHOWN);
+    }
+    free(callers);
+}
+
 static void top_list(const text_t *t, int top)
 {
     mk_report_t *r = t->r;
@@ -120,6 +175,8 @@ static void top_list(const text_t *t, int top)
         fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
                 rows[i].agg.calls, rows[i].agg.bytes,
                 depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+        if (r->nlines)
+            site_callers(t, &rows[i]);
     }
 }
 

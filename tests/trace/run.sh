@@ -296,13 +296,23 @@ io)
     ;;
 callers)
     # The top call sites are places in the code, not stacks: one malloc
-    # reached from two callers is one site, in either mode.
+    # reached from two callers is one site, in either mode; with stacks, its
+    # callers are listed under it, the busiest first.
     for mode in "" --summary-only; do
         rm -f "$work"/t.*
         trace $mode -- "$progs/callers"
         expect_status 0
         expect_re "^  1\. 8 calls, 256 bytes: make at callers.c:[0-9]+ \(callers\)$"
         expect_re "^  2\. 4 calls, 32 bytes: main at callers.c:[0-9]+ \(callers\)$"
+        sed -n '/^  1\./,/^  2\./p' "$out" | sed '1d;$d' >"$work/from"
+        if [ -z "$mode" ]; then
+            grep -Eq '^       5 calls from first at callers.c:[0-9]+ \(callers\)$' "$work/from" &&
+                grep -Eq '^       3 calls from second at callers.c:[0-9]+ \(callers\)$' "$work/from" &&
+                [ "$(head -n 1 "$work/from" | cut -c8)" = 5 ] ||
+                fail "expected make()'s callers, 5 from first then 3 from second"
+        else
+            [ ! -s "$work/from" ] || fail "callers listed without stacks"
+        fi
     done
     ;;
 nostacks)

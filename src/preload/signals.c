@@ -26,14 +26,19 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Signals whose default action ends the process and that programs meet in
- * practice: the user's and the system's (HUP, INT, QUIT, TERM, PIPE), crashes
- * (ILL, ABRT, BUS, FPE, SEGV; the faults come back by themselves, see below),
- * timers and limits (ALRM, XCPU, XFSZ) and the user signals. Not the
- * profiling timers' or the real-time ones, which their users handle. */
-static const int covered_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGABRT,
-                                      SIGBUS,  SIGFPE,  SIGSEGV, SIGPIPE, SIGTERM,
-                                      SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ};
+/* Signals whose default action ends the process: the user's and the
+ * system's (HUP, INT, QUIT, TERM, PIPE, PWR), crashes (ILL, ABRT, BUS, FPE,
+ * SEGV; the faults come back by themselves, see below; TRAP, SYS and
+ * STKFLT, sent again), timers and limits (ALRM, VTALRM, PROF, XCPU, XFSZ),
+ * I/O readiness (IO) and the user signals; and the real-time ones, from
+ * SIGRTMIN on (glibc keeps the two below it for itself). */
+static const int fixed_signals[] = {
+    SIGHUP,  SIGINT,  SIGQUIT,   SIGILL,  SIGTRAP, SIGABRT,  SIGBUS,  SIGFPE,
+    SIGSEGV, SIGPIPE, SIGTERM,   SIGALRM, SIGUSR1, SIGUSR2,  SIGXCPU, SIGXFSZ,
+    SIGSYS,  SIGPROF, SIGVTALRM, SIGIO,   SIGPWR,  SIGSTKFLT};
+
+/* The signals above, real-time ones included (set by mk_signals_arm). */
+static bool covered_signals[NSIG];
 
 /* Our handler is installed where the program believes the default is. */
 static atomic_bool stands_in[NSIG];
@@ -50,10 +55,7 @@ static sigaction_fn next_sigaction(void)
 
 static bool covered(int sig)
 {
-    for (size_t i = 0; i < sizeof covered_signals / sizeof covered_signals[0]; i++)
-        if (covered_signals[i] == sig)
-            return true;
-    return false;
+    return sig > 0 && sig < NSIG && covered_signals[sig];
 }
 
 static bool is_fault(int sig)
@@ -118,8 +120,13 @@ static int stand_in(int sig, struct sigaction *prev)
 
 void mk_signals_arm(void)
 {
-    for (size_t i = 0; i < sizeof covered_signals / sizeof covered_signals[0]; i++) {
-        int sig = covered_signals[i];
+    for (size_t i = 0; i < sizeof fixed_signals / sizeof fixed_signals[0]; i++)
+        covered_signals[fixed_signals[i]] = true;
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX && sig < NSIG; sig++)
+        covered_signals[sig] = true;
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (!covered_signals[sig])
+            continue;
         struct sigaction now;
         /* Ignored (nohup, a background job) or handled: not ours to touch. */
         if (next_sigaction()(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL)

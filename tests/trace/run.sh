@@ -451,7 +451,9 @@ signaled)
     # tracer's handler stands in for the default, ends the trace, and lets
     # the signal end the process as before (no core files here).
     ulimit -c 0
-    for case in "term 143 15" "segv 139 11" "abort 134 6" "alarm 142 14"; do
+    # (rt: SIGRTMIN + 3, 37 with glibc, which keeps 32 and 33 for itself)
+    for case in "term 143 15" "segv 139 11" "abort 134 6" "alarm 142 14" "prof 155 27" \
+        "trap 133 5" "rt 165 37"; do
         set -- $case
         rm -f "$work"/t.*
         trace -- "$progs/signaled" "$1"

@@ -14,12 +14,16 @@
  *   ignored  raise(SIGINT), which the test has ignored: exits 0
  *   wait     waits for a signal from outside (timeout's, to the group)
  *   alarm    alarm(1), then waits: the timer's SIGALRM ends it
+ *   prof     a profiling timer, then spins: its SIGPROF ends it
+ *   rt       raise(SIGRTMIN + 3)
+ *   trap     raise(SIGTRAP)
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static pthread_barrier_t ready;
@@ -88,6 +92,18 @@ int main(int argc, char **argv)
         alarm(1);
         for (;;)
             pause();
+    } else if (!strcmp(mode, "prof")) {
+        struct itimerval every = {.it_interval = {0, 10000}, .it_value = {0, 10000}};
+        if (setitimer(ITIMER_PROF, &every, NULL) != 0)
+            return 1;
+        for (volatile unsigned long spin = 0;; spin++)
+            ;
+    } else if (!strcmp(mode, "rt")) {
+        raise(SIGRTMIN + 3);
+        return 0;
+    } else if (!strcmp(mode, "trap")) {
+        raise(SIGTRAP);
+        return 0;
     } else if (!strcmp(mode, "wait")) {
         for (;;)
             pause();

@@ -194,6 +194,42 @@ static void stack_lines(const text_t *t, uint32_t stack, int max_frames,
         fprintf(t->out, "%s... %u more frames\n", indent, depth - (uint32_t)max_frames);
 }
 
+/* The label of row i of the n shown: a stack row whose innermost frame reads
+ * like another shown stack row's (one line reached from two callers) adds
+ * its caller, "xmalloc (make) < parse_file_seq (make)", so that the rows do
+ * not read the same. */
+static const char *shown_label(const text_t *t, const mk_row_t *rows, size_t n, size_t i,
+                               char *buf, size_t cap)
+{
+    const char *label = mk_row_label(t->r, &rows[i], buf, cap);
+    if (rows[i].name)
+        return label;
+    bool shared = false;
+    for (size_t j = 0; j < n && !shared; j++) {
+        char other[1024];
+        shared = j != i && !rows[j].name &&
+                 strcmp(mk_row_label(t->r, &rows[j], other, sizeof other), label) == 0;
+    }
+    uint32_t depth;
+    const mk_frame_t *f = mk_names_stack(t->r->names, rows[i].stack, &depth);
+    if (!shared || depth < 2)
+        return label;
+    /* label may be buf itself: append to it (a longer label is cut; its
+     * start says most). */
+    char caller[1024];
+    const char *parts[2] = {" < ", mk_frame_label(&f[1], caller, sizeof caller)};
+    size_t len = strlen(label);
+    if (label != buf) {
+        len = len < cap - 1 ? len : cap - 1;
+        memmove(buf, label, len);
+    }
+    for (int k = 0; k < 2; k++)
+        for (const char *c = parts[k]; *c && len < cap - 1; c++)
+            buf[len++] = *c;
+    buf[len] = 0;
+    return buf;
+}
+
 static void site_table(const text_t *t, const char *title, const mk_row_t *rows, size_t n,
                        int top)
 {
@@ -206,7 +242,8 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
     bool lines = strcmp(t->r->time_unit, "line") == 0;
     fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n", "calls", "bytes", "at peak",
             "leaked", lines ? "life/lines" : "median life", "med size", "site");
-    for (size_t i = 0; i < n && i < (size_t)top; i++) {
+    size_t shown = n < (size_t)top ? n : (size_t)top;
+    for (size_t i = 0; i < shown; i++) {
         const mk_stack_agg_t *g = &rows[i].agg;
         uint64_t life = mk_hist_median(g->life_hist);
         if (lines)
@@ -218,7 +255,7 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
                 mk_fmt_bytes(g->peak_bytes, c, sizeof c),
                 mk_fmt_bytes(g->leaked_bytes, d, sizeof d), g->frees ? e : "-",
                 mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s),
-                mk_row_label(t->r, &rows[i], label, sizeof label));
+                shown_label(t, rows, shown, i, label, sizeof label));
     }
 }
 
@@ -258,12 +295,15 @@ static void peak_and_leaks(const text_t *t, int top)
              mk_fmt_bytes(r->prof.max_allocated, a, sizeof a),
              mk_fmt_count(r->prof.peak_blocks, c, sizeof c), b);
     heading(t, head);
-    for (size_t i = 0; i < r->nsites && i < (size_t)top && rows[i].agg.peak_bytes; i++) {
+    size_t shown = 0;
+    while (shown < r->nsites && shown < (size_t)top && rows[shown].agg.peak_bytes)
+        shown++;
+    for (size_t i = 0; i < shown; i++) {
         char label[1024];
         fprintf(t->out, "%10s in %8s blocks  %s\n",
                 mk_fmt_bytes(rows[i].agg.peak_bytes, a, sizeof a),
                 mk_fmt_count(rows[i].agg.peak_blocks, c, sizeof c),
-                mk_row_label(r, &rows[i], label, sizeof label));
+                shown_label(t, rows, shown, i, label, sizeof label));
     }
 
     if (r->prof.live_blocks) {

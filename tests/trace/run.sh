@@ -314,6 +314,14 @@ callers)
             [ ! -s "$work/from" ] || fail "callers listed without stacks"
         fi
     done
+    # The report's stack rows: the two stacks of make()'s malloc name their
+    # callers, which tell them apart; main's own does not need to.
+    rm -f "$work"/t.*
+    trace -q -- "$progs/callers"
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    expect_re "^ +5 .*  make \(callers.c:[0-9]+\) < first \(callers.c:[0-9]+\)$"
+    expect_re "^ +3 .*  make \(callers.c:[0-9]+\) < second \(callers.c:[0-9]+\)$"
+    expect_re "^ +4 .*  main \(callers.c:[0-9]+\)$"
     ;;
 nostacks)
     trace --no-stacks -- "$progs/threads"

@@ -679,6 +679,8 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * the stack table during the walk, they run on two threads. */
     bool ok = p->opts.stack_pass ? mk_trace_walk(tr, walk_event, p)
                                  : mk_trace_walk_pipelined(tr, walk_event, p);
+    if (!mk_trace_summary_from_parts(tr)) /* a SUMMARY never written: checkpoints */
+        ok = false;
     if (tr->summary.present) {
         for (size_t i = 0; i < p->nstacks; i++)
             free(p->stacks[i].order.seq);

@@ -219,6 +219,21 @@ static int load_trace(mk_report_t *r, const char *path, filter_t *flt, char *err
         snprintf(r->problem, sizeof r->problem,
                  "%s is damaged: %s; the report covers what came before", path,
                  r->tr->damage);
+    } else if ((r->tr->header.flags & MK_TF_SUMMARY_ONLY) && !r->tr->summary.present) {
+        /* Counts of 0 would read as a program that made no allocation. */
+        snprintf(err, errlen,
+                 "%s holds no totals: --summary-only writes them at the process's end "
+                 "and at checkpoints from 1 s in, and it reached neither (killed by "
+                 "SIGKILL, or still running)",
+                 path);
+        return 2;
+    } else if (!r->tr->end.present && r->tr->summary.from_parts) {
+        r->partial = true;
+        snprintf(r->problem, sizeof r->problem,
+                 "%s has no end record (the process was killed by SIGKILL, or is still "
+                 "running); the totals are its threads' last checkpoints, the latest "
+                 "%.1f s into the run",
+                 path, (double)r->tr->summary.parts_at_ns / 1e9);
     } else if (!r->tr->end.present) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,

@@ -119,6 +119,10 @@ struct mk_thread {
     mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];
     mk_thread_t *next; /* all thread states, never unlinked */
+    uint32_t state_id; /* --summary-only: which state a SUMMARY_PART is of, from 1 */
+    uint32_t checkpoint_gate;     /* --summary-only: slow-path calls, to read the */
+    uint64_t checkpoint_due_ns;   /* clock now and then; the next checkpoint */
+    uint64_t checkpoint_every_ns; /* (ns since start) and the gap after it */
 };
 
 /* Process-wide state. */

@@ -261,6 +261,8 @@ mk_thread_t *mk_thread_get(void)
             t->base[i] = at;
             at += events ? mk_stream_cap(i) : 0;
         }
+        static atomic_uint states;
+        t->state_id = atomic_fetch_add(&states, 1) + 1;
         uintptr_t head = atomic_load(&mk_st.threads);
         do
             t->next = (mk_thread_t *)head;

@@ -1,15 +1,33 @@
 /*
  * summary.c - --summary-only: aggregate in process instead of writing events.
  * The event path is inline (summary.h); here are its slow parts (a new call
- * site, a peak sample, the switch to multi mode) and the SUMMARY record
- * written at the end.
+ * site, a peak sample, the switch to multi mode), the SUMMARY record
+ * written at the end, and the checkpoints before it.
+ *
+ * Checkpoints: the SUMMARY comes at the process's end, which SIGKILL (the
+ * OOM killer's too) never lets come, so a thread also writes its own totals
+ * so far now and then, as a SUMMARY_PART record (format.h): at 1 s into the
+ * run, then at gaps doubling to 64 s, so that a long run writes a record a
+ * minute per thread at most. Only the thread itself reads its table (another
+ * thread's may be growing), so each thread writes its own part; a reader of
+ * a trace without a SUMMARY adds up each state's last part. The clock is
+ * read on the slow paths only (a new site, a peak sample), one call in
+ * MK_CHECKPOINT_GATE: a thread that stays on one site and in one band of
+ * live bytes (a loop freeing what it just allocated) writes none.
  */
 #define _GNU_SOURCE
 #include "summary.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#define MK_CHECKPOINT_FIRST_NS 1000000000ull        /* the first, 1 s into the run */
+#define MK_CHECKPOINT_MAX_NS   (64ull * 1000000000) /* the longest gap */
+#define MK_CHECKPOINT_GATE     64u                  /* slow-path calls per clock read */
+
+static void maybe_checkpoint(mk_thread_t *t);
 
 /* Site table: key site, a = calls, b = bytes, in mmap'd memory. */
 #define MMAP_TABLE                                                                       \
@@ -58,6 +76,7 @@ void mk_summary_sample_peak(mk_thread_t *t)
     live_totals(&bytes, &blocks);
     raise_peak(&mk_summary_peak_bytes, bytes);
     raise_peak(&mk_summary_peak_blocks, blocks);
+    maybe_checkpoint(t);
 }
 
 /* A thread state is being added: from the second on, switch to multi mode
@@ -98,6 +117,7 @@ void mk_summary_count_site(mk_thread_t *t, uint64_t key, size_t size)
         t->bytes[kind] += size;
     }
     t->last_site = s ? s : &mk_summary_no_site;
+    maybe_checkpoint(t);
     errno = saved_errno;
 }
 
@@ -118,6 +138,72 @@ void mk_summary_after_fork_child(void)
     live_totals(&bytes, &blocks);
     atomic_store(&mk_summary_peak_bytes, bytes);
     atomic_store(&mk_summary_peak_blocks, blocks);
+}
+
+static uint8_t *put_zigzag(uint8_t *p, long long v)
+{
+    return mk_put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* Writes the thread's SUMMARY_PART: its own counts, share and sites. */
+static void write_part(mk_thread_t *t, uint64_t now_ns)
+{
+    size_t nsites = t->sites ? t->sites->t.used : 0;
+    size_t cap = 128 + MK_K_COUNT * 2 * MK_VARINT_MAX + nsites * (8 + 2 * MK_VARINT_MAX);
+    uint8_t *raw =
+        mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return;
+    uint8_t *p = mk_put_varint(raw, t->state_id);
+    p = mk_put_varint(p, now_ns);
+    p = mk_put_varint(p, MK_K_COUNT);
+    for (int k = 0; k < MK_K_COUNT; k++)
+        p = mk_put_varint(p, t->counts[k]);
+    for (int k = 0; k < MK_K_COUNT; k++)
+        p = mk_put_varint(p, t->bytes[k]);
+    p = mk_put_varint(p, t->frees_unseen);
+    p = put_zigzag(p, t->live_bytes);
+    p = put_zigzag(p, t->live_blocks);
+    p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_bytes));
+    p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_blocks));
+    p = mk_put_varint(p, nsites);
+    size_t written = 0;
+    /* used counts the table's keys (sites are never removed), so the loop
+     * finds nsites of them; the bound keeps the buffer safe regardless. */
+    for (size_t i = 0; t->sites && i < t->sites->t.cap && written < nsites; i++) {
+        const mk_kv_t *s = &t->sites->t.slots[i];
+        if (!s->key)
+            continue;
+        p = mk_put_u64(p, s->key);
+        p = mk_put_varint(p, s->a);
+        p = mk_put_varint(p, s->b);
+        written++;
+    }
+    assert(written == nsites);
+    (void)written;
+    mk_output_record(NULL, MK_REC_SUMMARY_PART, raw, (size_t)(p - raw));
+    munmap(raw, cap);
+}
+
+/* A checkpoint if this thread's is due (see the top of the file). Called in
+ * the thread's own hook, which the program's errno must leave unchanged. */
+static void maybe_checkpoint(mk_thread_t *t)
+{
+    if (++t->checkpoint_gate % MK_CHECKPOINT_GATE)
+        return;
+    uint64_t now = mk_now() - mk_st.t_start;
+    if (!t->checkpoint_every_ns) { /* a new state: its first is 1 s into the run */
+        t->checkpoint_every_ns = MK_CHECKPOINT_FIRST_NS;
+        t->checkpoint_due_ns = MK_CHECKPOINT_FIRST_NS;
+    }
+    if (now < t->checkpoint_due_ns || mk_st.fd < 0)
+        return;
+    int saved_errno = errno;
+    write_part(t, now);
+    errno = saved_errno;
+    t->checkpoint_due_ns = now + t->checkpoint_every_ns;
+    if (t->checkpoint_every_ns < MK_CHECKPOINT_MAX_NS)
+        t->checkpoint_every_ns *= 2;
 }
 
 /* Writes the SUMMARY record: totals, peaks and every site. */

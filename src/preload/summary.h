@@ -53,7 +53,6 @@ extern mk_kv_t mk_summary_no_site MK_HIDDEN;
  * instruction and the kind of call (one instruction can call malloc and
  * calloc through a pointer), whose totals are the kind's totals too, so that
  * the hot path updates one entry. Kinds sit above any user-space address. */
-#define MK_SITE_KIND_SHIFT 56
 static inline uint64_t mk_summary_site_key(uintptr_t site, unsigned kind)
 {
     return (uint64_t)site | (uint64_t)kind << MK_SITE_KIND_SHIFT;

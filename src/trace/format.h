@@ -37,6 +37,16 @@
  *           thread's live index carries over.
  *   END     the process's end state, see mk_trace_end_t
  *   SUMMARY in-process aggregates of --summary-only runs, see reader.h
+ *   SUMMARY_PART  one thread state's --summary-only totals so far, written
+ *           now and then while the process runs (a checkpoint: a process
+ *           killed before its SUMMARY leaves these): varint state id,
+ *           varint ns since the start, varint nkinds, nkinds x varint count,
+ *           nkinds x varint bytes (calls not in the site table), varint
+ *           frees of unseen blocks, zigzag live bytes, zigzag live blocks
+ *           (the state's share, which may be below 0), varint peak bytes,
+ *           varint peak blocks (the process's so far), varint nsites, nsites x
+ *           (u64 site | kind << 56, varint calls, varint bytes). A later part
+ *           of the same state replaces the earlier; a SUMMARY replaces all.
  *
  * The events of an EVENTS record, after its head, are MK_S_COUNT streams:
  * varint count, count x varint length, then the streams' bytes one after the
@@ -114,7 +124,12 @@ enum mk_record_type {
     MK_REC_EVENTS = 3,
     MK_REC_END = 4,
     MK_REC_SUMMARY = 5,
+    MK_REC_SUMMARY_PART = 6,
 };
+
+/* SUMMARY_PART sites: the calling instruction | kind << MK_SITE_KIND_SHIFT
+ * (kinds sit above any user-space address). */
+#define MK_SITE_KIND_SHIFT 56
 
 /* Event kinds. The numbering is part of the file format: append only. */
 enum mk_kind {

@@ -200,6 +200,9 @@ void mk_trace_close(mk_trace_t *tr)
         free(tr->stacks[i].frames);
     free(tr->stacks);
     free(tr->summary.sites);
+    for (size_t i = 0; i < tr->nparts; i++)
+        free(tr->parts[i].sites);
+    free(tr->parts);
     ZSTD_freeDCtx(tr->dctx);
     free(tr->raw);
     free(tr->stored);
@@ -386,6 +389,131 @@ static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
     return !c->err;
 }
 
+static int64_t get_zigzag(mk_cursor_t *c)
+{
+    uint64_t v = mk_get_varint(c);
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* A SUMMARY_PART: replaces the same state's earlier part. */
+static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
+{
+    mk_summary_part_t p = {.id = mk_get_varint(c), .at_ns = mk_get_varint(c)};
+    uint64_t nkinds = mk_get_varint(c);
+    if (c->err || nkinds > 255)
+        return false;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t k = 0; k < nkinds; k++) {
+            uint64_t v = mk_get_varint(c);
+            if (k < MK_K_COUNT)
+                (pass ? p.bytes : p.counts)[k] = v;
+        }
+    p.frees_unseen = mk_get_varint(c);
+    p.live_bytes = get_zigzag(c);
+    p.live_blocks = get_zigzag(c);
+    p.peak_bytes = mk_get_varint(c);
+    p.peak_blocks = mk_get_varint(c);
+    uint64_t n = mk_get_varint(c);
+    if (c->err || n > (uint64_t)(c->end - c->p) / 10)
+        return false;
+    p.sites = calloc(n ? n : 1, sizeof *p.sites);
+    if (!p.sites)
+        return false;
+    for (p.nsites = 0; p.nsites < n && !c->err; p.nsites++) {
+        p.sites[p.nsites].pc = mk_get_u64(c);
+        p.sites[p.nsites].calls = mk_get_varint(c);
+        p.sites[p.nsites].bytes = mk_get_varint(c);
+    }
+    if (c->err) {
+        free(p.sites);
+        return false;
+    }
+    size_t i = 0;
+    while (i < tr->nparts && tr->parts[i].id != p.id)
+        i++;
+    if (i == tr->nparts) {
+        mk_summary_part_t *grown = realloc(tr->parts, (tr->nparts + 1) * sizeof *grown);
+        if (!grown) {
+            free(p.sites);
+            return false;
+        }
+        tr->parts = grown;
+        tr->nparts++;
+    } else {
+        free(tr->parts[i].sites);
+    }
+    tr->parts[i] = p;
+    return true;
+}
+
+static int by_site_pc(const void *a, const void *b)
+{
+    const mk_summary_site_t *x = a, *y = b;
+    return (x->pc > y->pc) - (x->pc < y->pc);
+}
+
+bool mk_trace_summary_from_parts(mk_trace_t *tr)
+{
+    mk_trace_summary_t *s = &tr->summary;
+    if (s->present || !tr->nparts)
+        return true;
+    size_t n = 0;
+    for (size_t i = 0; i < tr->nparts; i++)
+        n += tr->parts[i].nsites;
+    mk_summary_site_t *sites = calloc(n ? n : 1, sizeof *sites);
+    if (!sites)
+        return false;
+    uint64_t frees_unseen = 0;
+    int64_t live_bytes = 0, live_blocks = 0;
+    n = 0;
+    for (size_t i = 0; i < tr->nparts; i++) {
+        const mk_summary_part_t *p = &tr->parts[i];
+        for (int k = 0; k < MK_K_COUNT; k++) {
+            s->counts[k] += p->counts[k];
+            s->bytes[k] += p->bytes[k];
+        }
+        for (size_t j = 0; j < p->nsites; j++) {
+            unsigned kind = (unsigned)(p->sites[j].pc >> MK_SITE_KIND_SHIFT);
+            if (kind < MK_K_COUNT) {
+                s->counts[kind] += p->sites[j].calls;
+                s->bytes[kind] += p->sites[j].bytes;
+            }
+            sites[n] = p->sites[j];
+            sites[n++].pc &= (1ull << MK_SITE_KIND_SHIFT) - 1;
+        }
+        frees_unseen += p->frees_unseen;
+        live_bytes += p->live_bytes;
+        live_blocks += p->live_blocks;
+        s->peak_bytes = p->peak_bytes > s->peak_bytes ? p->peak_bytes : s->peak_bytes;
+        s->peak_blocks =
+            p->peak_blocks > s->peak_blocks ? p->peak_blocks : s->peak_blocks;
+        s->parts_at_ns = p->at_ns > s->parts_at_ns ? p->at_ns : s->parts_at_ns;
+    }
+    /* One site per calling instruction, whatever it called and which thread. */
+    qsort(sites, n, sizeof *sites, by_site_pc);
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (m && sites[m - 1].pc == sites[j].pc) {
+            sites[m - 1].calls += sites[j].calls;
+            sites[m - 1].bytes += sites[j].bytes;
+        } else {
+            sites[m++] = sites[j];
+        }
+    }
+    s->live_bytes = live_bytes > 0 ? (uint64_t)live_bytes : 0;
+    s->live_blocks = live_blocks > 0 ? (uint64_t)live_blocks : 0;
+    /* Parts written at different times: the peak is at least what they hold. */
+    s->peak_bytes = s->live_bytes > s->peak_bytes ? s->live_bytes : s->peak_bytes;
+    s->peak_blocks = s->live_blocks > s->peak_blocks ? s->live_blocks : s->peak_blocks;
+    s->frees_live =
+        s->counts[MK_K_FREE] > frees_unseen ? s->counts[MK_K_FREE] - frees_unseen : 0;
+    free(s->sites);
+    s->sites = sites;
+    s->nsites = m;
+    s->from_parts = s->present = true;
+    return true;
+}
+
 bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t len)
 {
     mk_cursor_t c = {raw, raw + len, 0};
@@ -400,6 +528,9 @@ bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t l
         break;
     case MK_REC_SUMMARY:
         ok = absorb_summary(tr, &c);
+        break;
+    case MK_REC_SUMMARY_PART:
+        ok = absorb_part(tr, &c);
         break;
     default:
         break; /* unknown record types from newer writers are skipped */

@@ -66,7 +66,22 @@ typedef struct mk_trace_summary {
     uint64_t frees_live; /* frees of blocks seen allocated (memanalyze's Frees) */
     mk_summary_site_t *sites;
     size_t nsites;
+    /* Added up from the threads' last checkpoints (SUMMARY_PART records) by
+     * mk_trace_summary_from_parts: the process never wrote its SUMMARY. */
+    bool from_parts;
+    uint64_t parts_at_ns; /* the latest checkpoint, ns since the start */
 } mk_trace_summary_t;
+
+/* One thread state's latest SUMMARY_PART (format.h); its sites' pc fields
+ * hold the calling instruction | kind << 56. */
+typedef struct mk_summary_part {
+    uint64_t id, at_ns;
+    uint64_t counts[MK_K_COUNT], bytes[MK_K_COUNT], frees_unseen;
+    int64_t live_bytes, live_blocks;
+    uint64_t peak_bytes, peak_blocks;
+    mk_summary_site_t *sites;
+    size_t nsites;
+} mk_summary_part_t;
 
 /* One event, decoded. */
 typedef struct mk_event {
@@ -91,6 +106,8 @@ typedef struct mk_trace {
     mk_trace_header_t header;
     mk_trace_end_t end;
     mk_trace_summary_t summary;
+    mk_summary_part_t *parts; /* one per thread state, its latest */
+    size_t nparts;
     mk_module_t *modules; /* every snapshot's modules, newest last */
     size_t nmodules, modules_cap;
     mk_stack_def_t *stacks; /* indexed by id */
@@ -136,9 +153,14 @@ typedef struct mk_record_head {
 } mk_record_head_t;
 int mk_trace_next_head(mk_trace_t *tr, mk_record_head_t *h);
 
-/* Records the contents of a MODULES, END or SUMMARY record in tr. Returns
- * false if the payload is malformed (then tr->damage says so). */
+/* Records the contents of a MODULES, END, SUMMARY or SUMMARY_PART record in
+ * tr. Returns false if the payload is malformed (then tr->damage says so). */
 bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t len);
+
+/* A trace read to its end with no SUMMARY but with SUMMARY_PART records (a
+ * --summary-only process killed before its end): tr->summary becomes their
+ * sum, from_parts set. False only when out of memory. */
+bool mk_trace_summary_from_parts(mk_trace_t *tr);
 
 /* What decoding one thread's records carries from record to record: the
  * thread's live index (addr_index.h). One per thread, records in order. */

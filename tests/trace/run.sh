@@ -436,6 +436,27 @@ killed)
     n=$(sed -n 's/^Mallocs: //p' "$out")
     [ -n "$n" ] && [ "$n" -ge 50 ] && [ "$n" -lt 150 ] ||
         fail "slow: Mallocs '$n' not between 50 and 149"
+    # --summary-only writes its totals at the end, which SIGKILL never lets
+    # come: killed before its first checkpoint, the trace says it has none
+    # (not zero counts)...
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/killed"
+    expect_status 137
+    expect_re "holds no totals"
+    grep -q "^Mallocs: " "$out" && fail "counts printed for a trace that has none"
+    "$memkit" report "$work"/t.*.mkt >/dev/null 2>&1 && fail "report of no totals succeeded"
+    # ...and killed after it, the threads' last checkpoints are its totals.
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/killed" sites
+    expect_status 137
+    expect_re "the totals are its threads' last checkpoints, the latest [0-9.]+ s into the run"
+    n=$(sed -n 's/^Mallocs: //p' "$out")
+    [ -n "$n" ] && [ "$n" -gt 0 ] && [ "$n" -le 100000000 ] ||
+        fail "sites: Mallocs '$n' not between 1 and 100,000,000"
+    frees=$(sed -n 's/^Frees: //p' "$out")
+    [ -n "$frees" ] && [ "$frees" -le "$n" ] || fail "sites: Frees '$frees' above Mallocs '$n'"
+    expect_re "^Maximum allocated: [1-9][0-9]*$"
+    expect_re "^  [12]\. [0-9]+ calls, [0-9]+ bytes: sites at killed.c:[0-9]+ \(killed\)$"
     ;;
 sigexit)
     trace -- "$progs/sigexit"

@@ -196,8 +196,8 @@ static void stack_lines(const text_t *t, uint32_t stack, int max_frames,
 
 /* The label of row i of the n shown: a stack row whose innermost frame reads
  * like another shown stack row's (one line reached from two callers) adds
- * its caller, "xmalloc (make) < parse_file_seq (make)", so that the rows do
- * not read the same. */
+ * its caller as memkit diff writes it, "xmalloc (make) <- parse_file_seq
+ * (make)", so that the rows do not read the same. */
 static const char *shown_label(const text_t *t, const mk_row_t *rows, size_t n, size_t i,
                                char *buf, size_t cap)
 {
@@ -217,7 +217,7 @@ static const char *shown_label(const text_t *t, const mk_row_t *rows, size_t n, 
     /* label may be buf itself: append to it (a longer label is cut; its
      * start says most). */
     char caller[1024];
-    const char *parts[2] = {" < ", mk_frame_label(&f[1], caller, sizeof caller)};
+    const char *parts[2] = {" <- ", mk_frame_label(&f[1], caller, sizeof caller)};
     size_t len = strlen(label);
     if (label != buf) {
         len = len < cap - 1 ? len : cap - 1;

@@ -319,8 +319,8 @@ callers)
     rm -f "$work"/t.*
     trace -q -- "$progs/callers"
     "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
-    expect_re "^ +5 .*  make \(callers.c:[0-9]+\) < first \(callers.c:[0-9]+\)$"
-    expect_re "^ +3 .*  make \(callers.c:[0-9]+\) < second \(callers.c:[0-9]+\)$"
+    expect_re "^ +5 .*  make \(callers.c:[0-9]+\) <- first \(callers.c:[0-9]+\)$"
+    expect_re "^ +3 .*  make \(callers.c:[0-9]+\) <- second \(callers.c:[0-9]+\)$"
     expect_re "^ +4 .*  main \(callers.c:[0-9]+\)$"
     ;;
 nostacks)

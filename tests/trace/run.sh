@@ -278,7 +278,7 @@ io)
     # threads' (one that ended, too), not its waited-for child's, not the
     # tracer's reads of its libraries and /proc, nor its trace writes. Exact
     # under --summary-only; with stacks, libunwind's memory checks (a byte
-    # written into a pipe and read back each, a few per run) count too.
+    # written into a pipe and read back each, about one per thread) count too.
     for mode in --summary-only ""; do
         rm -f "$work"/t.*
         trace $mode -- "$progs/io"

@@ -99,7 +99,6 @@ static void totals(const text_t *t)
     glibc_heap(&tr->end, out);
 }
 
-/* "  1. 10 calls, 205 bytes: main at basic.c:12 (basic)" */
 /* Under a top site, where its calls came from (heaptrack's "from" lines):
  * the frame below the site in each of its stacks, the busiest first, when
  * there is more than one. A site inside an allocation wrapper (xmalloc) says
@@ -155,6 +154,7 @@ static void site_callers(const text_t *t, const mk_row_t *site)
     free(callers);
 }
 
+/* "  1. 10 calls, 205 bytes: main at basic.c:12 (basic)", its callers below */
 static void top_list(const text_t *t, int top)
 {
     mk_report_t *r = t->r;

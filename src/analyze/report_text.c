@@ -65,8 +65,14 @@ static void totals(const text_t *t)
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
     fprintf(out, "Peak live blocks: %" PRIu64 "\n", p->peak_blocks);
-    fprintf(out, "Leaks at exit: %" PRIu64 " blocks, %" PRIu64 " bytes\n", p->live_blocks,
-            p->live_bytes);
+    /* A process killed by SIGKILL (or still running) did not exit: what its
+     * trace leaves live is not known to leak. */
+    const mk_trace_t *cut =
+        t->r->kind == MK_INPUT_TRACE && t->r->tr && !t->r->tr->end.present ? t->r->tr
+                                                                           : NULL;
+    fprintf(out, "%s: %" PRIu64 " blocks, %" PRIu64 " bytes%s\n",
+            cut ? "Live where the trace ends" : "Leaks at exit", p->live_blocks,
+            p->live_bytes, cut ? " (no exit: not known to leak)" : "");
     if (!p->from_summary)
         fprintf(out, "Temporaries: %" PRIu64 "\n", p->temporaries);
     if (p->free_unknown || p->failed)

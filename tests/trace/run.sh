@@ -428,6 +428,9 @@ killed)
     n=$(sed -n 's/^Mallocs: //p' "$out")
     [ -n "$n" ] && [ "$n" -ge 1000000 ] && [ "$n" -le 2000000 ] ||
         fail "Mallocs '$n' not between 1,000,000 and 2,000,000"
+    # It never exited: what is live where its trace ends is not called leaks.
+    expect_re "^Live where the trace ends: [0-9]+ blocks, [0-9]+ bytes \(no exit: not known to leak\)$"
+    grep -q "^Leaks at exit" "$out" && fail "a killed process's live blocks called leaks"
     # A slow program: its record is written once about a second old (2.1 s
     # at most), so a kill after 3 s finds most of the 150 mallocs written.
     rm -f "$work"/t.*

@@ -140,11 +140,6 @@ void mk_summary_after_fork_child(void)
     atomic_store(&mk_summary_peak_blocks, blocks);
 }
 
-static uint8_t *put_zigzag(uint8_t *p, long long v)
-{
-    return mk_put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
 /* Writes the thread's SUMMARY_PART: its own counts, share and sites. */
 static void write_part(mk_thread_t *t, uint64_t now_ns)
 {
@@ -162,8 +157,8 @@ static void write_part(mk_thread_t *t, uint64_t now_ns)
     for (int k = 0; k < MK_K_COUNT; k++)
         p = mk_put_varint(p, t->bytes[k]);
     p = mk_put_varint(p, t->frees_unseen);
-    p = put_zigzag(p, t->live_bytes);
-    p = put_zigzag(p, t->live_blocks);
+    p = mk_put_varint(p, mk_zigzag(t->live_bytes));
+    p = mk_put_varint(p, mk_zigzag(t->live_blocks));
     p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_bytes));
     p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_blocks));
     p = mk_put_varint(p, nsites);

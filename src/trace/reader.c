@@ -389,12 +389,6 @@ static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
     return !c->err;
 }
 
-static int64_t get_zigzag(mk_cursor_t *c)
-{
-    uint64_t v = mk_get_varint(c);
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 /* A SUMMARY_PART: replaces the same state's earlier part. */
 static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
 {
@@ -409,8 +403,8 @@ static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
                 (pass ? p.bytes : p.counts)[k] = v;
         }
     p.frees_unseen = mk_get_varint(c);
-    p.live_bytes = get_zigzag(c);
-    p.live_blocks = get_zigzag(c);
+    p.live_bytes = mk_unzigzag(mk_get_varint(c));
+    p.live_blocks = mk_unzigzag(mk_get_varint(c));
     p.peak_bytes = mk_get_varint(c);
     p.peak_blocks = mk_get_varint(c);
     uint64_t n = mk_get_varint(c);

@@ -352,47 +352,11 @@ static bool absorb_end(mk_trace_t *tr, mk_cursor_t *c)
     return !c->err;
 }
 
-static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
+/* SUMMARY and SUMMARY_PART alike: varint nkinds, then nkinds calls and
+ * nkinds bytes; kinds this reader does not know are skipped. */
+static bool get_kind_totals(mk_cursor_t *c, uint64_t counts[MK_K_COUNT],
+                            uint64_t bytes[MK_K_COUNT])
 {
-    mk_trace_summary_t *s = &tr->summary;
-    uint64_t nkinds = mk_get_varint(c);
-    if (nkinds > 255)
-        return false;
-    for (uint64_t k = 0; k < nkinds; k++) {
-        uint64_t v = mk_get_varint(c);
-        if (k < MK_K_COUNT)
-            s->counts[k] = v;
-    }
-    for (uint64_t k = 0; k < nkinds; k++) {
-        uint64_t v = mk_get_varint(c);
-        if (k < MK_K_COUNT)
-            s->bytes[k] = v;
-    }
-    s->peak_bytes = mk_get_varint(c);
-    s->peak_blocks = mk_get_varint(c);
-    s->live_blocks = mk_get_varint(c);
-    s->live_bytes = mk_get_varint(c);
-    s->frees_live = mk_get_varint(c);
-    uint64_t n = mk_get_varint(c);
-    if (c->err || n > (uint64_t)(c->end - c->p) / 10)
-        return false;
-    free(s->sites);
-    s->sites = calloc(n ? n : 1, sizeof *s->sites);
-    if (!s->sites)
-        return false;
-    for (s->nsites = 0; s->nsites < n && !c->err; s->nsites++) {
-        s->sites[s->nsites].pc = mk_get_u64(c);
-        s->sites[s->nsites].calls = mk_get_varint(c);
-        s->sites[s->nsites].bytes = mk_get_varint(c);
-    }
-    s->present = !c->err;
-    return !c->err;
-}
-
-/* A SUMMARY_PART: replaces the same state's earlier part. */
-static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
-{
-    mk_summary_part_t p = {.id = mk_get_varint(c), .at_ns = mk_get_varint(c)};
     uint64_t nkinds = mk_get_varint(c);
     if (c->err || nkinds > 255)
         return false;
@@ -400,28 +364,67 @@ static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
         for (uint64_t k = 0; k < nkinds; k++) {
             uint64_t v = mk_get_varint(c);
             if (k < MK_K_COUNT)
-                (pass ? p.bytes : p.counts)[k] = v;
+                (pass ? bytes : counts)[k] = v;
         }
+    return !c->err;
+}
+
+/* And their sites: varint n, then n x (u64 pc, varint calls, varint bytes),
+ * into a new array; NULL if malformed or out of memory. */
+static mk_summary_site_t *get_sites(mk_cursor_t *c, size_t *nsites)
+{
+    uint64_t n = mk_get_varint(c);
+    if (c->err || n > (uint64_t)(c->end - c->p) / 10) /* 10: a site's least bytes */
+        return NULL;
+    mk_summary_site_t *sites = calloc(n ? n : 1, sizeof *sites);
+    if (!sites)
+        return NULL;
+    for (uint64_t i = 0; i < n && !c->err; i++) {
+        sites[i].pc = mk_get_u64(c);
+        sites[i].calls = mk_get_varint(c);
+        sites[i].bytes = mk_get_varint(c);
+    }
+    if (c->err) {
+        free(sites);
+        return NULL;
+    }
+    *nsites = (size_t)n;
+    return sites;
+}
+
+static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
+{
+    mk_trace_summary_t *s = &tr->summary;
+    if (!get_kind_totals(c, s->counts, s->bytes))
+        return false;
+    s->peak_bytes = mk_get_varint(c);
+    s->peak_blocks = mk_get_varint(c);
+    s->live_blocks = mk_get_varint(c);
+    s->live_bytes = mk_get_varint(c);
+    s->frees_live = mk_get_varint(c);
+    mk_summary_site_t *sites = get_sites(c, &s->nsites);
+    if (!sites)
+        return false;
+    free(s->sites);
+    s->sites = sites;
+    s->present = true;
+    return true;
+}
+
+/* A SUMMARY_PART: replaces the same state's earlier part. */
+static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
+{
+    mk_summary_part_t p = {.id = mk_get_varint(c), .at_ns = mk_get_varint(c)};
+    if (!get_kind_totals(c, p.counts, p.bytes))
+        return false;
     p.frees_unseen = mk_get_varint(c);
     p.live_bytes = mk_unzigzag(mk_get_varint(c));
     p.live_blocks = mk_unzigzag(mk_get_varint(c));
     p.peak_bytes = mk_get_varint(c);
     p.peak_blocks = mk_get_varint(c);
-    uint64_t n = mk_get_varint(c);
-    if (c->err || n > (uint64_t)(c->end - c->p) / 10)
-        return false;
-    p.sites = calloc(n ? n : 1, sizeof *p.sites);
+    p.sites = get_sites(c, &p.nsites);
     if (!p.sites)
         return false;
-    for (p.nsites = 0; p.nsites < n && !c->err; p.nsites++) {
-        p.sites[p.nsites].pc = mk_get_u64(c);
-        p.sites[p.nsites].calls = mk_get_varint(c);
-        p.sites[p.nsites].bytes = mk_get_varint(c);
-    }
-    if (c->err) {
-        free(p.sites);
-        return false;
-    }
     size_t i = 0;
     while (i < tr->nparts && tr->parts[i].id != p.id)
         i++;

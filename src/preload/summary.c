@@ -140,33 +140,35 @@ void mk_summary_after_fork_child(void)
     atomic_store(&mk_summary_peak_blocks, blocks);
 }
 
-/* Writes the thread's SUMMARY_PART: its own counts, share and sites. */
-static void write_part(mk_thread_t *t, uint64_t now_ns)
+/* ---- the records: SUMMARY and SUMMARY_PART share their layout's parts ---- */
+
+/* Bytes a record with nsites sites needs at most. */
+static size_t record_cap(size_t nsites)
 {
-    size_t nsites = t->sites ? t->sites->t.used : 0;
-    size_t cap = 128 + MK_K_COUNT * 2 * MK_VARINT_MAX + nsites * (8 + 2 * MK_VARINT_MAX);
-    uint8_t *raw =
-        mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return;
-    uint8_t *p = mk_put_varint(raw, t->state_id);
-    p = mk_put_varint(p, now_ns);
+    return 128 + MK_K_COUNT * 2 * MK_VARINT_MAX + nsites * (8 + 2 * MK_VARINT_MAX);
+}
+
+/* varint nkinds, then the calls and the bytes of every kind. */
+static uint8_t *put_kind_totals(uint8_t *p, const uint64_t counts[MK_K_COUNT],
+                                const uint64_t bytes[MK_K_COUNT])
+{
     p = mk_put_varint(p, MK_K_COUNT);
     for (int k = 0; k < MK_K_COUNT; k++)
-        p = mk_put_varint(p, t->counts[k]);
+        p = mk_put_varint(p, counts[k]);
     for (int k = 0; k < MK_K_COUNT; k++)
-        p = mk_put_varint(p, t->bytes[k]);
-    p = mk_put_varint(p, t->frees_unseen);
-    p = mk_put_varint(p, mk_zigzag(t->live_bytes));
-    p = mk_put_varint(p, mk_zigzag(t->live_blocks));
-    p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_bytes));
-    p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_blocks));
-    p = mk_put_varint(p, nsites);
-    size_t written = 0;
-    /* used counts the table's keys (sites are never removed), so the loop
-     * finds nsites of them; the bound keeps the buffer safe regardless. */
-    for (size_t i = 0; t->sites && i < t->sites->t.cap && written < nsites; i++) {
-        const mk_kv_t *s = &t->sites->t.slots[i];
+        p = mk_put_varint(p, bytes[k]);
+    return p;
+}
+
+/* varint n, then a site table's n entries: u64 key, varint calls, varint
+ * bytes. used counts the table's keys (sites are never removed), so the loop
+ * finds n of them; the bound keeps record_cap's buffer safe regardless. */
+static uint8_t *put_sites(uint8_t *p, const mk_kv_table_t *sites)
+{
+    size_t n = sites ? sites->used : 0, written = 0;
+    p = mk_put_varint(p, n);
+    for (size_t i = 0; sites && i < sites->cap && written < n; i++) {
+        const mk_kv_t *s = &sites->slots[i];
         if (!s->key)
             continue;
         p = mk_put_u64(p, s->key);
@@ -174,10 +176,29 @@ static void write_part(mk_thread_t *t, uint64_t now_ns)
         p = mk_put_varint(p, s->b);
         written++;
     }
-    assert(written == nsites);
-    (void)written;
+    assert(written == n);
+    return p;
+}
+
+/* Writes the thread's SUMMARY_PART: its own counts, share and sites. */
+static void write_part(mk_thread_t *t, uint64_t now_ns)
+{
+    const mk_kv_table_t *sites = t->sites ? &t->sites->t : NULL;
+    size_t cap = record_cap(sites ? sites->used : 0);
+    uint8_t *raw = mk_pages_zeroed(cap);
+    if (!raw)
+        return;
+    uint8_t *p = mk_put_varint(raw, t->state_id);
+    p = mk_put_varint(p, now_ns);
+    p = put_kind_totals(p, t->counts, t->bytes);
+    p = mk_put_varint(p, t->frees_unseen);
+    p = mk_put_varint(p, mk_zigzag(t->live_bytes));
+    p = mk_put_varint(p, mk_zigzag(t->live_blocks));
+    p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_bytes));
+    p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_blocks));
+    p = put_sites(p, sites);
     mk_output_record(NULL, MK_REC_SUMMARY_PART, raw, (size_t)(p - raw));
-    munmap(raw, cap);
+    mk_pages_release(raw, cap);
 }
 
 /* A checkpoint if this thread's is due (see the top of the file). Called in
@@ -230,16 +251,11 @@ void mk_summary_write(void)
             d->b += s->b;
         }
     }
-    size_t cap = 64 + MK_K_COUNT * 2 * MK_VARINT_MAX + all.used * (8 + 2 * MK_VARINT_MAX);
-    uint8_t *raw =
-        mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
+    size_t cap = record_cap(all.used);
+    uint8_t *raw = mk_pages_zeroed(cap);
+    if (!raw)
         return;
-    uint8_t *p = mk_put_varint(raw, MK_K_COUNT);
-    for (int k = 0; k < MK_K_COUNT; k++)
-        p = mk_put_varint(p, counts[k]);
-    for (int k = 0; k < MK_K_COUNT; k++)
-        p = mk_put_varint(p, bytes[k]);
+    uint8_t *p = put_kind_totals(raw, counts, bytes);
     long long live_b, live_n;
     live_totals(&live_b, &live_n);
     raise_peak(&mk_summary_peak_bytes, live_b); /* the last sample may be behind */
@@ -249,16 +265,9 @@ void mk_summary_write(void)
     p = mk_put_varint(p, (uint64_t)(live_n > 0 ? live_n : 0));
     p = mk_put_varint(p, (uint64_t)(live_b > 0 ? live_b : 0));
     p = mk_put_varint(p, counts[MK_K_FREE] - frees_unseen); /* memanalyze's Frees */
-    p = mk_put_varint(p, all.used);
-    for (size_t i = 0; i < all.cap; i++) {
-        if (!all.slots[i].key)
-            continue;
-        p = mk_put_u64(p, all.slots[i].key);
-        p = mk_put_varint(p, all.slots[i].a);
-        p = mk_put_varint(p, all.slots[i].b);
-    }
+    p = put_sites(p, &all);
     mk_output_record(NULL, MK_REC_SUMMARY, raw, (size_t)(p - raw));
-    munmap(raw, cap);
+    mk_pages_release(raw, cap);
     if (all.slots)
         munmap(all.slots, all.cap * sizeof(mk_kv_t));
 }

@@ -123,7 +123,8 @@ static int by_caller_calls(const void *a, const void *b)
     return (x->calls < y->calls) - (x->calls > y->calls);
 }
 
-static void site_callers(const text_t *t, const mk_row_t *site)
+/* row_of[i]: which shown line row stack row i rolls up to, or -1. */
+static void site_callers(const text_t *t, const int *row_of, int row)
 {
     mk_report_t *r = t->r;
     caller_t *callers = calloc(MK_CALLERS_KEPT, sizeof *callers);
@@ -133,10 +134,10 @@ static void site_callers(const text_t *t, const mk_row_t *site)
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
         uint32_t depth;
+        if (row_of[i] != row)
+            continue;
         const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
-        if (depth < 2 || !r->sites[i].agg.calls ||
-            strcmp(mk_report_rollup_name(r, r->sites[i].stack, true, buf, sizeof buf),
-                   site->name) != 0)
+        if (depth < 2 || !r->sites[i].agg.calls)
             continue;
         const char *label = mk_frame_long(&f[1], buf, sizeof buf);
         size_t j = 0;
@@ -174,16 +175,29 @@ static void top_list(const text_t *t, int top)
         return;
     fprintf(t->out, "Top call sites by allocations%s:\n",
             r->prof.from_summary ? " (calling instruction)" : "");
-    for (size_t i = 0; i < n && i < (size_t)top; i++) {
+    size_t shown = n < (size_t)top ? n : (size_t)top;
+    /* Each stack's line, named once: which shown row it belongs to. */
+    int *row_of = r->nlines ? malloc((r->nsites ? r->nsites : 1) * sizeof *row_of) : NULL;
+    for (size_t i = 0; row_of && i < r->nsites; i++) {
+        char buf[1024];
+        const char *name =
+            mk_report_rollup_name(r, r->sites[i].stack, true, buf, sizeof buf);
+        row_of[i] = -1;
+        for (size_t j = 0; j < shown && row_of[i] < 0; j++)
+            if (strcmp(rows[j].name, name) == 0)
+                row_of[i] = (int)j;
+    }
+    for (size_t i = 0; i < shown; i++) {
         uint32_t depth;
         const mk_frame_t *f = mk_names_stack(r->names, rows[i].stack, &depth);
         char where[1024];
         fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
                 rows[i].agg.calls, rows[i].agg.bytes,
                 depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
-        if (r->nlines)
-            site_callers(t, &rows[i]);
+        if (row_of)
+            site_callers(t, row_of, (int)i);
     }
+    free(row_of);
 }
 
 static void stack_lines(const text_t *t, uint32_t stack, int max_frames,

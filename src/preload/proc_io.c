@@ -143,7 +143,7 @@ uint64_t mk_io_mark(void)
 {
     uint64_t cost = 0;
     mk_io_t mine = {{0}};
-    return atomic_load(&started) && add_own_thread(&mine, &cost) ? mine.v[0]
+    return atomic_load(&started) && add_own_thread(&mine, &cost) ? mine.v[MK_IO_RCHAR]
                                                                  : MK_IO_NO_MARK;
 }
 
@@ -152,11 +152,12 @@ void mk_io_own_since(uint64_t mark)
     uint64_t cost = 0;
     mk_io_t mine = {{0}};
 
-    if (mark == MK_IO_NO_MARK || !add_own_thread(&mine, &cost) || mine.v[0] < mark)
+    if (mark == MK_IO_NO_MARK || !add_own_thread(&mine, &cost) ||
+        mine.v[MK_IO_RCHAR] < mark)
         return;
     /* Everything the thread read from the mark on was ours: the mark's own
      * read, what it bracketed, and this read (counted once it returns). */
-    atomic_fetch_add(&own_reads, mine.v[0] - mark + cost);
+    atomic_fetch_add(&own_reads, mine.v[MK_IO_RCHAR] - mark + cost);
 }
 
 static uint64_t less(uint64_t a, uint64_t b)

@@ -214,40 +214,48 @@ static void stack_lines(const text_t *t, uint32_t stack, int max_frames,
         fprintf(t->out, "%s... %u more frames\n", indent, depth - (uint32_t)max_frames);
 }
 
-/* The label of row i of the n shown: a stack row whose innermost frame reads
- * like another shown stack row's (one line reached from two callers) adds
- * its caller as memkit diff writes it, "xmalloc (make) <- parse_file_seq
- * (make)", so that the rows do not read the same. */
-static const char *shown_label(const text_t *t, const mk_row_t *rows, size_t n, size_t i,
-                               char *buf, size_t cap)
+/* The labels of the n rows shown, each row's named once: a stack row whose
+ * innermost frame reads like another shown stack row's (one line reached
+ * from two callers) adds its caller as memkit diff writes it, "xmalloc
+ * (make) <- parse_file_seq (make)", so that the rows do not read the same.
+ * A malloc'd array (free it), or NULL when out of memory: then the caller
+ * prints mk_row_label's. */
+typedef char label_t[1024];
+
+static label_t *shown_labels(const text_t *t, const mk_row_t *rows, size_t n)
 {
-    const char *label = mk_row_label(t->r, &rows[i], buf, cap);
-    if (rows[i].name)
-        return label;
-    bool shared = false;
-    for (size_t j = 0; j < n && !shared; j++) {
-        char other[1024];
-        shared = j != i && !rows[j].name &&
-                 strcmp(mk_row_label(t->r, &rows[j], other, sizeof other), label) == 0;
+    label_t *labels = malloc((n ? n : 1) * sizeof *labels);
+    bool *shared = calloc(n ? n : 1, sizeof *shared);
+    if (!labels || !shared) {
+        free(labels);
+        free(shared);
+        return NULL;
     }
-    uint32_t depth;
-    const mk_frame_t *f = mk_names_stack(t->r->names, rows[i].stack, &depth);
-    if (!shared || depth < 2)
-        return label;
-    /* label may be buf itself: append to it (a longer label is cut; its
-     * start says most). */
-    char caller[1024];
-    const char *parts[2] = {" <- ", mk_frame_label(&f[1], caller, sizeof caller)};
-    size_t len = strlen(label);
-    if (label != buf) {
-        len = len < cap - 1 ? len : cap - 1;
-        memmove(buf, label, len);
+    for (size_t i = 0; i < n; i++) {
+        const char *label = mk_row_label(t->r, &rows[i], labels[i], sizeof labels[i]);
+        if (label != labels[i])
+            snprintf(labels[i], sizeof labels[i], "%s", label);
     }
-    for (int k = 0; k < 2; k++)
-        for (const char *c = parts[k]; *c && len < cap - 1; c++)
-            buf[len++] = *c;
-    buf[len] = 0;
-    return buf;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (!rows[i].name && !rows[j].name && strcmp(labels[i], labels[j]) == 0)
+                shared[i] = shared[j] = true;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t depth;
+        const mk_frame_t *f = mk_names_stack(t->r->names, rows[i].stack, &depth);
+        if (!shared[i] || depth < 2)
+            continue;
+        /* a longer label is cut: its start says most */
+        char caller[1024];
+        const char *parts[2] = {" <- ", mk_frame_label(&f[1], caller, sizeof caller)};
+        size_t len = strlen(labels[i]);
+        for (int k = 0; k < 2; k++)
+            for (const char *c = parts[k]; *c && len < sizeof labels[i] - 1; c++)
+                labels[i][len++] = *c;
+        labels[i][len] = 0;
+    }
+    free(shared);
+    return labels;
 }
 
 static void site_table(const text_t *t, const char *title, const mk_row_t *rows, size_t n,
@@ -263,6 +271,7 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
     fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n", "calls", "bytes", "at peak",
             "leaked", lines ? "life/lines" : "median life", "med size", "site");
     size_t shown = n < (size_t)top ? n : (size_t)top;
+    label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
         const mk_stack_agg_t *g = &rows[i].agg;
         uint64_t life = mk_hist_median(g->life_hist);
@@ -275,8 +284,9 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
                 mk_fmt_bytes(g->peak_bytes, c, sizeof c),
                 mk_fmt_bytes(g->leaked_bytes, d, sizeof d), g->frees ? e : "-",
                 mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s),
-                shown_label(t, rows, shown, i, label, sizeof label));
+                labels ? labels[i] : mk_row_label(t->r, &rows[i], label, sizeof label));
     }
+    free(labels);
 }
 
 static int by_peak(const void *x, const void *y)
@@ -318,13 +328,15 @@ static void peak_and_leaks(const text_t *t, int top)
     size_t shown = 0;
     while (shown < r->nsites && shown < (size_t)top && rows[shown].agg.peak_bytes)
         shown++;
+    label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
         char label[1024];
         fprintf(t->out, "%10s in %8s blocks  %s\n",
                 mk_fmt_bytes(rows[i].agg.peak_bytes, a, sizeof a),
                 mk_fmt_count(rows[i].agg.peak_blocks, c, sizeof c),
-                shown_label(t, rows, shown, i, label, sizeof label));
+                labels ? labels[i] : mk_row_label(r, &rows[i], label, sizeof label));
     }
+    free(labels);
 
     if (r->prof.live_blocks) {
         qsort(rows, r->nsites, sizeof *rows, by_leaked);

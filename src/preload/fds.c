@@ -153,7 +153,7 @@ MK_EXPORT int close(int fd)
     private_fd_t *p = find_private(fd);
     if (MK_LIKELY(p == NULL))
         return next_close()(fd);
-    if (!mk_guard) {
+    if (!mk_nested()) {
         errno = EBADF; /* the program never opened it */
         return -1;
     }
@@ -169,7 +169,7 @@ MK_EXPORT int close_range(unsigned first, unsigned last, int flags)
         errno = ENOSYS;
         return -1;
     }
-    if (mk_guard || !atomic_load_explicit(&private_count, memory_order_acquire))
+    if (mk_nested() || !atomic_load_explicit(&private_count, memory_order_acquire))
         return next(first, last, flags);
     for (unsigned from = first;;) {
         unsigned hole = last; /* the lowest private number in [from, last] */
@@ -193,7 +193,7 @@ MK_EXPORT int close_range(unsigned first, unsigned last, int flags)
 
 static int pipe_made(int rc, int fds[2], int flags)
 {
-    if (rc == 0 && mk_guard) { /* made inside memkit: libunwind's */
+    if (rc == 0 && mk_nested()) { /* made inside memkit: libunwind's */
         bool cloexec = (flags & O_CLOEXEC) != 0;
         fds[0] = mk_fd_make_private(fds[0], cloexec);
         fds[1] = mk_fd_make_private(fds[1], cloexec);

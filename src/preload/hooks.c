@@ -72,7 +72,7 @@ static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)
 
 static __attribute__((noinline)) MK_HOT_ALIGN void *summary_malloc(size_t n, uintptr_t ra)
 {
-    if (mk_guard) /* nested: C++ new's own malloc, strdup's... */
+    if (mk_nested()) /* C++ new's own malloc, strdup's... */
         return mk_real.malloc(n);
     mk_thread_t *t = mk_summary_enter();
     if (MK_UNLIKELY(!t))
@@ -114,7 +114,7 @@ static __attribute__((noinline)) void general_free(void *p)
 
 static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
 {
-    if (mk_guard) { /* nested: C++ delete's own free... */
+    if (mk_nested()) { /* C++ delete's own free... */
         mk_real.free(p);
         return;
     }

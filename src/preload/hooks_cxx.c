@@ -2,9 +2,9 @@
  * hooks_cxx.c - C++ operator new and delete, every variant, by their mangled
  * names. Each forwards to the next definition (libstdc++'s or libc++'s), so
  * new_handler loops and std::bad_alloc behave exactly as without memkit; the
- * malloc inside is unrecorded because the guard is set. This file is built
- * with -fexceptions: a throwing new unwinds through the hook, and the cleanup
- * below leaves the hook (in_hook flag and guard) on the way.
+ * malloc inside is unrecorded because the hook's in_hook flag is set. This
+ * file is built with -fexceptions: a throwing new unwinds through the hook,
+ * and the cleanup below leaves the hook (clears the flag) on the way.
  */
 #define _GNU_SOURCE
 #include "record.h"
@@ -51,8 +51,8 @@ static void leave_cleanup(mk_thread_t **t)
 /* ---- new ----
  *
  * As malloc and free (hooks.c): --summary-only's body and the general one
- * apart, behind a one-test dispatch. Both run the next operator with the
- * guard set, so the malloc inside it goes straight through unrecorded. */
+ * apart, behind a one-test dispatch. Both run the next operator inside the
+ * hook, so the malloc inside it goes straight through unrecorded. */
 
 #define NEW_HOOK(sym, kind, params, fn_type, args)                                       \
     static __attribute__((noinline)) void *general##sym(uintptr_t ra, STRIP params)      \
@@ -66,7 +66,7 @@ static void leave_cleanup(mk_thread_t **t)
     }                                                                                    \
     static __attribute__((noinline)) void *summary##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
-        if (mk_guard)                                                                    \
+        if (mk_nested())                                                                 \
             return CXX_NEXT(fn_type, #sym) args; /* nested */                            \
         mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();     \
         if (MK_UNLIKELY(!t))                                                             \
@@ -116,7 +116,7 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
     }                                                                                    \
     static __attribute__((noinline)) void summary##sym params                            \
     {                                                                                    \
-        if (mk_guard) {                                                                  \
+        if (mk_nested()) {                                                               \
             CXX_NEXT(fn_type, #sym) args; /* nested */                                   \
             return;                                                                      \
         }                                                                                \

@@ -10,9 +10,10 @@
  * process instead (summary.c).
  *
  * Invariants:
- *  - Nothing here allocates through the hooks: every hook sets the thread's
- *    guard before it does anything that might call malloc, and a call that
- *    finds the guard set goes straight to the real function, unrecorded.
+ *  - Nothing here allocates through the hooks: every hook sets its thread's
+ *    in_hook flag (the tracer's code outside hooks, the guard) before it does
+ *    anything that might call malloc, and a call that finds either set goes
+ *    straight to the real function, unrecorded (mk_nested).
  *  - A thread's buffer is written only by its owner thread; the final flush
  *    first stops new events and waits for events in flight (see mk_enter),
  *    so the event path has no lock and no atomic read-modify-write at all.
@@ -92,7 +93,8 @@ struct mk_thread {
     uint8_t *base[MK_S_COUNT];       /* their starts; sizes from mk_stream_cap */
     uint64_t anchor_ns, anchor_tick; /* the record's clock anchor */
     mk_addr_index_t live;            /* blocks this thread allocated (addr_index.h) */
-    atomic_int in_hook;              /* set while the owner records; see mk_enter */
+    atomic_int in_hook;              /* set while the owner is in a hook; see
+                                      * mk_enter and mk_nested */
     uint64_t prev_t, prev_addr;      /* decoder state of the current record */
     uint32_t time_zeros;             /* events since the last TIME pair, all 0
                                       * ticks after their previous one */
@@ -158,7 +160,9 @@ extern mk_real_fns_t mk_real MK_HIDDEN;
 extern mk_state_t mk_st MK_HIDDEN;
 /* The calling thread's tracer state, in one thread-local block so that a hook
  * finds both with one lookup of its offset. guard: set while the thread is
- * inside the tracer (its own calls go to the real functions, unrecorded).
+ * in the tracer's own code outside a hook (start-up, making its state, dlsym,
+ * fork, the end): its calls go to the real functions, unrecorded. Inside a
+ * hook, the state's in_hook flag says so instead (mk_nested).
  * no_state: its state could not be mapped; the thread runs untraced.
  * shielded: how many mk_shield scopes the thread is in (mk_shield). */
 typedef struct mk_tls {
@@ -305,7 +309,7 @@ static inline uint64_t mk_ticks(void)
 
 MK_HIDDEN mk_thread_t *mk_enter_slow(void);
 
-/* Enter a hook: returns the thread state with the guard set, or NULL when the
+/* Enter a hook: returns the thread state with in_hook set, or NULL when the
  * call must go to the real function unrecorded (nested call, not tracing).
  *
  * No atomic read-modify-write here: the thread announces itself with a plain
@@ -383,14 +387,24 @@ static inline void mk_unshield(const mk_shield_t *s)
 static inline void mk_leave(mk_thread_t *t)
 {
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);
-    mk_guard = 0;
+}
+
+/* Is the calling thread inside memkit, so that its call must go to the real
+ * function unrecorded (strdup's malloc, operator new's, a signal handler's
+ * that interrupted a hook, libunwind's)? Inside a hook, its in_hook flag
+ * says so: the one store that tells a flusher to wait also tells a nested
+ * call to pass, and the hot paths pay for no second flag. Outside one, in
+ * the tracer's own code, the guard does. */
+static inline bool mk_nested(void)
+{
+    mk_thread_t *t = mk_self;
+    return mk_guard || (t && atomic_load_explicit(&t->in_hook, memory_order_relaxed));
 }
 
 /* The thread (not nested, with its state) announces itself; false when
- * tracing is not on, the guard and flag then cleared again. */
+ * tracing is not on, the flag then cleared again. */
 static inline bool mk_announce(mk_thread_t *t)
 {
-    mk_guard = 1;
     atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
     atomic_signal_fence(
         memory_order_seq_cst); /* compiler order; membarrier does the rest */
@@ -403,7 +417,7 @@ static inline bool mk_announce(mk_thread_t *t)
 
 static inline mk_thread_t *mk_enter(void)
 {
-    if (MK_UNLIKELY(mk_guard))
+    if (MK_UNLIKELY(mk_nested()))
         return NULL;
     mk_thread_t *t = mk_self;
     if (MK_UNLIKELY(!t))

@@ -126,7 +126,7 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             return;                                                                      \
         }                                                                                \
         mk_summary_free(t, kind, (uintptr_t)p);                                          \
-        CXX_NEXT(fn_type, #sym) args; /* guarded: its free goes straight through */      \
+        CXX_NEXT(fn_type, #sym) args; /* in the hook: its free goes straight through */  \
         mk_leave(t);                                                                     \
     }                                                                                    \
     MK_EXPORT void sym params;                                                           \

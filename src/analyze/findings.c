@@ -59,8 +59,7 @@ static bool add(mk_report_t *r, size_t *cap, mk_finding_t f)
     if (!mk_grow((void **)&r->findings, cap, r->nfindings + 1, sizeof *r->findings))
         return false;
     f.fix = fixes[f.kind];
-    f.saving_ns = (double)f.removable * r->cost_ns;
-    r->findings[r->nfindings++] = f;
+    r->findings[r->nfindings++] = f; /* priced at the end */
     return true;
 }
 
@@ -221,7 +220,11 @@ bool mk_findings_compute(mk_report_t *r)
         if (!add(r, &cap, f))
             return false;
     }
-    if (r->findings)
-        qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving);
+    if (!r->nfindings)
+        return true; /* nothing to price: the machine's cost is not measured */
+    qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving);
+    double cost_ns = mk_report_cost_ns(r);
+    for (size_t i = 0; i < r->nfindings; i++)
+        r->findings[i].saving_ns = (double)r->findings[i].removable * cost_ns;
     return true;
 }

@@ -326,7 +326,7 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
     if (!build_rows(r))
         snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
                  path);
-    r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : mk_measure_malloc_free_ns();
+    r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : 0; /* 0: on first use */
     mk_findings_compute(r);
     return 0;
 }
@@ -413,6 +413,13 @@ static int by_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+double mk_report_cost_ns(mk_report_t *r)
+{
+    if (!(r->cost_ns > 0))
+        r->cost_ns = mk_measure_malloc_free_ns();
+    return r->cost_ns;
 }
 
 double mk_measure_malloc_free_ns(void)

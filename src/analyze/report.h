@@ -78,7 +78,8 @@ typedef struct mk_report {
     size_t nsites, nfunctions, nlines;
     mk_finding_t *findings; /* by saving, most first */
     size_t nfindings;
-    double cost_ns;        /* malloc+free pair used for savings */
+    double cost_ns;        /* malloc+free pair used for savings; 0 until
+                            * mk_report_cost_ns measures it */
     double duration_s;     /* of the traced run; 0 when unknown */
     const char *time_unit; /* "ns" for a trace, "line" for a log */
 } mk_report_t;
@@ -114,6 +115,12 @@ const char *mk_row_label(mk_report_t *r, const mk_row_t *row, char *buf, size_t 
 
 /* The cost of a malloc+free pair here, in ns (median of a few short runs). */
 double mk_measure_malloc_free_ns(void);
+
+/* The malloc+free cost that prices r's findings: the one given in the
+ * options, else this machine's, measured on first use. Measuring takes about
+ * 7 ms, and most inputs have no finding to price: a --summary-only trace
+ * never has one, and `memkit trace` prints its summary after every run. */
+double mk_report_cost_ns(mk_report_t *r);
 
 /* Renderers (report_text.c, report_json.c, report_html.c, report_collapsed.c). */
 /* brief: the summary `memkit trace` prints (totals, top sites, top findings). */

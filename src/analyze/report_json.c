@@ -269,7 +269,7 @@ void mk_render_json(mk_report_t *r, FILE *out, int top)
     input(&j, r);
     totals(&j, r);
     mk_json_key(&j, "malloc_free_ns");
-    mk_json_double(&j, r->cost_ns);
+    mk_json_double(&j, mk_report_cost_ns(r));
     mk_json_key(&j, "histograms");
     mk_json_begin_object(&j);
     hist(&j, "size", r->prof.size_hist);

@@ -366,11 +366,11 @@ static void findings(const text_t *t, int top, bool brief)
     }
     if (brief) {
         fprintf(t->out, "Findings (malloc+free costs %s here):\n",
-                mk_fmt_ns(r->cost_ns, c, sizeof c));
+                mk_fmt_ns(mk_report_cost_ns(r), c, sizeof c));
     } else {
         snprintf(head, sizeof head,
                  "Findings (%zu; malloc+free costs %s on this machine)", r->nfindings,
-                 mk_fmt_ns(r->cost_ns, c, sizeof c));
+                 mk_fmt_ns(mk_report_cost_ns(r), c, sizeof c));
         heading(t, head);
     }
     for (size_t i = 0; i < r->nfindings && i < (size_t)top; i++) {

@@ -429,12 +429,10 @@ static bool absorb_part(mk_trace_t *tr, mk_cursor_t *c)
     while (i < tr->nparts && tr->parts[i].id != p.id)
         i++;
     if (i == tr->nparts) {
-        mk_summary_part_t *grown = realloc(tr->parts, (tr->nparts + 1) * sizeof *grown);
-        if (!grown) {
+        if (!mk_grow((void **)&tr->parts, &tr->parts_cap, i + 1, sizeof *tr->parts)) {
             free(p.sites);
             return false;
         }
-        tr->parts = grown;
         tr->nparts++;
     } else {
         free(tr->parts[i].sites);

@@ -107,7 +107,7 @@ typedef struct mk_trace {
     mk_trace_end_t end;
     mk_trace_summary_t summary;
     mk_summary_part_t *parts; /* one per thread state, its latest */
-    size_t nparts;
+    size_t nparts, parts_cap;
     mk_module_t *modules; /* every snapshot's modules, newest last */
     size_t nmodules, modules_cap;
     mk_stack_def_t *stacks; /* indexed by id */

@@ -402,6 +402,19 @@ const char *mk_row_label(mk_report_t *r, const mk_row_t *row, char *buf, size_t 
     return depth ? mk_frame_label(f, buf, cap) : "(no stack)";
 }
 
+const char *mk_row_label_with_caller(mk_report_t *r, const mk_row_t *row, char *buf,
+                                     size_t cap)
+{
+    uint32_t depth = 0;
+    const mk_frame_t *f = row->name ? NULL : mk_names_stack(r->names, row->stack, &depth);
+    if (!f || depth < 2)
+        return mk_row_label(r, row, buf, cap);
+    char inner[1024], caller[1024];
+    snprintf(buf, cap, "%s <- %s", mk_frame_label(&f[0], inner, sizeof inner),
+             mk_frame_label(&f[1], caller, sizeof caller));
+    return buf;
+}
+
 static double now_ns(void)
 {
     struct timespec ts;

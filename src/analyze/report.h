@@ -113,6 +113,12 @@ const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, 
 /* The label of a row: its name, or its stack's innermost frame. */
 const char *mk_row_label(mk_report_t *r, const mk_row_t *row, char *buf, size_t cap);
 
+/* A stack row's label with its caller, "xmalloc (make) <- parse_file_seq
+ * (make)": enough to tell apart two stacks through the same wrapper.
+ * mk_row_label's for a named row or a stack of one frame. */
+const char *mk_row_label_with_caller(mk_report_t *r, const mk_row_t *row, char *buf,
+                                     size_t cap);
+
 /* The cost of a malloc+free pair here, in ns (median of a few short runs). */
 double mk_measure_malloc_free_ns(void);
 

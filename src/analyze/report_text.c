@@ -241,18 +241,10 @@ static label_t *shown_labels(const text_t *t, const mk_row_t *rows, size_t n)
             if (!rows[i].name && !rows[j].name && strcmp(labels[i], labels[j]) == 0)
                 shared[i] = shared[j] = true;
     for (size_t i = 0; i < n; i++) {
-        uint32_t depth;
-        const mk_frame_t *f = mk_names_stack(t->r->names, rows[i].stack, &depth);
-        if (!shared[i] || depth < 2)
-            continue;
-        /* a longer label is cut: its start says most */
-        char caller[1024];
-        const char *parts[2] = {" <- ", mk_frame_label(&f[1], caller, sizeof caller)};
-        size_t len = strlen(labels[i]);
-        for (int k = 0; k < 2; k++)
-            for (const char *c = parts[k]; *c && len < sizeof labels[i] - 1; c++)
-                labels[i][len++] = *c;
-        labels[i][len] = 0;
+        char with[1024]; /* a longer label is cut: its start says most */
+        if (shared[i])
+            snprintf(labels[i], sizeof labels[i], "%s",
+                     mk_row_label_with_caller(t->r, &rows[i], with, sizeof with));
     }
     free(shared);
     return labels;

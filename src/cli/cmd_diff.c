@@ -143,19 +143,10 @@ static uint64_t total_of(const mk_report_t *r, const total_t *t)
     return *(const uint64_t *)((const char *)&r->prof + t->off);
 }
 
-/* A site in one line: its two innermost frames, enough to tell apart two
- * stacks through the same wrapper. */
-static void label_of(mk_report_t *r, const change_t *c, char *buf, size_t cap)
+/* A site in one line: its two innermost frames (mk_row_label_with_caller). */
+static const char *label_of(mk_report_t *r, const change_t *c, char *buf, size_t cap)
 {
-    const mk_row_t *row = c->after ? c->after : c->before;
-    uint32_t depth;
-    const mk_frame_t *f = mk_names_stack(r->names, row->stack, &depth);
-    char a[1024], b[1024];
-    if (depth >= 2)
-        snprintf(buf, cap, "%s <- %s", mk_frame_label(&f[0], a, sizeof a),
-                 mk_frame_label(&f[1], b, sizeof b));
-    else
-        mk_row_label(r, row, buf, cap);
+    return mk_row_label_with_caller(r, c->after ? c->after : c->before, buf, cap);
 }
 
 static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, size_t n,
@@ -179,7 +170,7 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         if (!c[i].delta)
             continue;
         k++;
-        label_of(c[i].after ? a : b, &c[i], label, sizeof label);
+        const char *site = label_of(c[i].after ? a : b, &c[i], label, sizeof label);
         fprintf(out, "%14s %14s %14s  %s%s\n",
                 mk_fmt_count(c[i].before ? c[i].before->agg.calls : 0, x, sizeof x),
                 mk_fmt_count(c[i].after ? c[i].after->agg.calls : 0, y, sizeof y),
@@ -188,7 +179,7 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
                        mk_fmt_count((uint64_t)-c[i].delta, z + 1, sizeof z - 1), z)
                     : (z[0] = '+',
                        mk_fmt_count((uint64_t)c[i].delta, z + 1, sizeof z - 1), z),
-                label,
+                site,
                 !c[i].before  ? " (new)"
                 : !c[i].after ? " (gone)"
                               : "");

@@ -173,8 +173,18 @@ static int by_pid_seq(const void *a, const void *b)
     return x->seq - y->seq;
 }
 
-/* The traces this run wrote: PREFIX.<digits>[.<digits>].mkt with our run id. */
-static size_t find_traces(const char *prefix, const char *run_id, found_t **out)
+/* Files whose contents changed before this second (the wall clock) are
+ * traces of earlier runs: a directory where memkit ran a thousand times is
+ * not opened a thousand times to find one run's traces. The margin covers
+ * file times taken from a clock that runs a tick behind; a file system whose
+ * clock is further off (a remote server's) fails the filter for every trace
+ * of the run, the main one too, and then find_traces looks at every file. */
+#define MK_TRACE_MTIME_MARGIN 2
+
+/* The traces this run wrote: PREFIX.<digits>[.<digits>].mkt with our run id,
+ * among those changed at or after since (0: all). */
+static size_t find_traces(const char *prefix, const char *run_id, time_t since,
+                          found_t **out)
 {
     char dirbuf[PATH_MAX], basebuf[PATH_MAX];
     snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
@@ -202,6 +212,9 @@ static size_t find_traces(const char *prefix, const char *run_id, found_t **out)
                 name[blen + (size_t)used] != 0)
                 continue;
         }
+        struct stat st;
+        if (since && fstatat(dirfd(d), name, &st, 0) == 0 && st.st_mtim.tv_sec < since)
+            continue; /* an earlier run's: it cannot carry our run id */
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, name);
         char err[512];
@@ -224,6 +237,16 @@ static size_t find_traces(const char *prefix, const char *run_id, found_t **out)
         qsort(list, n, sizeof *list, by_pid_seq);
     *out = list;
     return n;
+}
+
+/* The trace of the process memkit started: the last image it exec'd. */
+static const found_t *find_main(const found_t *traces, size_t n, pid_t pid)
+{
+    const found_t *main_trace = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (traces[i].pid == (uint32_t)pid)
+            main_trace = &traces[i];
+    return main_trace;
 }
 
 static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
@@ -332,12 +355,14 @@ int mk_cmd_trace(int argc, char **argv)
                 WTERMSIG(status), strsignal(WTERMSIG(status)));
 
     found_t *traces;
-    size_t n = find_traces(o.prefix, run_id, &traces);
-    const found_t *main_trace = NULL;
+    size_t n = find_traces(o.prefix, run_id, ts.tv_sec - MK_TRACE_MTIME_MARGIN, &traces);
+    const found_t *main_trace = find_main(traces, n, pid);
+    if (!main_trace) { /* a file system whose clock is off (find_traces) */
+        free(traces);
+        n = find_traces(o.prefix, run_id, 0, &traces);
+        main_trace = find_main(traces, n, pid);
+    }
     uint64_t main_calls = 0;
-    for (size_t i = 0; i < n; i++)
-        if (traces[i].pid == (uint32_t)pid)
-            main_trace = &traces[i]; /* the last image the process exec'd */
     if (!main_trace) {
         fprintf(stderr, "memkit: no trace was written for '%s'%s\n", cmd[0],
                 n ? "" : " (see any message above)");

@@ -6,11 +6,12 @@
 # threads. Prints medians of RUNS runs (default 3) and the ratios the
 # tracer's bars are about. Needs GNU time (/usr/bin/time) and heaptrack.
 #
-# Each traced run is paired with an untraced run just before it, and a
-# ratio is the median of those pairs' ratios: this machine's speed drifts by
-# up to 2x over seconds (the 2-thread loop most), and a pair taken within a
-# second sees the same machine, where medians of runs taken a minute apart
-# need not.
+# Each traced run is paired with an untraced run just before or after it
+# (alternately), and a ratio is the median of those pairs' ratios: this
+# machine's speed drifts by up to 2x over seconds (the 2-thread loop most),
+# and a pair taken within a second sees the same machine, where medians of
+# runs taken a minute apart need not. For a finer figure than a median of a
+# few pairs, pairs.sh takes many.
 set -u
 build=${1:-build}
 n=${2:-20000000}
@@ -44,13 +45,21 @@ measure() {
         awk '{printf "%.3f %s\n", $1 / 1000, $2}' >>"$work/$name"
 }
 
-# paired NAME CMD...: an untraced run, then CMD; appends CMD's time over the
-# untraced run's to $work/NAME.ratio.
+# paired NAME CMD...: an untraced run and CMD, back to back; appends CMD's
+# time over the untraced run's to $work/NAME.ratio. The order alternates
+# from run to run: here the second of two 2-thread runs is often the faster
+# (second over first 0.976x, median of 31 pairs of the same untraced run),
+# which always putting the untraced run first credits to the tracer.
 paired() {
     pair=$1 # not $name: measure sets that (sh has no locals)
     shift
-    measure "plain$threads" "$churn" "$n" "$threads"
-    measure "$pair" "$@"
+    if [ $((run % 2)) -eq 1 ]; then
+        measure "plain$threads" "$churn" "$n" "$threads"
+        measure "$pair" "$@"
+    else
+        measure "$pair" "$@"
+        measure "plain$threads" "$churn" "$n" "$threads"
+    fi
     base=$(tail -n 1 "$work/plain$threads" | cut -d' ' -f1)
     tail -n 1 "$work/$pair" | awk -v b="$base" '{printf "%.4f\n", $1 / (b > 0 ? b : 0.01)}' \
         >>"$work/$pair.ratio"
@@ -77,7 +86,7 @@ col() { cut -d' ' -f"$2" "$work/$1" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 echo "churn: $n iterations, live set 10,000, sizes 8-256; medians of $runs runs;"
-echo "a ratio is the median of each run's time over the untraced run just before it"
+echo "a ratio is the median of each run's time over the untraced run beside it"
 printf '%-34s %8s %15s %7s %9s %15s %7s\n' "" "1 thread" "[min-max]" "ratio" "2 threads" \
     "[min-max]" "ratio"
 pairs() { # pairs NAME: the median paired ratio, 1.00 for the untraced runs

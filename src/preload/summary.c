@@ -21,7 +21,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define MK_CHECKPOINT_FIRST_NS 1000000000ull        /* the first, 1 s into the run */
 #define MK_CHECKPOINT_MAX_NS   (64ull * 1000000000) /* the longest gap */
@@ -222,6 +221,13 @@ static void maybe_checkpoint(mk_thread_t *t)
         t->checkpoint_every_ns *= 2;
 }
 
+/* Gives back a table's slots through its own release. */
+static void release_table(mk_kv_table_t *t)
+{
+    if (t->slots)
+        t->release(t->slots, t->cap * sizeof *t->slots);
+}
+
 /* Writes the SUMMARY record: totals, peaks and every site. */
 void mk_summary_write(void)
 {
@@ -253,8 +259,10 @@ void mk_summary_write(void)
     }
     size_t cap = record_cap(all.used);
     uint8_t *raw = mk_pages_zeroed(cap);
-    if (!raw)
+    if (!raw) {
+        release_table(&all);
         return;
+    }
     uint8_t *p = put_kind_totals(raw, counts, bytes);
     long long live_b, live_n;
     live_totals(&live_b, &live_n);
@@ -268,6 +276,5 @@ void mk_summary_write(void)
     p = put_sites(p, &all);
     mk_output_record(NULL, MK_REC_SUMMARY, raw, (size_t)(p - raw));
     mk_pages_release(raw, cap);
-    if (all.slots)
-        munmap(all.slots, all.cap * sizeof(mk_kv_t));
+    release_table(&all);
 }

@@ -221,13 +221,6 @@ static void maybe_checkpoint(mk_thread_t *t)
         t->checkpoint_every_ns *= 2;
 }
 
-/* Gives back a table's slots through its own release. */
-static void release_table(mk_kv_table_t *t)
-{
-    if (t->slots)
-        t->release(t->slots, t->cap * sizeof *t->slots);
-}
-
 /* Writes the SUMMARY record: totals, peaks and every site. */
 void mk_summary_write(void)
 {
@@ -260,7 +253,7 @@ void mk_summary_write(void)
     size_t cap = record_cap(all.used);
     uint8_t *raw = mk_pages_zeroed(cap);
     if (!raw) {
-        release_table(&all);
+        mk_kv_release(&all);
         return;
     }
     uint8_t *p = put_kind_totals(raw, counts, bytes);
@@ -276,5 +269,5 @@ void mk_summary_write(void)
     p = put_sites(p, &all);
     mk_output_record(NULL, MK_REC_SUMMARY, raw, (size_t)(p - raw));
     mk_pages_release(raw, cap);
-    release_table(&all);
+    mk_kv_release(&all);
 }

@@ -65,6 +65,15 @@ static inline bool mk_kv_grow(mk_kv_table_t *t)
     return true;
 }
 
+/* Gives the table's slots back through its own release; empty after. */
+static inline void mk_kv_release(mk_kv_table_t *t)
+{
+    if (t->slots)
+        t->release(t->slots, t->cap * sizeof *t->slots);
+    t->slots = NULL;
+    t->cap = t->used = 0;
+}
+
 /* The slot holding key, or NULL. */
 static inline mk_kv_t *mk_kv_find(const mk_kv_table_t *t, uint64_t key)
 {

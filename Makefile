@@ -1,6 +1,9 @@
 # memkit - thin wrapper over CMake. The two commands a user needs:
 #   make demo    build into ./build, trace the bundled example before and after its fixes
 #   make test    build and run every test through ctest
+# Each first installs the Debian packages it needs and lacks (tools/packages.txt,
+# tools/deps.sh): as root directly, else with sudo -n, else it names the
+# apt-get line to run. NO_INSTALL=1 (or MEMKIT_NO_INSTALL=1) only checks.
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
 #       make fuzz (the trace reader, its EVENTS decoder, the curl-log reader and JSON
@@ -17,22 +20,39 @@ FUZZ_SECONDS ?= 60
 CLANG     ?= $(shell command -v clang-14 || command -v clang)
 CLANGXX   ?= $(shell command -v clang++-14 || command -v clang++)
 MAKEFLAGS += --no-print-directory
+DEPS      = MEMKIT_NO_INSTALL=$(if $(NO_INSTALL),$(NO_INSTALL),$${MEMKIT_NO_INSTALL:-0}) sh tools/deps.sh ensure
 
-.PHONY: all build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report fuzz install format clean
+# Configure and build into $(BUILD).
+define build_steps
+	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) --build $(BUILD) -j $(JOBS)
+endef
+
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report fuzz install format clean
 
 all: build
 
-build:
-	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@$(CMAKE) --build $(BUILD) -j $(JOBS)
+# Every package of every purpose (what CI has).
+deps:
+	@$(DEPS) build demo test
 
-demo: build
+build:
+	@$(DEPS) build
+	$(build_steps)
+
+demo:
+	@$(DEPS) build demo
+	$(build_steps)
 	@sh examples/demo.sh $(BUILD)
 
-test: build
-	@cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS)
+# Skipped tests are counted with their reasons; MEMKIT_NO_SKIP=1 (CI) fails on any.
+test:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh tools/run-tests.sh $(BUILD) $(JOBS)
 
 test-asan:
+	@$(DEPS) build test
 	@$(CMAKE) -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DMEMKIT_SANITIZE=address,undefined >/dev/null
 	@$(CMAKE) --build $(BUILD)-asan -j $(JOBS)
@@ -40,6 +60,7 @@ test-asan:
 	    $(CTEST) --output-on-failure -j $(JOBS) -LE install
 
 test-tsan:
+	@$(DEPS) build test
 	@$(CMAKE) -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DMEMKIT_SANITIZE=thread >/dev/null
 	@$(CMAKE) --build $(BUILD)-tsan -j $(JOBS)

@@ -54,7 +54,8 @@ for r in d["results"]:
         assert r["reason"], r
 PY
 else
-    echo "JSON sanity: skipped (python3 not installed)"
+    echo "SKIP: JSON sanity (python3 not installed; make test installs it)"
+    skipped=1
 fi
 
 # realtime: single-call latencies, first-vs-steady, and glibc with the tuned settings.
@@ -142,7 +143,8 @@ expect_status 0 "bench all --quick --json" "$memkit" bench --quick --json --roun
 cp "$tmp/out" "$tmp/all.jsonl"
 [ "$(wc -l <"$tmp/all.jsonl")" -eq 10 ] && ok || bad "one JSON line per workload"
 if [ -z "$schema" ]; then
-    echo "schema check: skipped (no schema path given)"
+    echo "SKIP: schema check (no schema path given)"
+    skipped=1
 elif python3 -c 'import jsonschema' 2>/dev/null; then
     python3 - "$schema" "$tmp/all.jsonl" <<'PY' && ok || bad "JSON against docs/bench-schema.json"
 import json, sys, jsonschema
@@ -163,7 +165,8 @@ d["results"].append({"allocator": "glibc", "status": "skipped"})
 assert list(v.iter_errors(d)), "a result without a reason passed the schema"
 PY
 else
-    echo "schema check: skipped (python3-jsonschema not installed; .ci/run installs it)"
+    echo "SKIP: schema check (python3-jsonschema not installed; make test installs it)"
+    skipped=1
 fi
 
 # --html: one self-contained page with every configuration's charts.
@@ -175,7 +178,8 @@ grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-benc
 grep -qE '<(script|link)[^>]* (src|href)=' "$tmp/b.html" && bad "the page loads something" || ok
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
-    echo "html render: skipped (no chromium here to load the page; .ci/run installs it)"
+    echo "SKIP: html render (no chromium here to load the page; make test installs it)"
+    skipped=1
 else
     timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
         --v=0 --dump-dom "file://$tmp/b.html" >"$tmp/dom" 2>"$tmp/console"

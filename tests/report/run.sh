@@ -132,7 +132,8 @@ html)
     grep -qE '<(script|link)[^>]* (src|href)=' "$work/p.html" && fail "the page loads something"
     browser=$(command -v chromium || command -v chromium-browser || true)
     if [ -z "$browser" ]; then
-        echo "SKIP [html]: no chromium here to load the page (.ci/run installs it)"
+        echo "SKIP [html]: no chromium here to load the page (make test installs it)"
+        skipped=1
     else
         # --dump-dom prints the page after its script ran; console errors go
         # to stderr with --enable-logging.
@@ -308,4 +309,6 @@ badinput)
     ;;
 esac
 [ "$fails" -eq 0 ] || exit 1
+# A part left out for a missing tool makes the whole test a skip, never a pass.
+[ -n "${skipped:-}" ] && exit 77
 echo "ok [$test]"

@@ -9,26 +9,26 @@ build=$1
 jobs=$2
 shift 2
 cd "$build" || exit 2
-${CTEST:-ctest} --output-on-failure -j "$jobs" "$@"
-rc=$?
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# ctest's own list of the tests that did not run names the skipped ones (its
+# log calls them passed); the reason is the SKIP line each printed.
+{ ${CTEST:-ctest} --output-on-failure -j "$jobs" "$@"; echo $? >"$out.rc"; } | tee "$out"
+rc=$(cat "$out.rc")
+rm -f "$out.rc"
 log=Testing/Temporary/LastTest.log
-[ -f "$log" ] || exit $rc
-# Each test's block in the log runs from "N/M Test: NAME" to its result line;
-# a skipped one ends in "Test Skipped" (older ctest: "Test Not Run").
-awk '/^[0-9]+\/[0-9]+ Test: / { name = $3; n = 0; delete why }
-     /SKIP/ && name != "" { why[n++] = $0 }
-     /^Test (Skipped|Not Run)/ && name != "" {
-         r = "no reason printed"
-         if (n > 0) { r = why[0]; for (i = 1; i < n; i++) r = r "; " why[i] }
-         printf "  %s: %s\n", name, r; name = "" }
-     /^Test (Passed|Failed)/ { name = "" }' "$log" >skipped.txt
+sed -n 's/^[ \t]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$out" | while read -r name; do
+    why=$(awk -v t="$name" '$0 ~ /^[0-9]+\/[0-9]+ Test: / { on = ($3 == t) }
+                            on && /^[ \t]*SKIP/ { printf "%s%s", sep, $0; sep = "; " }' "$log" 2>/dev/null)
+    echo "  $name: ${why:-no reason printed}"
+done >skipped.txt
 count=$(wc -l <skipped.txt)
 if [ "$count" -gt 0 ]; then
     echo "$count test(s) skipped:"
     cat skipped.txt
     if [ "${MEMKIT_NO_SKIP:-0}" = 1 ]; then
         echo "make test: MEMKIT_NO_SKIP=1 and $count test(s) skipped"
-        [ $rc = 0 ] && rc=1
+        [ "$rc" = 0 ] && rc=1
     fi
 fi
-exit $rc
+exit "$rc"

@@ -10,6 +10,9 @@
 #include "record.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -25,19 +28,165 @@ typedef void (*del_al_fn)(void *, size_t);
 typedef void (*del_sz_al_fn)(void *, size_t, size_t);
 typedef void (*del_al_nt_fn)(void *, size_t, const void *);
 
-/* The next definition of a C++ operator (libstdc++ may be loaded later than
- * we are, by dlopen). One that nothing defines cannot have been called. */
-static void *cxx_next(void *f)
+/* ---- finding the real operators ----
+ *
+ * The next definition is usually libstdc++'s, found by dlsym(RTLD_NEXT). A C
+ * program that dlopens a C++ library with RTLD_LOCAL (binutils' LTO plugin,
+ * Python extensions) has libstdc++ only in that library's local scope: its
+ * calls still bind to our operators (we are in the global scope), but
+ * RTLD_NEXT finds nothing. Then each loaded object is asked in its own scope,
+ * and the object that defines the operator is pinned (RTLD_NODELETE): the
+ * pointer we keep must outlive a dlclose of the plugin. When nothing defines
+ * it, the hook falls back to malloc/free semantics rather than abort a
+ * program that runs fine untraced. */
+
+#define CXX_MAX_OBJECTS 1024
+
+struct cxx_objects {
+    const char *names[CXX_MAX_OBJECTS];
+    int n;
+};
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    if (MK_LIKELY(f != NULL))
-        return f;
-    static const char msg[] = "memkit: no C++ runtime found for an operator new/delete\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-    abort();
+    (void)size;
+    struct cxx_objects *o = arg;
+    /* the main program's scope is the global one, where only we are found */
+    if (info->dlpi_name && info->dlpi_name[0] && o->n < CXX_MAX_OBJECTS)
+        o->names[o->n++] = info->dlpi_name;
+    return 0;
 }
 
-#define CXX_NEXT(type, name) ((type)cxx_next(NEXT(void *, name)))
+static bool in_this_object(const void *f)
+{
+    Dl_info self, it;
+    return dladdr((void *)collect_object, &self) && dladdr(f, &it) &&
+           self.dli_fbase == it.dli_fbase;
+}
+
+/* The operator `name` as some loaded object's own scope resolves it, with
+ * its defining object pinned; NULL when no object has one. */
+static void *cxx_find_in_scopes(const char *name)
+{
+    static struct cxx_objects objs; /* under the loader's lock: one scan at a time */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    void *found = NULL;
+
+    pthread_mutex_lock(&lock);
+    objs.n = 0;
+    dl_iterate_phdr(collect_object, &objs);
+    for (int i = 0; i < objs.n && !found; i++) {
+        void *h = dlopen(objs.names[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            continue;
+        void *f = dlsym(h, name);
+        Dl_info at;
+        if (f && !in_this_object(f) && dladdr(f, &at) && at.dli_fname) {
+            void *pin = dlopen(at.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+            if (pin) {
+                found = f;
+                dlclose(pin);
+            }
+        }
+        dlclose(h);
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+/* The real operator for a hook's call site: RTLD_NEXT, then the loaded
+ * objects' own scopes (cached in *slot once found); NULL when none exists. */
+static __attribute__((noinline)) void *cxx_next_slow(void **slot, const char *name)
+{
+    void *f = mk_next_symbol(slot, name);
+    if (f)
+        return f;
+    mk_guard++; /* dlopen and dlsym allocate */
+    f = cxx_find_in_scopes(name);
+    mk_guard--;
+    if (f)
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    else
+        mk_warn_once("memkit: no loaded object defines %s; memkit serves it with "
+                     "malloc/free",
+                     name);
+    return f;
+}
+
+#define CXX_NEXT(type, name)                                                             \
+    ({                                                                                   \
+        static void *slot_;                                                              \
+        void *next_ = __atomic_load_n(&slot_, __ATOMIC_ACQUIRE);                         \
+        (type)(MK_LIKELY(next_ != NULL) ? next_ : cxx_next_slow(&slot_, name));          \
+    })
+
+/* The operator itself, or its malloc/free stand-in when nothing defines it
+ * (a throwing new that cannot get memory then aborts: no runtime, no throw). */
+#define CXX_REAL(type, name, stand_in)                                                   \
+    ({                                                                                   \
+        type real_ = CXX_NEXT(type, name);                                               \
+        MK_LIKELY(real_ != NULL) ? real_ : (type)stand_in;                               \
+    })
+
+static void *stand_in_new(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+static void *stand_in_new_nt(size_t size, const void *nt)
+{
+    (void)nt;
+    return malloc(size ? size : 1);
+}
+
+static void *stand_in_new_al_nt(size_t size, size_t al, const void *nt)
+{
+    (void)nt;
+    void *p = NULL;
+    return posix_memalign(&p, al < sizeof(void *) ? sizeof(void *) : al, size ? size : 1)
+               ? NULL
+               : p;
+}
+
+static void *stand_in_new_al(size_t size, size_t al)
+{
+    void *p = stand_in_new_al_nt(size, al, NULL);
+    if (!p)
+        abort();
+    return p;
+}
+
+static void stand_in_del(void *p)
+{
+    free(p);
+}
+
+static void stand_in_del_x(void *p, size_t x)
+{
+    (void)x;
+    free(p);
+}
+
+static void stand_in_del_xy(void *p, size_t x, size_t y)
+{
+    (void)x, (void)y;
+    free(p);
+}
+
+static void stand_in_del_nt(void *p, const void *nt)
+{
+    (void)nt;
+    free(p);
+}
+
+static void stand_in_del_al_nt(void *p, size_t al, const void *nt)
+{
+    (void)al, (void)nt;
+    free(p);
+}
 
 static void leave_cleanup(mk_thread_t **t)
 {
@@ -54,10 +203,10 @@ static void leave_cleanup(mk_thread_t **t)
  * apart, behind a one-test dispatch. Both run the next operator inside the
  * hook, so the malloc inside it goes straight through unrecorded. */
 
-#define NEW_HOOK(sym, kind, params, fn_type, args)                                       \
+#define NEW_HOOK(sym, kind, params, fn_type, args, stand_in)                             \
     static __attribute__((noinline)) void *general##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
-        fn_type next = CXX_NEXT(fn_type, #sym);                                          \
+        fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
         SCOPED_ENTER();                                                                  \
         void *p = next args; /* may throw: the cleanup leaves */                         \
         if (t)                                                                           \
@@ -67,12 +216,12 @@ static void leave_cleanup(mk_thread_t **t)
     static __attribute__((noinline)) void *summary##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
         if (mk_nested())                                                                 \
-            return CXX_NEXT(fn_type, #sym) args; /* nested */                            \
+            return CXX_REAL(fn_type, #sym, stand_in) args; /* nested */                  \
         mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();     \
         if (MK_UNLIKELY(!t))                                                             \
             return general##sym(ra, STRIP args);                                         \
-        void *p =                                                                        \
-            CXX_NEXT(fn_type, #sym) args; /* may throw: uncounted, as in a trace */      \
+        void *p = CXX_REAL(fn_type, #sym, stand_in)                                      \
+            args; /* may throw: uncounted, as in a trace */                              \
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);                               \
         return p;                                                                        \
     }                                                                                    \
@@ -85,30 +234,32 @@ static void leave_cleanup(mk_thread_t **t)
     }
 
 #define ALIGN_ARG 0
-NEW_HOOK(_Znwm, MK_K_NEW, (size_t size), new_fn, (size))
-NEW_HOOK(_Znam, MK_K_NEW_ARRAY, (size_t size), new_fn, (size))
+NEW_HOOK(_Znwm, MK_K_NEW, (size_t size), new_fn, (size), stand_in_new)
+NEW_HOOK(_Znam, MK_K_NEW_ARRAY, (size_t size), new_fn, (size), stand_in_new)
 NEW_HOOK(_ZnwmRKSt9nothrow_t, MK_K_NEW, (size_t size, const void *nt), new_nt_fn,
-         (size, nt))
+         (size, nt), stand_in_new_nt)
 NEW_HOOK(_ZnamRKSt9nothrow_t, MK_K_NEW_ARRAY, (size_t size, const void *nt), new_nt_fn,
-         (size, nt))
+         (size, nt), stand_in_new_nt)
 #undef ALIGN_ARG
 #define ALIGN_ARG al
 NEW_HOOK(_ZnwmSt11align_val_t, MK_K_NEW_ALIGNED, (size_t size, size_t al), new_al_fn,
-         (size, al))
+         (size, al), stand_in_new_al)
 NEW_HOOK(_ZnamSt11align_val_t, MK_K_NEW_ARRAY_ALIGNED, (size_t size, size_t al),
-         new_al_fn, (size, al))
+         new_al_fn, (size, al), stand_in_new_al)
 NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ALIGNED,
-         (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt))
+         (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt),
+         stand_in_new_al_nt)
 NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
-         (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt))
+         (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt),
+         stand_in_new_al_nt)
 #undef ALIGN_ARG
 
 /* ---- delete ---- */
 
-#define DELETE_HOOK(sym, kind, params, fn_type, args)                                    \
+#define DELETE_HOOK(sym, kind, params, fn_type, args, stand_in)                          \
     static __attribute__((noinline)) void general##sym params                            \
     {                                                                                    \
-        fn_type next = CXX_NEXT(fn_type, #sym);                                          \
+        fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
         SCOPED_ENTER();                                                                  \
         if (t)                                                                           \
             record_free(t, kind, p);                                                     \
@@ -117,7 +268,7 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
     static __attribute__((noinline)) void summary##sym params                            \
     {                                                                                    \
         if (mk_nested()) {                                                               \
-            CXX_NEXT(fn_type, #sym) args; /* nested */                                   \
+            CXX_REAL(fn_type, #sym, stand_in) args; /* nested */                         \
             return;                                                                      \
         }                                                                                \
         mk_thread_t *t = mk_summary_enter();                                             \
@@ -126,7 +277,8 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             return;                                                                      \
         }                                                                                \
         mk_summary_free(t, kind, (uintptr_t)p);                                          \
-        CXX_NEXT(fn_type, #sym) args; /* in the hook: its free goes straight through */  \
+        CXX_REAL(fn_type, #sym, stand_in)                                                \
+        args; /* in the hook: its free goes straight through */                          \
         mk_leave(t);                                                                     \
     }                                                                                    \
     MK_EXPORT void sym params;                                                           \
@@ -138,22 +290,26 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             general##sym args;                                                           \
     }
 
-DELETE_HOOK(_ZdlPv, MK_K_DELETE, (void *p), del_fn, (p))
-DELETE_HOOK(_ZdaPv, MK_K_DELETE_ARRAY, (void *p), del_fn, (p))
-DELETE_HOOK(_ZdlPvm, MK_K_DELETE, (void *p, size_t n), del_sz_fn, (p, n))
-DELETE_HOOK(_ZdaPvm, MK_K_DELETE_ARRAY, (void *p, size_t n), del_sz_fn, (p, n))
+DELETE_HOOK(_ZdlPv, MK_K_DELETE, (void *p), del_fn, (p), stand_in_del)
+DELETE_HOOK(_ZdaPv, MK_K_DELETE_ARRAY, (void *p), del_fn, (p), stand_in_del)
+DELETE_HOOK(_ZdlPvm, MK_K_DELETE, (void *p, size_t n), del_sz_fn, (p, n), stand_in_del_x)
+DELETE_HOOK(_ZdaPvm, MK_K_DELETE_ARRAY, (void *p, size_t n), del_sz_fn, (p, n),
+            stand_in_del_x)
 DELETE_HOOK(_ZdlPvRKSt9nothrow_t, MK_K_DELETE, (void *p, const void *nt), del_nt_fn,
-            (p, nt))
+            (p, nt), stand_in_del_nt)
 DELETE_HOOK(_ZdaPvRKSt9nothrow_t, MK_K_DELETE_ARRAY, (void *p, const void *nt), del_nt_fn,
-            (p, nt))
-DELETE_HOOK(_ZdlPvSt11align_val_t, MK_K_DELETE, (void *p, size_t al), del_al_fn, (p, al))
+            (p, nt), stand_in_del_nt)
+DELETE_HOOK(_ZdlPvSt11align_val_t, MK_K_DELETE, (void *p, size_t al), del_al_fn, (p, al),
+            stand_in_del_x)
 DELETE_HOOK(_ZdaPvSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t al), del_al_fn,
-            (p, al))
+            (p, al), stand_in_del_x)
 DELETE_HOOK(_ZdlPvmSt11align_val_t, MK_K_DELETE, (void *p, size_t n, size_t al),
-            del_sz_al_fn, (p, n, al))
+            del_sz_al_fn, (p, n, al), stand_in_del_xy)
 DELETE_HOOK(_ZdaPvmSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t n, size_t al),
-            del_sz_al_fn, (p, n, al))
+            del_sz_al_fn, (p, n, al), stand_in_del_xy)
 DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE,
-            (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt))
+            (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt),
+            stand_in_del_al_nt)
 DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE_ARRAY,
-            (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt))
+            (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt),
+            stand_in_del_al_nt)

@@ -388,6 +388,23 @@ dlopen)
     expect "Strdups: 25"
     expect_re "^  1\. 25 calls, 650 bytes: dllib_allocate at dllib.c:[0-9]+ \(libdllib.so\)$"
     ;;
+cxxplugin)
+    # libstdc++ only in a plugin's local scope: the operators are found there,
+    # the program runs as untraced, every call is counted (full and summary).
+    "$progs/cxxplugin" "$progs/libcxxplugin_lib.so" >"$work/untraced" 2>&1 ||
+        fail "the program fails untraced"
+    for mode in "" --summary-only; do
+        rm -f "$work"/t.*
+        trace $mode -- "$progs/cxxplugin" "$progs/libcxxplugin_lib.so"
+        expect_status 0
+        expect "cxxplugin: done"
+        expect "News: 42"
+        expect "Deletes: 42"
+        expect "Aligned allocations: 2"
+        grep -q "no loaded object defines" "$out" && fail "fell back to malloc ($mode)"
+        report_whole "cxxplugin $mode"
+    done
+    ;;
 ctor)
     trace -- "$progs/ctor"
     expect_status 0

@@ -6,10 +6,15 @@
 #include "report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void mk_report_opts_default(mk_report_opts_t *o)
 {
@@ -192,10 +197,10 @@ static bool build_rows(mk_report_t *r)
 
 /* ---- loading ---- */
 
-static int load_trace(mk_report_t *r, const char *path, filter_t *flt, char *err,
-                      size_t errlen)
+static int load_trace(mk_report_t *r, const char *src, const char *path, filter_t *flt,
+                      char *err, size_t errlen)
 {
-    r->tr = mk_trace_open(path, err, errlen);
+    r->tr = mk_trace_open_named(src, path, err, errlen);
     if (!r->tr)
         return 2;
     r->kind = MK_INPUT_TRACE;
@@ -248,8 +253,8 @@ static int load_trace(mk_report_t *r, const char *path, filter_t *flt, char *err
     return 0;
 }
 
-static int load_log(mk_report_t *r, const char *path, filter_t *flt, char *err,
-                    size_t errlen)
+static int load_log(mk_report_t *r, const char *src, const char *path, filter_t *flt,
+                    char *err, size_t errlen)
 {
     if (r->opts.thread >= 0 || r->opts.from_s > 0 || r->opts.to_s > 0) {
         snprintf(err, errlen,
@@ -272,15 +277,90 @@ static int load_log(mk_report_t *r, const char *path, filter_t *flt, char *err,
     mk_profile_init(&r->prof, &po);
     if (!r->names)
         return snprintf(err, errlen, "out of memory"), 2;
-    if (!mk_memdebug_profile(path, &r->prof, r->names, &r->md, err, errlen))
+    if (!mk_memdebug_profile(src, &r->prof, r->names, &r->md, err, errlen))
         return 2;
     return 0;
 }
 
-/* What the file is, from its first bytes. */
-static int sniff(const char *path, bool *is_log, char *err, size_t errlen)
+/* Copies all of fd into a memory file: a pipe can be read only once, and the
+ * readers seek. Returns the copy's descriptor, or -1 with err set. */
+static int spool(int fd, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
+    int copy = memfd_create("memkit-input", MFD_CLOEXEC);
+    if (copy < 0) {
+        snprintf(err, errlen, "%s: cannot copy the piped input: %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            return copy;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(copy, buf + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                snprintf(err, errlen, "%s: cannot copy the piped input: %s", path,
+                         strerror(errno));
+                close(copy);
+                return -1;
+            }
+            done += w;
+        }
+    }
+    close(copy);
+    return -1;
+}
+
+/* Where the readers find path's bytes (src, PATH_MAX): path itself for a
+ * regular file; for a pipe, a FIFO, a terminal or "-" (standard input), a
+ * copy read once (r->spool_fd), named /proc/self/fd/N. */
+static int resolve_input(mk_report_t *r, const char *path, char *src, char *err,
+                         size_t errlen)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0 && !is_stdin)
+            close(fd);
+        return 2;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is a directory, not a trace or a memdebug log", path);
+        close(fd);
+        return 2;
+    }
+    if (S_ISREG(st.st_mode) && !is_stdin) {
+        close(fd);
+        snprintf(src, PATH_MAX, "%s", path);
+        return 0;
+    }
+    int copy = spool(fd, is_stdin ? "standard input" : path, err, errlen);
+    if (!is_stdin)
+        close(fd);
+    if (copy < 0)
+        return 2;
+    r->spool_fd = copy;
+    r->spooled = true;
+    snprintf(src, PATH_MAX, "/proc/self/fd/%d", copy);
+    return 0;
+}
+
+/* What the file is, from its first bytes. */
+static int sniff(const char *src, const char *path, bool *is_log, char *err,
+                 size_t errlen)
+{
+    FILE *f = fopen(src, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return 2;
@@ -289,7 +369,8 @@ static int sniff(const char *path, bool *is_log, char *err, size_t errlen)
     size_t n = fread(head, 1, sizeof head, f);
     fclose(f);
     if (n == 0) {
-        snprintf(err, errlen, "%s: empty file, not a trace or a memdebug log", path);
+        snprintf(err, errlen, "%s: empty file, not a trace or a memdebug log",
+                 strcmp(path, "-") ? path : "standard input");
         return 2;
     }
     *is_log = mk_memdebug_sniff(head, n);
@@ -306,15 +387,21 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
     else
         mk_report_opts_default(&r->opts);
     bool is_log = false;
-    if (sniff(path, &is_log, err, errlen))
+    char src[PATH_MAX];
+    if (resolve_input(r, path, src, err, errlen) ||
+        sniff(src, path, &is_log, err, errlen)) {
+        mk_report_free(r);
         return 2;
+    }
     filter_t *flt = calloc(1, sizeof *flt);
-    if (!flt)
+    if (!flt) {
+        mk_report_free(r);
         return snprintf(err, errlen, "out of memory"), 2;
+    }
     flt->r = r;
     flt->memo = mk_kv_heap_table();
-    int rc = is_log ? load_log(r, path, flt, err, errlen)
-                    : load_trace(r, path, flt, err, errlen);
+    int rc = is_log ? load_log(r, src, path, flt, err, errlen)
+                    : load_trace(r, src, path, flt, err, errlen);
     free(flt->memo.slots);
     free(flt);
     if (rc) {
@@ -348,6 +435,8 @@ void mk_report_free(mk_report_t *r)
     mk_names_free(r->names);
     if (r->tr)
         mk_trace_close(r->tr);
+    if (r->spooled)
+        close(r->spool_fd);
     memset(r, 0, sizeof *r);
 }
 

@@ -82,9 +82,12 @@ typedef struct mk_report {
                             * mk_report_cost_ns measures it */
     double duration_s;     /* of the traced run; 0 when unknown */
     const char *time_unit; /* "ns" for a trace, "line" for a log */
+    int spool_fd;          /* a piped input's copy (memfd), when spooled */
+    bool spooled;
 } mk_report_t;
 
-/* Reads and analyses path. Returns 0 with r filled (r->partial and
+/* Reads and analyses path ("-": standard input; a pipe or FIFO is read once,
+ * into memory). Returns 0 with r filled (r->partial and
  * r->problem say when the input was cut or damaged), or 2 with a one-line
  * reason in err when nothing could be read. */
 int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opts,

@@ -212,13 +212,24 @@ static size_t find_traces(const char *prefix, const char *run_id, time_t since,
                 name[blen + (size_t)used] != 0)
                 continue;
         }
+        /* Opened without blocking or following links, and read only when a
+         * regular file: a FIFO or a link planted under a trace's name (in
+         * /tmp, anyone can) must not hang the run or point it elsewhere. */
+        int fd = openat(dirfd(d), name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
-        if (since && fstatat(dirfd(d), name, &st, 0) == 0 && st.st_mtim.tv_sec < since)
-            continue; /* an earlier run's: it cannot carry our run id */
-        char path[PATH_MAX];
+        if (fd < 0)
+            continue;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+            (since && st.st_mtim.tv_sec < since)) {
+            close(fd); /* not a trace, or an earlier run's: not ours */
+            continue;
+        }
+        char path[PATH_MAX], src[64];
         snprintf(path, sizeof path, "%s/%s", dir, name);
+        snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
         char err[512];
-        mk_trace_t *tr = mk_trace_open(path, err, sizeof err);
+        mk_trace_t *tr = mk_trace_open_named(src, path, err, sizeof err);
+        close(fd);
         if (!tr)
             continue;
         bool ours = strcmp(tr->header.run_id, run_id) == 0;

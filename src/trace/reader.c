@@ -134,7 +134,8 @@ static bool parse_header(mk_trace_t *tr, const uint8_t *raw, size_t len)
     return !c.err;
 }
 
-mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen)
+mk_trace_t *mk_trace_open_named(const char *path, const char *name, char *err,
+                                size_t errlen)
 {
     char magic[MK_TRACE_MAGIC_LEN];
     struct stat st;
@@ -144,31 +145,31 @@ mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen)
     mk_trace_t *tr = calloc(1, sizeof *tr);
 
     if (!tr) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "%s: out of memory", name);
         return NULL;
     }
-    snprintf(tr->path, sizeof tr->path, "%s", path);
+    snprintf(tr->path, sizeof tr->path, "%s", name);
     tr->f = fopen(path, "rb");
     if (!tr->f) {
-        snprintf(err, errlen, "cannot open trace '%s': %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open trace '%s': %s", name, strerror(errno));
         goto fail;
     }
     if (fstat(fileno(tr->f), &st) == 0)
         tr->file_size = (uint64_t)st.st_size;
     if (fread(magic, 1, sizeof magic, tr->f) != sizeof magic ||
         memcmp(magic, MK_TRACE_MAGIC, sizeof magic) != 0) {
-        snprintf(err, errlen, "'%s' is not a memkit trace (no MKTRACE magic)", path);
+        snprintf(err, errlen, "'%s' is not a memkit trace (no MKTRACE magic)", name);
         goto fail;
     }
     tr->offset = MK_TRACE_MAGIC_LEN;
     tr->dctx = ZSTD_createDCtx();
     if (!tr->dctx) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "%s: out of memory", name);
         goto fail;
     }
     if (mk_trace_next(tr, &type, &raw, &len) != 1 || type != MK_REC_HEADER ||
         !parse_header(tr, raw, len)) {
-        snprintf(err, errlen, "'%s' has no readable header%s%s", path,
+        snprintf(err, errlen, "'%s' has no readable header%s%s", name,
                  tr->damage[0] ? ": " : "", tr->damage);
         goto fail;
     }
@@ -178,13 +179,18 @@ mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen)
     if (tr->header.version < 1 || tr->header.version > MK_TRACE_VERSION) {
         snprintf(err, errlen,
                  "'%s' is trace format version %u; this memkit reads versions 1 to %u",
-                 path, tr->header.version, MK_TRACE_VERSION);
+                 name, tr->header.version, MK_TRACE_VERSION);
         goto fail;
     }
     return tr;
 fail:
     mk_trace_close(tr);
     return NULL;
+}
+
+mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen)
+{
+    return mk_trace_open_named(path, path, err, errlen);
 }
 
 void mk_trace_close(mk_trace_t *tr)

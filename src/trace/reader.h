@@ -132,6 +132,10 @@ mk_kv_table_t mk_kv_heap_table(void);
 /* Opens a trace and reads its header. On failure returns NULL and writes a
  * one-line reason into err. */
 mk_trace_t *mk_trace_open(const char *path, char *err, size_t errlen);
+/* The same, naming the trace `name` in every message (path may be a copy of
+ * a piped input, /proc/self/fd/N). */
+mk_trace_t *mk_trace_open_named(const char *path, const char *name, char *err,
+                                size_t errlen);
 void mk_trace_close(mk_trace_t *tr);
 
 /* The next record, decompressed: returns 1 with type, raw and len set, or 0

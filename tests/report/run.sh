@@ -304,6 +304,40 @@ badinput)
     expect_status 2
     expect_re "has no threads or times"
     ;;
+pipes)
+    # A trace is a stream: standard input ("-", /dev/stdin), a process
+    # substitution's pipe and a FIFO are each read once; a directory is named.
+    trace p "$rprogs/patterns" paired # --cost-ns: the outputs must compare
+    "$memkit" report --cost-ns 5 "$work/p.mkt" >"$work/want" 2>&1 || fail "report of the file failed"
+    status sh -c 'cat "$0" | "$1" report --cost-ns 5 -' "$work/p.mkt" "$memkit"
+    expect_status 0
+    cmp -s "$work/out" "$work/want" || fail "report - differs from the file's"
+    status sh -c 'cat "$0" | "$1" report --cost-ns 5 /dev/stdin' "$work/p.mkt" "$memkit"
+    expect_status 0
+    cmp -s "$work/out" "$work/want" || fail "report /dev/stdin differs from the file's"
+    mkfifo "$work/fifo"
+    (cat "$work/p.mkt" >"$work/fifo" &)
+    status timeout 30 "$memkit" report --cost-ns 5 "$work/fifo"
+    expect_status 0
+    cmp -s "$work/out" "$work/want" || fail "report FIFO differs from the file's"
+    (cat "$work/p.mkt" >"$work/fifo" &)
+    status timeout 30 sh -c '"$1" diff "$0" - <"$2"' "$work/fifo" "$memkit" "$work/p.mkt"
+    expect_status 0
+    (cat "$work/p.mkt" >"$work/fifo" &)
+    status timeout 30 "$memkit" check --max-allocations 1000000000 "$work/fifo"
+    expect_status 0
+    # a curl log through a pipe too
+    log=$(ls "$data"/*.log | head -1)
+    "$memkit" report "$log" >"$work/want" 2>&1
+    status sh -c 'cat "$0" | "$1" report -' "$log" "$memkit"
+    cmp -s "$work/out" "$work/want" || fail "a piped curl log reads differently"
+    status "$memkit" report "$work"
+    expect_status 2
+    expect_line "memkit: $work is a directory, not a trace or a memdebug log"
+    status sh -c ': | "$0" report -' "$memkit"
+    expect_status 2
+    expect_re "standard input.*empty"
+    ;;
 *)
     fail "unknown test $test"
     ;;

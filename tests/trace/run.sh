@@ -388,6 +388,21 @@ dlopen)
     expect "Strdups: 25"
     expect_re "^  1\. 25 calls, 650 bytes: dllib_allocate at dllib.c:[0-9]+ \(libdllib.so\)$"
     ;;
+fifoplant)
+    # A FIFO and a link planted under trace names in the output directory:
+    # the run's traces are collected without blocking or following them.
+    mkfifo "$work/t.1.mkt"
+    ln -s /etc/passwd "$work/t.2.mkt"
+    trace() { # no timeout here would leave a hung test to ctest's
+        timeout 30 "$memkit" trace -o "$work/t" "$@" >"$out" 2>&1
+        status=$?
+    }
+    trace -- sh -c 'echo planted; exit 3'
+    expect_status 3
+    expect "planted"
+    expect_re "^Trace: .*/t\.[0-9]+\.mkt$"
+    [ -p "$work/t.1.mkt" ] || fail "the FIFO is gone"
+    ;;
 cxxplugin)
     # libstdc++ only in a plugin's local scope: the operators are found there,
     # the program runs as untraced, every call is counted (full and summary).

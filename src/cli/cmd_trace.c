@@ -360,6 +360,10 @@ int mk_cmd_trace(int argc, char **argv)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     restore_given();
+    /* The processes' "first to report a failure" marker (preload/output.c). */
+    char said[128];
+    snprintf(said, sizeof said, "/dev/shm/memkit-%s.said", run_id);
+    unlink(said);
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (WIFSIGNALED(status))
         fprintf(stderr, "memkit: '%s' was killed by signal %d (%s)\n", cmd[0],

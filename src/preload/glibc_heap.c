@@ -20,8 +20,7 @@
  * (which keeps its one message for a tracing failure). */
 static void say(const char *msg)
 {
-    ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
-    (void)w; /* nowhere left to report a failed report */
+    mk_stderr_write(msg, strlen(msg));
 }
 
 void mk_glibc_apply_mallopt(void)

@@ -70,12 +70,43 @@ static bool write_trace(int fd, const uint8_t *p, size_t n)
     return ok;
 }
 
+/* Is this process the first of its run to report an output failure? A
+ * full disk or a missing directory fails every process of a tree alike (a
+ * build: hundreds), and one line says it all; more would also reach the
+ * programs that read their children's stderr (cmake parsing a compiler's).
+ * The first claims a marker named by the run id in /dev/shm, which memkit
+ * trace removes at the end; without one (no run id, no /dev/shm) each says. */
+static bool first_to_say(void)
+{
+    char marker[128];
+    if (!mk_st.cfg.run_id[0] || snprintf(marker, sizeof marker, "/dev/shm/memkit-%s.said",
+                                         mk_st.cfg.run_id) >= (int)sizeof marker)
+        return true;
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0 || errno != EEXIST;
+}
+
 static void fail(const char *what, int err)
 {
     /* Stop recording first: the message below may allocate. */
     atomic_store(&mk_st.phase, MK_PHASE_FAILED);
-    mk_warn_once("memkit: %s '%s': %s; the program runs on untraced", what, out_path,
-                 strerror(err));
+    if (first_to_say())
+        mk_warn_once("memkit: %s '%s': %s; the program runs on untraced", what, out_path,
+                     strerror(err));
+}
+
+/* A trace that failed before its header was whole holds nothing a reader
+ * could use: it goes, rather than leave an empty file per process. */
+static void remove_unstarted_trace(int fd)
+{
+    struct stat st;
+    if (lstat(out_path, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino)
+        unlink(out_path);
+    mk_fd_forget(fd);
+    close(fd);
+    mk_st.fd = -1;
 }
 
 static void put_str(uint8_t **p, const char *s, size_t n)
@@ -191,9 +222,14 @@ bool mk_output_open(void)
     mk_unshield(&shield);
     if (!wrote) {
         fail("cannot write trace", errno ? errno : ENOSPC);
+        remove_unstarted_trace(fd);
         return false;
     }
-    return write_header();
+    if (!write_header()) {
+        remove_unstarted_trace(fd);
+        return false;
+    }
+    return true;
 }
 
 /* The staging buffer of records written without a thread (header, modules,

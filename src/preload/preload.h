@@ -228,6 +228,11 @@ static inline bool mk_tracing_on(void)
     return atomic_load_explicit(&mk_st.phase, memory_order_relaxed) == MK_PHASE_ON;
 }
 MK_HIDDEN void mk_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Messages go to the stderr of start-up only: mk_stderr_remember (at init)
+ * notes which file fd 2 is; mk_stderr_write writes there while fd 2 is still
+ * that file, else drops the message. */
+MK_HIDDEN void mk_stderr_remember(void);
+MK_HIDDEN void mk_stderr_write(const char *msg, size_t n);
 MK_HIDDEN void *mk_boot_alloc(size_t n);
 /* The next definition of name (dlsym(RTLD_NEXT)), cached in *slot; NULL if
  * there is none. */

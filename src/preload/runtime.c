@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -56,7 +57,37 @@ void *mk_next_symbol(void **slot, const char *name)
     return f;
 }
 
-/* ---- messages ---- */
+/* ---- messages ----
+ *
+ * memkit's messages go to the stderr the program started with, or nowhere: a
+ * program that closed fd 2 and opened a data file there must not find our
+ * line in its data. The file fd 2 was at start-up is remembered by identity
+ * (no descriptor is kept for it: the program sees none of ours it did not
+ * see untraced), and a message is written only while fd 2 is still it. */
+
+static struct {
+    bool open; /* fd 2 was open at start-up */
+    dev_t dev;
+    ino_t ino;
+} start_stderr;
+
+void mk_stderr_remember(void)
+{
+    struct stat st;
+    start_stderr.open = fstat(STDERR_FILENO, &st) == 0;
+    start_stderr.dev = st.st_dev;
+    start_stderr.ino = st.st_ino;
+}
+
+void mk_stderr_write(const char *msg, size_t n)
+{
+    struct stat st;
+    if (!start_stderr.open || fstat(STDERR_FILENO, &st) != 0 ||
+        st.st_dev != start_stderr.dev || st.st_ino != start_stderr.ino)
+        return; /* fd 2 is something else now: say nothing */
+    ssize_t w = write(STDERR_FILENO, msg, n);
+    (void)w; /* nowhere left to report a failed report */
+}
 
 void mk_warn_once(const char *fmt, ...)
 {
@@ -80,11 +111,11 @@ void mk_warn_once(const char *fmt, ...)
     mk_shield(&shield);
     sigset_t pending_before;
     sigpending(&pending_before);
-    ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
-    if (w < 0 && errno == EPIPE)
+    errno = 0;
+    mk_stderr_write(msg, (size_t)n);
+    if (errno == EPIPE)
         mk_take_back(SIGPIPE, &pending_before);
     mk_unshield(&shield);
-    (void)w; /* nowhere left to report a failed report */
 }
 
 /* ---- configuration ---- */
@@ -571,6 +602,7 @@ void mk_init(void)
     if (!atomic_compare_exchange_strong(&mk_st.phase, &off, MK_PHASE_INIT))
         return; /* already done, or another thread is at it */
     mk_guard++;
+    mk_stderr_remember();
     resolve_real();
     if (!mk_real.malloc || !mk_real.free || !mk_real.calloc || !mk_real.realloc) {
         atomic_store(&mk_st.phase, MK_PHASE_FAILED);

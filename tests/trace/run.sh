@@ -388,6 +388,42 @@ dlopen)
     expect "Strdups: 25"
     expect_re "^  1\. 25 calls, 650 bytes: dllib_allocate at dllib.c:[0-9]+ \(libdllib.so\)$"
     ;;
+outputfail)
+    # A missing directory fails every process of a tree alike: one line for
+    # the run (not one per process), the program's own output unchanged.
+    "$memkit" trace -o "$work/no/such/dir/t" -- sh -c \
+        'for i in $(seq 30); do /bin/true; done; echo looped' >"$out" 2>&1
+    status=$?
+    expect_status 0
+    expect "looped"
+    [ "$(grep -c 'cannot create trace' "$out")" -eq 1 ] || fail "expected one 'cannot create' line"
+    ls /dev/shm/memkit-*.said >/dev/null 2>&1 && fail "the run's marker was left in /dev/shm"
+    # A full disk: one line, and no empty trace per process.
+    if unshare -m true 2>/dev/null; then
+        unshare -m sh -c 'mount -t tmpfs -o size=12k none "$1" &&
+            dd if=/dev/zero of="$1/fill" bs=4k count=8 2>/dev/null
+            "$2" trace -o "$1/t" -- sh -c "for i in 1 2 3 4 5 6; do /bin/true; done; echo full"
+            echo "status $?"; ls "$1"' sh "$work" "$memkit" >"$out" 2>&1
+        expect "full"
+        expect "status 0"
+        [ "$(grep -c 'cannot write trace\|cannot create trace' "$out")" -eq 1 ] ||
+            fail "expected one line on a full disk"
+        grep -q '\.mkt$' "$out" && fail "empty traces left on a full disk"
+    else
+        echo "SKIP [$test]: no mount namespace here to make a full disk (unshare -m)"
+        skipped=1
+    fi
+    # A program that closed stderr and opened a data file as fd 2: memkit's
+    # message about the trace outgrowing the file-size limit goes nowhere,
+    # never into that file.
+    (ulimit -f 40 && "$memkit" trace -o "$work/t" -- "$progs/stderrfile" "$work/data" 300000) \
+        >"$out" 2>&1
+    status=$?
+    expect_status 0
+    expect "stderrfile: done"
+    [ "$(cat "$work/data")" = "the program's data" ] ||
+        fail "the program's data file holds: $(head -3 "$work/data")"
+    ;;
 fifoplant)
     # A FIFO and a link planted under trace names in the output directory:
     # the run's traces are collected without blocking or following them.
@@ -663,4 +699,6 @@ PY
     ;;
 esac
 [ "$fails" -eq 0 ] || { echo "--- output:" >&2; cat "$out" >&2; exit 1; }
+# A part left out for a missing tool makes the whole test a skip, never a pass.
+[ -n "${skipped:-}" ] && exit 77
 echo "ok [$test]"

@@ -8,6 +8,7 @@
  * and estimate the time left from the ones already done.
  */
 #include "bench.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -345,15 +346,13 @@ static int parse_options(int argc, char **argv, options_t *o)
 
 /* Writes the page after the run; its file was opened before, so a bad path
  * fails before minutes of benchmarking, not after. */
-static int write_html(FILE *f, const char *path, const mk_bench_config *c, int n)
+static int write_html(mk_outfile_t *page, const mk_bench_config *c, int n)
 {
-    bool ok = mk_bench_write_html(c, n, f);
+    bool ok = mk_bench_write_html(c, n, page->f);
 
-    if (fclose(f) != 0 || !ok) {
-        fprintf(stderr, "memkit: bench: cannot write %s: %s\n", path, strerror(errno));
+    if (!mk_outfile_close(page, ok))
         return MK_EXIT_FAIL;
-    }
-    fprintf(stderr, "memkit: bench: wrote %s\n", path);
+    fprintf(stderr, "memkit: bench: wrote %s\n", page->path);
     return MK_EXIT_OK;
 }
 
@@ -362,7 +361,6 @@ int mk_cmd_bench(int argc, char **argv)
     options_t o = {0};
     mk_bench_config *plan = NULL;
     int nplan = 0, cap = 0, rc, rc_html;
-    FILE *html = NULL;
 
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return mk_bench_child(argc - 2, argv + 2);
@@ -392,12 +390,13 @@ int mk_cmd_bench(int argc, char **argv)
         free(plan);
         return mk_usage_error("bench: out of memory planning the runs");
     }
-    if (o.html && !(html = fopen(o.html, "w"))) {
+    mk_outfile_t page = {0};
+    if (o.html && !mk_outfile_open(&page, o.html)) {
         free(plan);
-        return mk_usage_error("bench: cannot write %s: %s", o.html, strerror(errno));
+        return MK_EXIT_USAGE;
     }
     rc = run_plan(plan, nplan, &o);
-    if (html && (rc_html = write_html(html, o.html, plan, nplan)) > rc)
+    if (o.html && (rc_html = write_html(&page, plan, nplan)) > rc)
         rc = rc_html;
     free(plan);
     return rc;

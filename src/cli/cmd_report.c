@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "outfile.h"
 
 #include "../analyze/report.h"
 
@@ -218,12 +219,10 @@ int mk_cmd_report(int argc, char **argv)
                                             : fmt == FMT_HTML ? "html"
                                                               : "collapsed");
 
-    FILE *out = stdout;
-    if (outpath && !(out = fopen(outpath, "w"))) {
-        int e = errno;
-        free(inputs);
-        return mk_usage_error("cannot write %s: %s", outpath, strerror(e));
-    }
+    mk_outfile_t of;
+    if (!mk_outfile_open(&of, outpath))
+        return free(inputs), MK_EXIT_USAGE;
+    FILE *out = of.f;
     if (color < 0)
         color =
             !outpath && fmt == FMT_TEXT && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
@@ -263,9 +262,9 @@ int mk_cmd_report(int argc, char **argv)
         mk_report_free(&r);
     }
     free(inputs);
-    if (out != stdout && fclose(out) != 0)
-        return mk_usage_error("cannot write %s: %s", outpath, strerror(errno));
-    if (fflush(stdout) != 0)
-        return mk_usage_error("cannot write the report: %s", strerror(errno));
+    /* A report of input that could not be read is not written over a file. */
+    bool wrote_any = rc == MK_EXIT_OK || ninputs > 1;
+    if (!mk_outfile_close(&of, wrote_any))
+        return MK_EXIT_USAGE;
     return rc;
 }

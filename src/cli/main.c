@@ -3,6 +3,7 @@
  * Each subcommand lives in its own cmd_*.c file.
  */
 #include "cli.h"
+#include "outfile.h"
 
 #include <memkit/common.h>
 
@@ -108,7 +109,12 @@ int main(int argc, char **argv)
         if (!commands[i].run)
             return mk_usage_error("'%s' is not built yet (see README: planned parts)",
                                   cmd);
-        return commands[i].run(argc - 1, argv + 1);
+        int rc = commands[i].run(argc - 1, argv + 1);
+        /* Whatever went to standard output must have arrived (a full disk,
+         * /dev/full, a closed pipe): else one line, and a failing status. */
+        if (!mk_stdout_close() && rc == MK_EXIT_OK)
+            rc = MK_EXIT_USAGE;
+        return rc;
     }
     return mk_usage_error("unknown command '%s' (memkit help lists them)", cmd);
 }

@@ -304,6 +304,46 @@ badinput)
     expect_status 2
     expect_re "has no threads or times"
     ;;
+outputs)
+    # Every writer checks every write and its close: /dev/full gives one line
+    # and a failing status; a file on a full disk is never left truncated.
+    trace p "$rprogs/patterns" paired
+    for fmt in text json html collapsed; do
+        status "$memkit" report --format $fmt -o /dev/full "$work/p.mkt"
+        [ "$status" -ne 0 ] || fail "report --format $fmt -o /dev/full exited 0"
+        [ "$(wc -l <"$work/out")" -eq 1 ] || fail "report -o /dev/full: not one line: $(cat "$work/out")"
+        expect_re "^memkit: cannot write /dev/full: "
+        status sh -c '"$0" report --format "$1" "$2" >/dev/full' "$memkit" $fmt "$work/p.mkt"
+        [ "$status" -ne 0 ] || fail "report --format $fmt >/dev/full exited 0"
+        expect_re "^memkit: cannot write standard output: "
+    done
+    status sh -c '"$0" diff "$1" "$1" >/dev/full' "$memkit" "$work/p.mkt"
+    [ "$status" -ne 0 ] || fail "diff >/dev/full exited 0"
+    expect_re "^memkit: cannot write standard output"
+    status sh -c '"$0" bench list --quick --rounds 1 --allocators glibc --json >/dev/full' "$memkit"
+    [ "$status" -ne 0 ] || fail "bench --json >/dev/full exited 0"
+    expect_re "^memkit: cannot write standard output"
+    status sh -c '"$0" bench list --quick --rounds 1 --allocators glibc --html /dev/full >/dev/null' "$memkit"
+    [ "$status" -ne 0 ] || fail "bench --html /dev/full exited 0"
+    # A full disk: the target is untouched (an old page stays whole), no
+    # temporary file is left.
+    mkdir "$work/full"
+    if unshare -m true 2>/dev/null; then
+        unshare -m sh -c 'mount -t tmpfs -o size=40k none "$1" && echo "old page" >"$1/r.html" &&
+            dd if=/dev/zero of="$1/fill" bs=4k count=8 2>/dev/null
+            "$2" report --format html -o "$1/r.html" "$3"; echo "status $?"
+            "$2" report --format html -o "$1/new.html" "$3"; echo "status $?"
+            cat "$1/r.html"; ls -a "$1"' sh "$work/full" "$memkit" "$work/p.mkt" \
+            >"$work/out" 2>&1
+        expect_line "old page"
+        grep -qx "status 0" "$work/out" && fail "a report on a full disk exited 0"
+        grep -qx "new\.html\|\.r\.html\..*\|\.new\.html\..*" "$work/out" && fail "a partial file was left: $(cat "$work/out")"
+        [ "$(grep -c '^memkit: cannot write' "$work/out")" -eq 2 ] || fail "not one line per failed report"
+    else
+        echo "SKIP [outputs]: no mount namespace here to make a full disk (unshare -m)"
+        skipped=1
+    fi
+    ;;
 pipes)
     # A trace is a stream: standard input ("-", /dev/stdin), a process
     # substitution's pipe and a FIFO are each read once; a directory is named.

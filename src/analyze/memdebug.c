@@ -223,6 +223,8 @@ static int line_number(mk_span_t s)
     return v > 1000000000 ? 1000000000 : (int)v;
 }
 
+#define MK_MD_MAX_SIZE ((uint64_t)1 << 47)
+
 static void feed_mem(mk_profile_t *p, mk_names_t *names, const mk_md_line_t *l,
                      uint64_t time, mk_memdebug_info_t *info)
 {
@@ -264,6 +266,14 @@ static void feed_mem(mk_profile_t *p, mk_names_t *names, const mk_md_line_t *l,
         ev.kind = MK_K_WCSDUP;
         break;
     default:
+        return;
+    }
+    /* No allocation can have a size past the address space (2^47 bytes on
+     * x86-64 and arm64): such a line is damage, and adding it up would wrap
+     * the totals. */
+    if (ev.kind != MK_K_FREE && ev.size > MK_MD_MAX_SIZE) {
+        info->mem_lines--;
+        info->unrecognized++;
         return;
     }
     mk_profile_event(p, &ev);

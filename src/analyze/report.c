@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -197,6 +198,41 @@ static bool build_rows(mk_report_t *r)
 
 /* ---- loading ---- */
 
+/* Seconds as ns, saturating: --from 2e10 is past any trace, not a wrap. */
+static uint64_t seconds_to_ns(double s)
+{
+    return s * 1e9 >= 18e18 ? UINT64_MAX : (uint64_t)(s * 1e9);
+}
+
+/* A thread or time filter that selects nothing is a mistake to name (a
+ * thread the trace lacks, a window past its end), not an empty report. */
+static int no_event_selected(const mk_report_t *r, const char *path, char *err,
+                             size_t errlen)
+{
+    const mk_trace_t *tr = r->tr;
+    if (r->opts.thread >= 0 && tr->end.present)
+        snprintf(err, errlen,
+                 "%s has no event of thread %" PRId64 " (its %" PRIu64
+                 " threads are numbered from 1)",
+                 path, r->opts.thread, tr->end.threads);
+    else if (r->opts.thread >= 0)
+        snprintf(err, errlen, "%s has no event of thread %" PRId64, path, r->opts.thread);
+    else {
+        char window[96];
+        if (r->opts.to_s > 0)
+            snprintf(window, sizeof window, "between --from %g and --to %g s",
+                     r->opts.from_s, r->opts.to_s);
+        else
+            snprintf(window, sizeof window, "from --from %g s on", r->opts.from_s);
+        if (tr->end.present)
+            snprintf(err, errlen, "%s has no event %s (its events run from 0 to %.3f s)",
+                     path, window, (double)tr->end.duration_ns / 1e9);
+        else
+            snprintf(err, errlen, "%s has no event %s", path, window);
+    }
+    return 2;
+}
+
 static int load_trace(mk_report_t *r, const char *src, const char *path, filter_t *flt,
                       char *err, size_t errlen)
 {
@@ -212,13 +248,16 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
         po.filter_ctx = flt;
     }
     if (r->opts.from_s > 0)
-        po.from_ns = (uint64_t)(r->opts.from_s * 1e9);
+        po.from_ns = seconds_to_ns(r->opts.from_s);
     if (r->opts.to_s > 0)
-        po.to_ns = (uint64_t)(r->opts.to_s * 1e9);
+        po.to_ns = seconds_to_ns(r->opts.to_s);
     mk_profile_init(&r->prof, &po);
     if (!r->names || !mk_profile_build(&r->prof, r->tr))
         snprintf(r->problem, sizeof r->problem,
                  "%s: out of memory while analysing; the report is partial", path);
+    if (!r->prof.events && !r->prof.from_summary && !r->prof.oom &&
+        (r->opts.thread >= 0 || po.from_ns || po.to_ns))
+        return no_event_selected(r, path, err, errlen);
     if (r->tr->damage[0]) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,

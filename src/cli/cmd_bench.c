@@ -250,6 +250,10 @@ static void bench_help(void)
 
 static int select_allocators(options_t *o, char *list)
 {
+    if (strspn(list, ", ") == strlen(list)) /* "," would otherwise select all */
+        return mk_usage_error("bench: --allocators names no allocator in '%s' (memkit "
+                              "bench --list shows them)",
+                              list);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         size_t i;
 
@@ -289,7 +293,8 @@ static int parse_options(int argc, char **argv, options_t *o)
 
     o->rounds = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0; /* its messages lack "memkit:": ours below */
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l':
             o->list = true;
@@ -334,8 +339,12 @@ static int parse_options(int argc, char **argv, options_t *o)
         case 'h':
             bench_help();
             exit(MK_EXIT_OK);
+        case ':':
+            return mk_usage_error("bench: %s needs a value (memkit bench --help)",
+                                  argv[optind - 1]);
         default:
-            return MK_EXIT_USAGE;
+            return mk_usage_error("bench: unknown option '%s' (memkit bench --help)",
+                                  argv[optind - 1]);
         }
     }
     if (!any)

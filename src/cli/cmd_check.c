@@ -143,6 +143,8 @@ static int read_config(const char *path, limit_t *limits, const bool *set_by_cli
         snprintf(from, sizeof from, "%s:%d: ", path, lineno);
         rc = set_limit(l, val, from);
     }
+    if (rc == MK_EXIT_OK && ferror(f)) /* a directory reads as an error, not as empty */
+        rc = mk_usage_error("cannot read check config %s: %s", path, strerror(errno));
     fclose(f);
     return rc;
 }
@@ -248,10 +250,9 @@ int mk_cmd_check(int argc, char **argv)
 
     mk_report_t r;
     int rc = mk_load_input(&r, input, &o);
-    if (rc != MK_EXIT_OK) {
+    if (rc != MK_EXIT_OK) { /* mk_load_input said why, in one line */
         if (r.tr)
             mk_report_free(&r);
-        fprintf(stderr, "memkit check: cannot judge %s\n", input);
         return MK_EXIT_USAGE;
     }
     int breached = 0;

@@ -10,6 +10,7 @@
 #include "../analyze/report.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +20,7 @@ static bool parse_seconds(const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || v < 0)
+    if (errno || end == s || *end || !isfinite(v) || v < 0)
         return false;
     *out = v;
     return true;

@@ -260,6 +260,17 @@ static const found_t *find_main(const found_t *traces, size_t n, pid_t pid)
     return main_trace;
 }
 
+/* Is a one of the options that take a value (given last, it lacks one)? */
+static bool takes_value(const char *a)
+{
+    static const char *const with_value[] = {"-o", "--output", "--depth", "--top",
+                                             "--mallopt"};
+    for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
+        if (strcmp(a, with_value[k]) == 0)
+            return true;
+    return false;
+}
+
 static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
 {
     int i;
@@ -301,6 +312,8 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
             o->syscalls = true;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             o->quiet = true;
+        } else if (i + 1 == argc && takes_value(a)) {
+            return mk_usage_error("trace: %s needs a value (memkit trace --help)", a);
         } else {
             return mk_usage_error("unknown trace option '%s' (memkit trace --help)", a);
         }

@@ -184,8 +184,23 @@ filters)
     status "$memkit" report --thread 2 "$work/t.mkt"
     expect_line "Mallocs: 2000"
     expect_line "Frees: 0"
-    status "$memkit" report --from 1000 "$work/t.mkt"
-    expect_line "Allocation calls: 0"
+    # A thread or a window that selects nothing is named, not reported empty
+    # (--from 2e10 once wrapped to 0 and reported everything).
+    for w in "--from 1000" "--from 2e10" "--to 2e10 --from 1e10"; do
+        status "$memkit" report $w "$work/t.mkt"
+        expect_status 2
+        expect_re "^memkit: .*t.mkt has no event (from|between) --from .*\(its events run from 0 to [0-9.]+ s\)$"
+    done
+    for n in 0 99; do
+        status "$memkit" report --thread $n "$work/t.mkt"
+        expect_status 2
+        expect_line "memkit: $work/t.mkt has no event of thread $n (its 2 threads are numbered from 1)"
+    done
+    status "$memkit" report --cost-ns nan "$work/t.mkt"
+    expect_status 2
+    expect_line "memkit: --cost-ns wants a positive number, not 'nan'"
+    status "$memkit" report --from inf "$work/t.mkt"
+    expect_status 2
     status "$memkit" report --from 2 --to 1 "$work/t.mkt"
     expect_status 2
     ;;
@@ -275,6 +290,34 @@ check)
     expect_status 0
     ;;
 badinput)
+    # One clear line for each, exit 2.
+    status "$memkit" report "$work"
+    expect_status 2
+    expect_line "memkit: $work is a directory, not a trace or a memdebug log"
+    printf 'MEM a.c:1 malloc(18446744073709551000) = 0x1000\nMEM a.c:2 malloc(100) = 0x2000\n' \
+        >"$work/huge.log"
+    status "$memkit" report "$work/huge.log"
+    expect_line "Total allocated: 100"
+    expect_line "Lines not understood: 1"
+    printf 'max-allocations = 1\n' >"$work/limits"
+    status "$memkit" check --config "$work" "$work/huge.log"
+    expect_status 2
+    expect_line "memkit: cannot read check config $work: Is a directory"
+    status "$memkit" check --max-allocations 3 "$work/none.mkt"
+    expect_status 2
+    [ "$(wc -l <"$work/out")" -eq 1 ] || fail "check on bad input: not one line: $(cat "$work/out")"
+    status "$memkit" bench --allocators ,
+    expect_status 2
+    expect_line "memkit: bench: --allocators names no allocator in ',' (memkit bench --list shows them)"
+    status "$memkit" bench --bogus
+    expect_status 2
+    expect_line "memkit: bench: unknown option '--bogus' (memkit bench --help)"
+    status "$memkit" bench --scale
+    expect_status 2
+    expect_line "memkit: bench: --scale needs a value (memkit bench --help)"
+    status "$memkit" trace -o
+    expect_status 2
+    expect_line "memkit: trace: -o needs a value (memkit trace --help)"
     status "$memkit" report "$work/missing.mkt"
     expect_status 2
     expect_re "missing.mkt: No such file"

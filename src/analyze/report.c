@@ -198,6 +198,31 @@ static bool build_rows(mk_report_t *r)
 
 /* ---- loading ---- */
 
+/* Says when the counts miss what the program allocates: its own malloc or
+ * free ahead of memkit's (the trace's NOTES), or frees of unseen blocks
+ * outnumbering the seen ones (an allocator memkit's hooks never reach). */
+static void note_outside_malloc(mk_report_t *r)
+{
+    const mk_trace_t *tr = r->tr;
+    const mk_profile_t *p = &r->prof;
+    if (tr->shadowed & (MK_SHADOWED_MALLOC | MK_SHADOWED_FREE | MK_SHADOWED_NEW)) {
+        snprintf(r->outside, sizeof r->outside,
+                 "this program allocates mostly outside malloc: %s defines %s itself, "
+                 "ahead of memkit's, so those calls are not seen; the counts cover what "
+                 "reached memkit (libc's strdup, for one)",
+                 tr->shadowed_by,
+                 tr->shadowed & MK_SHADOWED_MALLOC ? "malloc/free"
+                                                   : "operator new/delete");
+        r->leaks_unknown = (tr->shadowed & MK_SHADOWED_FREE) != 0;
+    } else if (p->free_unknown >= 100 && p->free_unknown > p->frees) {
+        snprintf(r->outside, sizeof r->outside,
+                 "this program allocates mostly outside malloc: %" PRIu64
+                 " frees were of blocks memkit never saw allocated, against %" PRIu64
+                 " of blocks it saw (an allocator linked statically, or its own)",
+                 p->free_unknown, p->frees);
+    }
+}
+
 /* Seconds as ns, saturating: --from 2e10 is past any trace, not a wrap. */
 static uint64_t seconds_to_ns(double s)
 {
@@ -285,6 +310,7 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
                  "running); the report covers what was flushed",
                  path);
     }
+    note_outside_malloc(r);
     if (r->tr->end.present)
         r->duration_s = (double)r->tr->end.duration_ns / 1e9;
     else if (r->prof.last_time)

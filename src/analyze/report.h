@@ -82,7 +82,12 @@ typedef struct mk_report {
                             * mk_report_cost_ns measures it */
     double duration_s;     /* of the traced run; 0 when unknown */
     const char *time_unit; /* "ns" for a trace, "line" for a log */
-    int spool_fd;          /* a piped input's copy (memfd), when spooled */
+    /* Allocation memkit could not see: the program's own malloc/free ahead
+     * of memkit's, or most frees of blocks never seen allocated. "" when
+     * none; leaks_unknown: blocks live at the end may have been freed. */
+    char outside[1024];
+    bool leaks_unknown;
+    int spool_fd; /* a piped input's copy (memfd), when spooled */
     bool spooled;
 } mk_report_t;
 

@@ -25,6 +25,12 @@ static void key_str(mk_json *j, const char *k, const char *v)
         mk_json_null(j);
 }
 
+static void key_bool(mk_json *j, const char *k, bool v)
+{
+    mk_json_key(j, k);
+    mk_json_bool(j, v);
+}
+
 static void frames(mk_json *j, mk_report_t *r, uint32_t stack)
 {
     uint32_t depth;
@@ -103,6 +109,9 @@ static void totals(mk_json *j, mk_report_t *r)
     key_uint(j, "tiny", p->tiny);
     key_uint(j, "free_null", p->free_null);
     key_uint(j, "free_unknown", p->free_unknown);
+    key_bool(j, "outside_malloc", r->outside[0] != 0);
+    key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
+    key_bool(j, "leaks_unknown", r->leaks_unknown);
     key_uint(j, "failed", p->failed);
     if (r->kind == MK_INPUT_MEMDEBUG)
         key_uint(j, "sockets", r->md.sockets);

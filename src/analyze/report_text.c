@@ -72,13 +72,19 @@ static void totals(const text_t *t)
                                                                            : NULL;
     fprintf(out, "%s: %" PRIu64 " blocks, %" PRIu64 " bytes%s\n",
             cut ? "Live where the trace ends" : "Leaks at exit", p->live_blocks,
-            p->live_bytes, cut ? " (no exit: not known to leak)" : "");
+            p->live_bytes,
+            cut ? " (no exit: not known to leak)"
+            : t->r->leaks_unknown
+                ? " (not known to leak: the program's own free is not seen)"
+                : "");
     if (!p->from_summary)
         fprintf(out, "Temporaries: %" PRIu64 "\n", p->temporaries);
     if (p->free_unknown || p->failed)
         fprintf(out,
                 "Frees of unknown blocks: %" PRIu64 "; failed allocations: %" PRIu64 "\n",
                 p->free_unknown, p->failed);
+    if (t->r->outside[0])
+        fprintf(out, "Outside malloc: %s\n", t->r->outside);
     if (t->r->duration_s > 0 && t->r->kind == MK_INPUT_TRACE)
         fprintf(out, "Allocations per second: %.0f\n",
                 (double)p->allocation_calls / t->r->duration_s);

@@ -267,6 +267,10 @@ MK_HIDDEN void mk_glibc_heap_view(uint64_t v[MK_HEAP_VIEW_FIELDS]);
 
 /* modules.c */
 MK_HIDDEN void mk_modules_write(void);
+/* shadowed.c: which allocation functions the program defines ahead of ours
+ * (found once at start-up), written as a NOTES record after the modules. */
+MK_HIDDEN void mk_shadowed_find(void);
+MK_HIDDEN void mk_shadowed_write(void);
 MK_HIDDEN void mk_modules_after_fork_child(void);
 
 /* fds.c: the tracer's own descriptors, out of the program's way. */

@@ -559,8 +559,10 @@ static void fork_child(void)
         reset_index(mk_self);
     }
     mk_summary_after_fork_child();
-    if (mk_output_open())
+    if (mk_output_open()) {
         mk_modules_write();
+        mk_shadowed_write();
+    }
     mk_io_start(); /* the child's counts began at 0 with it; the head is ours */
     mk_guard--;
 }
@@ -629,6 +631,8 @@ void mk_init(void)
         return;
     }
     mk_modules_write();
+    mk_shadowed_find();
+    mk_shadowed_write();
     mk_io_start(); /* after the head: its reads and writes are ours */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;

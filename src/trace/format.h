@@ -125,6 +125,9 @@ enum mk_record_type {
     MK_REC_END = 4,
     MK_REC_SUMMARY = 5,
     MK_REC_SUMMARY_PART = 6,
+    MK_REC_NOTES = 7, /* varint flags, bytes path: allocation functions the program
+                       * defines ahead of memkit's (preload/shadowed.c); readers
+                       * older than it skip it */
 };
 
 /* SUMMARY_PART sites: the calling instruction | kind << MK_SITE_KIND_SHIFT

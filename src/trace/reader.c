@@ -331,6 +331,20 @@ static bool absorb_modules(mk_trace_t *tr, mk_cursor_t *c)
     return !c->err;
 }
 
+static bool absorb_notes(mk_trace_t *tr, mk_cursor_t *c)
+{
+    uint64_t flags = mk_get_varint(c), len;
+    const uint8_t *by = mk_get_bytes(c, &len);
+    if (c->err || flags > 0x3f)
+        return false;
+    tr->shadowed = (unsigned)flags;
+    if (len >= sizeof tr->shadowed_by)
+        len = sizeof tr->shadowed_by - 1;
+    memcpy(tr->shadowed_by, by, len);
+    tr->shadowed_by[len] = 0;
+    return true;
+}
+
 static bool absorb_end(mk_trace_t *tr, mk_cursor_t *c)
 {
     mk_trace_end_t *e = &tr->end;
@@ -532,6 +546,9 @@ bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t l
         break;
     case MK_REC_SUMMARY_PART:
         ok = absorb_part(tr, &c);
+        break;
+    case MK_REC_NOTES:
+        ok = absorb_notes(tr, &c);
         break;
     default:
         break; /* unknown record types from newer writers are skipped */

@@ -98,6 +98,10 @@ typedef struct mk_stack_def {
     uint64_t *frames; /* return addresses, innermost first */
 } mk_stack_def_t;
 
+#define MK_SHADOWED_MALLOC 0x01u
+#define MK_SHADOWED_FREE   0x02u
+#define MK_SHADOWED_NEW    0x10u
+
 typedef struct mk_trace {
     FILE *f;
     char path[4096];
@@ -106,6 +110,11 @@ typedef struct mk_trace {
     mk_trace_header_t header;
     mk_trace_end_t end;
     mk_trace_summary_t summary;
+    /* From a NOTES record: the allocation functions the program defines ahead
+     * of memkit's (bits: malloc, free, calloc, realloc, new, delete), and the
+     * object defining them; 0 and "" when every one reached memkit. */
+    unsigned shadowed;
+    char shadowed_by[512];
     mk_summary_part_t *parts; /* one per thread state, its latest */
     size_t nparts, parts_cap;
     mk_module_t *modules; /* every snapshot's modules, newest last */

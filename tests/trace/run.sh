@@ -424,6 +424,27 @@ outputfail)
     [ "$(cat "$work/data")" = "the program's data" ] ||
         fail "the program's data file holds: $(head -3 "$work/data")"
     ;;
+ownmalloc)
+    # The program's own malloc/free come first: memkit says so, in the summary
+    # and in the JSON report, and does not call the strdups it saw leaks.
+    for mode in "" --summary-only; do
+        rm -f "$work"/t.*
+        trace $mode -- "$progs/ownmalloc"
+        expect_status 0
+        expect "ownmalloc: done"
+        expect "Strdups: 100"
+        expect_re "^Outside malloc: this program allocates mostly outside malloc: .*ownmalloc defines malloc/free itself"
+        expect "Leaks at exit: 100 blocks, 2600 bytes (not known to leak: the program's own free is not seen)"
+    done
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/j" 2>&1 || fail "report --format json failed"
+    grep -q '"outside_malloc":true,"outside_malloc_note":"this program allocates mostly outside malloc: ' \
+        "$work/j" || fail "the JSON report lacks outside_malloc"
+    grep -q '"leaks_unknown":true' "$work/j" || fail "the JSON report lacks leaks_unknown"
+    # An ordinary program has no such note.
+    rm -f "$work"/t.*
+    trace -- "$progs/basic"
+    grep -q "Outside malloc" "$out" && fail "basic has an 'Outside malloc' note"
+    ;;
 fifoplant)
     # A FIFO and a link planted under trace names in the output directory:
     # the run's traces are collected without blocking or following them.

@@ -124,9 +124,12 @@ if [ "$mode" = long ]; then
         bad=0
         for t in "$work/build"/t.*.mkt; do
             n=$((n + 1))
-            "$memkit" report --no-symbols "$t" >/dev/null 2>&1 || bad=$((bad + 1))
+            "$memkit" report --no-symbols "$t" >/dev/null 2>"$work/report.err" || {
+                [ "$bad" = 0 ] && cp "$work/report.err" "$work/first.err"
+                bad=$((bad + 1))
+            }
         done
-        [ "$bad" = 0 ] || fail "make build: $bad of $n traces do not read"
+        [ "$bad" = 0 ] || fail "make build: $bad of $n traces do not read: $(cat "$work/first.err")"
         echo "ok [make build of memkit]: $n traces"
     fi
 fi

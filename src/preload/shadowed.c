@@ -1,0 +1,67 @@
+/*
+ * shadowed.c - which allocation functions reach memkit at all.
+ *
+ * The dynamic linker searches the main program before the preloaded
+ * libraries. A program that defines malloc/free itself (Chromium's
+ * PartitionAlloc shim, a statically linked jemalloc or tcmalloc) keeps its
+ * own: memkit's hooks for them are never called, and what does reach memkit
+ * (libc's strdup, say) is freed by the program's free, unseen. Counts from
+ * such a trace would read as a program that barely allocates and leaks what
+ * it strdups. So the trace says which functions were shadowed, and by which
+ * object (a NOTES record, written once after the module map), and the
+ * reports say so instead of printing leaks that are not.
+ */
+#define _GNU_SOURCE
+#include "record.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+/* The NOTES payload, found once at start-up (a fork child only writes it
+ * again: the loader's lock may be held by a thread the fork left behind). */
+static uint8_t notes[4096];
+static size_t notes_len;
+
+static bool is_ours(const void *f)
+{
+    Dl_info self, it;
+    return dladdr((void *)mk_shadowed_find, &self) && dladdr(f, &it) &&
+           self.dli_fbase == it.dli_fbase;
+}
+
+void mk_shadowed_find(void)
+{
+    static const char *const names[] = {"malloc",  "free",  "calloc",
+                                        "realloc", "_Znwm", "_ZdlPv"};
+    uint8_t *p = notes;
+    const char *by = NULL;
+    size_t n = 0;
+    uint8_t flags = 0;
+
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *f = dlsym(RTLD_DEFAULT, names[i]);
+        Dl_info at;
+        if (!f || is_ours(f) || !dladdr(f, &at))
+            continue; /* ours, or not defined anywhere (new/delete in C programs) */
+        flags |= (uint8_t)(1u << i);
+        if (!by)
+            by = at.dli_fname && at.dli_fname[0] ? at.dli_fname : "the program";
+        n++;
+    }
+    if (!n)
+        return;
+    /* NOTES: varint flags (bit i: names[i] is shadowed), then the path of
+     * the first object found defining one. */
+    size_t len = strnlen(by, sizeof notes - 32);
+    p = mk_put_varint(p, flags);
+    p = mk_put_varint(p, len);
+    memcpy(p, by, len);
+    p += len;
+    notes_len = (size_t)(p - notes);
+}
+
+void mk_shadowed_write(void)
+{
+    if (notes_len)
+        mk_output_record(NULL, MK_REC_NOTES, notes, notes_len);
+}

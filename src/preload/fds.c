@@ -23,14 +23,23 @@
  * onto a private number) is caught where it matters: the trace file is
  * checked by identity before every write (output.c) and reopened by path,
  * and libunwind's next check fails on its closed pipe and makes a new one.
+ * A program listing /proc/self/fd with readdir (ls, Python's os.listdir,
+ * shells) does not see them either: readdir skips a private number when
+ * the directory read is this process's fd directory.
  * Left: a program that dup2()s onto libunwind's pipe (a number near the
- * descriptor limit) gives libunwind its file to read one byte from.
+ * descriptor limit) gives libunwind its file to read one byte from; one that
+ * lists its descriptors with the raw getdents64 system call (Chromium's
+ * crashpad) sees them, and gets EBADF closing them; and one that opens files
+ * until EMFILE gets as many fewer as memkit holds (1 with --summary-only,
+ * 3 with stacks: the trace and libunwind's pipe).
  */
 #define _GNU_SOURCE
 #include "record.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -211,4 +220,51 @@ MK_EXPORT int pipe(int fds[2])
 {
     typedef int (*pipe_fn)(int[2]);
     return pipe_made(NEXT(pipe_fn, "pipe")(fds), fds, 0);
+}
+
+/* ---- listings of /proc/self/fd ---- */
+
+/* Is the entry `name` of directory d one of our numbers in this process's
+ * own fd directory? The cheap test (a private number) comes first: the
+ * directory is looked at only for the few names that pass it. */
+static bool hidden_entry(DIR *d, const char *name)
+{
+    if (!atomic_load_explicit(&private_count, memory_order_acquire))
+        return false;
+    char *end;
+    long fd = strtol(name, &end, 10);
+    if (*end || end == name || fd < 0 || fd > INT32_MAX || !find_private((int)fd))
+        return false;
+    char link[64], target[128], self[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd(d));
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0)
+        return false;
+    target[n] = 0;
+    int len = snprintf(self, sizeof self, "/proc/%d/", (int)getpid());
+    /* /proc/PID/fd, or a thread's /proc/PID/task/TID/fd */
+    return strncmp(target, self, (size_t)len) == 0 && n >= 3 &&
+           strcmp(target + n - 3, "/fd") == 0;
+}
+
+MK_EXPORT struct dirent *readdir(DIR *d)
+{
+    typedef struct dirent *(*readdir_fn)(DIR *);
+    readdir_fn next = NEXT(readdir_fn, "readdir");
+    int saved_errno = errno;
+    struct dirent *e;
+    while ((e = next(d)) && MK_UNLIKELY(hidden_entry(d, e->d_name)))
+        errno = saved_errno;
+    return e;
+}
+
+MK_EXPORT struct dirent64 *readdir64(DIR *d)
+{
+    typedef struct dirent64 *(*readdir64_fn)(DIR *);
+    readdir64_fn next = NEXT(readdir64_fn, "readdir64");
+    int saved_errno = errno;
+    struct dirent64 *e;
+    while ((e = next(d)) && MK_UNLIKELY(hidden_entry(d, e->d_name)))
+        errno = saved_errno;
+    return e;
 }

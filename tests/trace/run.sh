@@ -424,6 +424,18 @@ outputfail)
     [ "$(cat "$work/data")" = "the program's data" ] ||
         fail "the program's data file holds: $(head -3 "$work/data")"
     ;;
+fdlist)
+    # memkit's descriptors are not in the program's listing of /proc/self/fd:
+    # the same listing and no failed close, traced or not, with or without stacks.
+    "$progs/fdlist" >"$work/plain" 2>&1 || fail "fdlist fails untraced"
+    for mode in "" --summary-only; do
+        rm -f "$work"/t.*
+        "$memkit" trace -q $mode -o "$work/t" -- "$progs/fdlist" >"$work/traced" 2>/dev/null
+        cmp -s "$work/plain" "$work/traced" ||
+            fail "listing differs ($mode): $(diff "$work/plain" "$work/traced" | head -5)"
+        report_whole "fdlist $mode"
+    done
+    ;;
 ownmalloc)
     # The program's own malloc/free come first: memkit says so, in the summary
     # and in the JSON report, and does not call the strdups it saw leaks.

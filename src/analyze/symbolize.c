@@ -12,14 +12,34 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A function symbol at its address in the trace's address space. */
+typedef struct func_sym {
+    uint64_t addr, size;
+    const char *name; /* in the module's string table: lives with the Dwfl */
+    unsigned rank;    /* binding: 0 global, 1 weak, 2 local (the preferred name first) */
+} func_sym_t;
+
+/* One module's function symbols, sorted by address: loaded on the module's
+ * first lookup, then searched by bisection. libdwfl's own lookup
+ * (dwfl_module_addrname) scans the whole symbol table for every address:
+ * quadratic on a C++ program (libLLVM exports ~44k symbols). */
+typedef struct module_syms {
+    Dwfl_Module *mod;
+    func_sym_t *syms;
+    size_t n;
+} module_syms_t;
 
 struct mk_symbolizer {
     Dwfl *dwfl;
     char *demangled[64]; /* the last names demangled, freed with the symbolizer */
     unsigned next;
+    module_syms_t *mods; /* one per module looked up so far */
+    size_t nmods, mods_cap;
 };
 
 /* The C++ runtime's demangler (libstdc++ is linked for it). */
@@ -96,10 +116,110 @@ void mk_symbolizer_free(mk_symbolizer_t *s)
 {
     if (!s)
         return;
+    for (size_t i = 0; i < s->nmods; i++)
+        free(s->mods[i].syms);
+    free(s->mods);
     dwfl_end(s->dwfl);
     for (unsigned i = 0; i < 64; i++)
         free(s->demangled[i]);
     free(s);
+}
+
+static int by_addr_then_rank(const void *a, const void *b)
+{
+    const func_sym_t *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->size > y->size ? -1 : x->size < y->size; /* the wider first */
+}
+
+/* Is section shndx of elf executable code? */
+static bool in_code(Elf *elf, GElf_Word shndx)
+{
+    GElf_Shdr shdr;
+    Elf_Scn *scn = elf ? elf_getscn(elf, shndx) : NULL;
+    return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR);
+}
+
+/* Reads mod's function symbols into ms, sorted, one name per address. */
+static void load_syms(Dwfl_Module *mod, module_syms_t *ms)
+{
+    int n = dwfl_module_getsymtab(mod);
+    ms->mod = mod;
+    ms->n = 0;
+    ms->syms = n > 1 ? malloc((size_t)n * sizeof *ms->syms) : NULL;
+    if (!ms->syms)
+        return;
+    for (int i = 1; i < n; i++) { /* 0 is the null symbol */
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        Elf *elf = NULL;
+        const char *name =
+            dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, NULL);
+        int type = name ? GELF_ST_TYPE(sym.st_info) : STT_NOTYPE;
+        if (!name || !name[0] || shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
+            continue;
+        /* functions, and assembly's untyped labels in code (_dl_start_user) */
+        if (type != STT_FUNC && type != STT_GNU_IFUNC &&
+            !(type == STT_NOTYPE && in_code(elf, shndx)))
+            continue;
+        int bind = GELF_ST_BIND(sym.st_info);
+        ms->syms[ms->n++] = (func_sym_t){
+            .addr = addr,
+            .size = sym.st_size,
+            .name = name,
+            .rank = bind == STB_GLOBAL ? 0
+                    : bind == STB_WEAK ? 1
+                                       : 2,
+        };
+    }
+    qsort(ms->syms, ms->n, sizeof *ms->syms, by_addr_then_rank);
+    size_t kept = 0; /* aliases at one address: the preferred one stays */
+    for (size_t i = 0; i < ms->n; i++)
+        if (!kept || ms->syms[kept - 1].addr != ms->syms[i].addr)
+            ms->syms[kept++] = ms->syms[i];
+    ms->n = kept;
+}
+
+static module_syms_t *syms_of(mk_symbolizer_t *s, Dwfl_Module *mod)
+{
+    for (size_t i = 0; i < s->nmods; i++)
+        if (s->mods[i].mod == mod)
+            return &s->mods[i];
+    if (!mk_grow((void **)&s->mods, &s->mods_cap, s->nmods + 1, sizeof *s->mods))
+        return NULL;
+    module_syms_t *ms = &s->mods[s->nmods++];
+    load_syms(mod, ms);
+    return ms;
+}
+
+/* The function containing addr: the last symbol starting at or below it
+ * whose extent covers it (a few back, for a symbol nested in a wider one),
+ * else the nearest sizeless one below, as libdwfl answers. */
+static const char *function_at(mk_symbolizer_t *s, Dwfl_Module *mod, uint64_t addr)
+{
+    module_syms_t *ms = syms_of(s, mod);
+    if (!ms || !ms->n || addr < ms->syms[0].addr)
+        return ms ? NULL : dwfl_module_addrname(mod, addr);
+    size_t lo = 0, hi = ms->n; /* invariant: syms[lo].addr <= addr < syms[hi].addr */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ms->syms[mid].addr <= addr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo + 1, back = 0; i-- > 0 && back < 8; back++) {
+        const func_sym_t *f = &ms->syms[i];
+        if (addr < f->addr + f->size)
+            return f->name;
+        if (f->size == 0 && back == 0)
+            return f->name;
+    }
+    return NULL;
 }
 
 void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
@@ -120,7 +240,7 @@ void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
         out->module = slash ? slash + 1 : name;
         out->offset = return_addr - start;
     }
-    out->function = demangle(s, dwfl_module_addrname(mod, addr));
+    out->function = demangle(s, function_at(s, mod, addr));
     Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
     if (line) {
         int lineno = 0;

@@ -1,9 +1,12 @@
 /*
  * stacks.c - call-stack capture and interning for the tracer.
  *
- * Capture uses libunwind's unw_backtrace with a per-thread cache: it reads
- * the DWARF unwind tables, so programs built without frame pointers (all of
- * Debian) get full stacks, and the cache makes repeated stacks cheap.
+ * Capture uses libunwind, which reads the DWARF unwind tables, so programs
+ * built without frame pointers (all of Debian) get full stacks: its
+ * unw_backtrace, whose per-thread cache of frame layouts by code address
+ * walks known frames with plain loads (unwind_fast), and unw_step where that
+ * cannot start (unwind). On top, memkit's own cache (below) makes repeated
+ * stacks a few loads.
  *
  * Interning: a lock-free open-addressing table maps a stack (hash, frames) to
  * a small id. Records live in an mmap'd arena bumped with one atomic add; a
@@ -273,6 +276,49 @@ static int unwind(uintptr_t *frames, uintptr_t *slots, int max, uintptr_t ra)
     return n;
 }
 
+/* How far up the stack unwind_fast looks for return addresses, in all. */
+#define MK_SLOT_SCAN_BYTES (256u << 10)
+
+/* The fast walk. libunwind's unw_backtrace keeps, per thread, the frame
+ * layout of each code address it has seen, and walks known frames with
+ * plain loads: no DWARF lookup, no dl_iterate_phdr (which libunwind wraps in
+ * two signal-mask system calls) and no memory validation (mincore and a
+ * pipe), which unw_step pays whenever its 128-entry cache misses, as on a
+ * compiler's deep and varied stacks. Frames as unwind() gives them; -1 when
+ * the hook's caller is not among the first frames (then unwind() decides).
+ *
+ * It gives no stack addresses, so the slot each return address was read
+ * from is found by scanning up the stack: a call pushes its return address
+ * where the stack pointer is 16-byte aligned less 8 (the psABI), so frame
+ * i's slot is the first such word above frame i-1's that holds frames[i].
+ * A slot not found within the scan's bound is 0: the stack is not cached. */
+static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *slots,
+                                                 int max, uintptr_t ra, uintptr_t fp,
+                                                 uintptr_t hi)
+{
+    void *buf[MK_MAX_DEPTH + MK_OWN_FRAMES + 2];
+    int got = unw_backtrace(buf, max + MK_OWN_FRAMES + 2);
+    int skip = 0;
+    while (skip < got && skip <= MK_OWN_FRAMES + 1 && (uintptr_t)buf[skip] != ra)
+        skip++;
+    if (skip >= got || skip > MK_OWN_FRAMES + 1)
+        return -1;
+    int n = got - skip < max ? got - skip : max;
+    uintptr_t at = (fp | 15) - 7; /* the first slot-aligned word above fp */
+    uintptr_t end = hi - fp > MK_SLOT_SCAN_BYTES ? fp + MK_SLOT_SCAN_BYTES : hi;
+    for (int i = 0; i < n; i++) {
+        frames[i] = (uintptr_t)buf[skip + i];
+        while (at + 8 <= end && *(const uintptr_t *)at != frames[i])
+            at += 16;
+        slots[i] = at + 8 <= end ? at : 0;
+        if (slots[i])
+            at += 16; /* the next frame's slot lies above */
+        else
+            end = 0; /* not found: the rest are not looked for */
+    }
+    return n;
+}
+
 static inline bool cache_valid(const cache_entry_t *e)
 {
     for (uint32_t i = 0; i < e->nslots; i++)
@@ -304,7 +350,11 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
             return use_rec(t, e->rec);
     }
     int cancel = mk_cancel_off(); /* libunwind checks memory through a pipe */
-    int n = unwind(frames, slots, depth, ra);
+    int n = fp >= t->stack_lo && fp < t->stack_hi
+                ? unwind_fast(frames, slots, depth, ra, fp, t->stack_hi)
+                : -1;
+    if (n < 0) /* a stack we do not know the bounds of, or an unusual call */
+        n = unwind(frames, slots, depth, ra);
     mk_cancel_restore(cancel);
     if (n <= 0)
         return 0;

@@ -28,6 +28,16 @@ int mk_cmd_tune(int argc, char **argv);
  * not a trace or is damaged (what came before the damage is still printed). */
 int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls);
 
+/* One process's totals, for the table of a process tree. */
+typedef struct mk_trace_totals {
+    uint64_t calls, peak_bytes, total_bytes;
+    char command[80]; /* the command line, cut to fit */
+} mk_trace_totals_t;
+
+/* Reads a trace's totals (no symbols, no findings). Returns as
+ * mk_summarize_trace, printing nothing but a problem's one line. */
+int mk_read_totals(const char *path, mk_trace_totals_t *t);
+
 /* The filter and findings options report, diff and check share (--module,
  * --function, --file, --thread, --from, --to, --min-count, --cost-ns):
  * 1 if argv[*i] was one (its value consumed), 0 if not, -1 after printing a

@@ -105,6 +105,33 @@ int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t
     return rc;
 }
 
+int mk_read_totals(const char *path, mk_trace_totals_t *t)
+{
+    mk_report_t r;
+    mk_report_opts_t o;
+    mk_report_opts_default(&o);
+    o.totals_only = true;
+    memset(t, 0, sizeof *t);
+    int rc = mk_load_input(&r, path, &o);
+    if (rc != MK_EXIT_OK && !r.tr)
+        return rc;
+    t->calls = r.prof.allocation_calls;
+    t->peak_bytes = r.prof.max_allocated;
+    t->total_bytes = r.prof.total_allocated;
+    if (r.tr) {
+        const char *cmd =
+            r.tr->header.cmdline[0] ? r.tr->header.cmdline : r.tr->header.exe;
+        size_t len = strlen(cmd);
+        if (len < sizeof t->command)
+            memcpy(t->command, cmd, len + 1);
+        else
+            snprintf(t->command, sizeof t->command, "%.*s...", (int)sizeof t->command - 4,
+                     cmd);
+    }
+    mk_report_free(&r);
+    return rc;
+}
+
 static const char usage[] =
     "usage: memkit report [options] INPUT...\n"
     "\n"

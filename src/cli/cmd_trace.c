@@ -162,7 +162,8 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
 typedef struct found {
     char path[PATH_MAX];
     uint32_t pid;
-    int seq; /* <n> of PREFIX.<pid>.<n>.mkt, 1 without it */
+    int seq;                  /* <n> of PREFIX.<pid>.<n>.mkt, 1 without it */
+    mk_trace_totals_t totals; /* read for a process tree's table */
 } found_t;
 
 static int by_pid_seq(const void *a, const void *b)
@@ -248,6 +249,87 @@ static size_t find_traces(const char *prefix, const char *run_id, time_t since,
         qsort(list, n, sizeof *list, by_pid_seq);
     *out = list;
     return n;
+}
+
+/* Process trees whose table is longer print its busiest rows only, and
+ * name their traces by pattern rather than one line each. */
+#define MK_TREE_ROWS 20
+
+static void summarize_one(const found_t *t, const char *cmd, pid_t pid, int top)
+{
+    uint64_t calls = 0;
+    fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd, (int)pid);
+    mk_summarize_trace(t->path, stderr, true, top, &calls);
+    fprintf(stderr, "Trace: %s\n", t->path);
+    fprintf(stderr, "Next: memkit report %s\n", t->path);
+}
+
+static void list_traces(const found_t *traces, size_t n, bool with_calls)
+{
+    if (n > MK_TREE_ROWS) {
+        char pattern[PATH_MAX];
+        snprintf(pattern, sizeof pattern, "%s", traces[0].path);
+        char *dot = strrchr(pattern, '/');
+        dot = strchr(dot ? dot : pattern, '.'); /* PREFIX.<pid>...: the pid on */
+        if (dot)
+            snprintf(dot, sizeof pattern - (size_t)(dot - pattern), ".*.mkt");
+        fprintf(stderr, "Traces: %zu files, %s\n", n, pattern);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (with_calls)
+            fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
+                    traces[i].path, traces[i].pid, traces[i].totals.calls);
+        else
+            fprintf(stderr, "Trace: %s\n", traces[i].path);
+    }
+}
+
+static int by_calls_desc(const void *a, const void *b)
+{
+    const found_t *x = *(const found_t *const *)a, *y = *(const found_t *const *)b;
+    if (x->totals.calls != y->totals.calls)
+        return x->totals.calls > y->totals.calls ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid; /* ties: the older process first */
+}
+
+/* A process tree: the busiest process's summary, then every process's
+ * totals, busiest first; "Next:" names the busiest trace. */
+static void summarize_tree(found_t *traces, size_t n, int top)
+{
+    const found_t **order = malloc(n * sizeof *order);
+    uint64_t calls = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        mk_read_totals(traces[i].path, &traces[i].totals);
+        calls += traces[i].totals.calls;
+        bytes += traces[i].totals.total_bytes;
+    }
+    if (!order) {
+        list_traces(traces, n, true);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = &traces[i];
+    qsort(order, n, sizeof *order, by_calls_desc);
+    const found_t *busiest = order[0];
+    fprintf(stderr, "memkit: summary of %s (pid %u), the busiest of %zu processes\n",
+            busiest->totals.command, busiest->pid, n);
+    mk_summarize_trace(busiest->path, stderr, true, top, NULL);
+    fprintf(stderr,
+            "Processes: %zu, %" PRIu64 " allocation calls and %" PRIu64
+            " bytes allocated in all, busiest first:\n",
+            n, calls, bytes);
+    fprintf(stderr, "  %8s %16s %14s  %s\n", "pid", "allocation calls", "peak bytes",
+            "command");
+    for (size_t i = 0; i < n && i < MK_TREE_ROWS; i++)
+        fprintf(stderr, "  %8u %16" PRIu64 " %14" PRIu64 "  %s\n", order[i]->pid,
+                order[i]->totals.calls, order[i]->totals.peak_bytes,
+                order[i]->totals.command);
+    if (n > MK_TREE_ROWS)
+        fprintf(stderr, "  ... and %zu more processes\n", n - MK_TREE_ROWS);
+    list_traces(traces, n, true);
+    fprintf(stderr, "Next: memkit report %s\n", busiest->path);
+    free(order);
 }
 
 /* The trace of the process memkit started: the last image it exec'd. */
@@ -390,28 +472,15 @@ int mk_cmd_trace(int argc, char **argv)
         n = find_traces(o.prefix, run_id, 0, &traces);
         main_trace = find_main(traces, n, pid);
     }
-    uint64_t main_calls = 0;
-    if (!main_trace) {
+    if (!main_trace)
         fprintf(stderr, "memkit: no trace was written for '%s'%s\n", cmd[0],
                 n ? "" : " (see any message above)");
-    } else if (!o.quiet) {
-        fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd[0], (int)pid);
-        mk_summarize_trace(main_trace->path, stderr, true, o.top, &main_calls);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (n > 1 && !o.quiet) {
-            uint64_t calls = main_calls;
-            /* The main trace was replayed for its summary already. */
-            if (&traces[i] != main_trace)
-                mk_summarize_trace(traces[i].path, stderr, false, 0, &calls);
-            fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
-                    traces[i].path, traces[i].pid, calls);
-        } else {
-            fprintf(stderr, "Trace: %s\n", traces[i].path);
-        }
-    }
-    if (main_trace && !o.quiet)
-        fprintf(stderr, "Next: memkit report %s\n", main_trace->path);
+    else if (o.quiet)
+        list_traces(traces, n, false);
+    else if (n == 1)
+        summarize_one(main_trace, cmd[0], pid, o.top);
+    else
+        summarize_tree(traces, n, o.top);
     free(traces);
     return rc;
 }

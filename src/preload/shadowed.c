@@ -15,6 +15,7 @@
 #include "record.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 /* The NOTES payload, found once at start-up (a fork child only writes it
@@ -41,8 +42,15 @@ void mk_shadowed_find(void)
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         void *f = dlsym(RTLD_DEFAULT, names[i]);
         Dl_info at;
-        if (!f || is_ours(f) || !dladdr(f, &at))
+        const ElfW(Sym) *sym = NULL;
+        if (!f || is_ours(f) || !dladdr1(f, &at, (void **)&sym, RTLD_DL_SYMENT))
             continue; /* ours, or not defined anywhere (new/delete in C programs) */
+        /* A non-PIE executable that takes malloc's address has a canonical
+         * PLT entry (python3): dlsym answers with it, an undefined symbol
+         * with a value, but it jumps to ours. Only a definition shadows. */
+        if (!sym || sym->st_shndx == SHN_UNDEF || !at.dli_sname ||
+            strcmp(at.dli_sname, names[i]) != 0)
+            continue;
         flags |= (uint8_t)(1u << i);
         if (!by)
             by = at.dli_fname && at.dli_fname[0] ? at.dli_fname : "the program";

@@ -9,7 +9,8 @@
 #       make fuzz (the trace reader, its EVENTS decoder, the curl-log reader and JSON
 #                  escaping under libFuzzer, FUZZ_SECONDS each; needs clang),
 #       make bench-trace (the tracer's overhead next to heaptrack's),
-#       make bench-report (memkit report next to heaptrack_print on one workload)
+#       make bench-report (memkit report next to heaptrack_print on one workload),
+#       make bench-real (memkit on real programs next to heaptrack: bench/real/run.sh)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -28,7 +29,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report bench-real fuzz install format clean
 
 all: build
 
@@ -76,6 +77,11 @@ bench-trace: build
 
 bench-report: build
 	@sh bench/report/run.sh $(BUILD)
+
+bench-real:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh bench/real/run.sh $(BUILD)
 
 # The fuzz build instruments everything but the tracer with ASan, UBSan and
 # libFuzzer coverage; seeds are traces of the end-to-end test programs (and

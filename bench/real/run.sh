@@ -1,0 +1,188 @@
+#!/bin/sh
+# run.sh BUILD [ROUNDS] [SCALE] - memkit on real programs nobody here wrote,
+# side by side with heaptrack: `make bench-real`.
+#
+# Programs (the corpus): clang-14 -O2 -c on one of this project's larger C
+# files; python3 building and serializing dicts with json; git log --stat on
+# this repository; curl downloading from a local python3 http.server; cmake
+# configuring a small project; memkit-churn. Each round runs every program
+# untraced, under `memkit trace -q`, `memkit trace` (the summary printed),
+# `memkit trace -q --summary-only` and heaptrack, one after the other, then
+# `memkit report` and `heaptrack_print` on that round's traces. Figures are
+# medians over ROUNDS rounds (default 3). SCALE (default 1) shrinks the
+# inputs: the smoke test runs 0.01 so the script cannot rot.
+#
+# Printed: one table per program: wall time and peak RSS of each way, the
+# overheads (traced - untraced) and their ratio to heaptrack's, trace sizes,
+# and the allocation calls each tool counted. Needs GNU time, heaptrack,
+# clang-14, curl, git, cmake, python3 (make deps installs them).
+set -u
+build=$(cd "${1:-build}" && pwd)
+rounds=${2:-3}
+scale=${3:-1}
+memkit=$build/memkit
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+server=
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+for tool in /usr/bin/time heaptrack heaptrack_print clang-14 curl git cmake python3; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "bench-real: $tool is missing (make deps installs it)"
+        exit 2
+    }
+done
+[ -x "$memkit" ] || { echo "bench-real: no $memkit (make build)"; exit 2; }
+
+# The inputs, scaled.
+n_dicts=$(awk -v s="$scale" 'BEGIN { n = int(200000 * s); print n < 100 ? 100 : n }')
+mb=$(awk -v s="$scale" 'BEGIN { n = int(20 * s); print n < 1 ? 1 : n }')
+churn_n=$(awk -v s="$scale" 'BEGIN { n = int(10000000 * s); print n < 1000 ? 1000 : n }')
+git_n=$(awk -v s="$scale" 'BEGIN { n = int(100000 * s); print n < 20 ? 20 : n }')
+mkdir -p "$work/www" "$work/cmk"
+head -c "$((mb * 1048576))" /dev/urandom >"$work/www/blob"
+cat >"$work/dicts.py" <<EOF
+import json
+rows = [{"id": i, "name": "item-%d" % i, "tags": ["a", "b", str(i % 7)], "score": i * 0.5}
+        for i in range($n_dicts)]
+text = json.dumps(rows)
+print(len(json.loads(text)))
+EOF
+cat >"$work/cmk/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.20)
+project(bench_real C)
+include(CheckIncludeFile)
+include(CheckFunctionExists)
+check_include_file(zstd.h HAVE_ZSTD_H)
+check_function_exists(memfd_create HAVE_MEMFD_CREATE)
+add_executable(hello hello.c)
+EOF
+echo 'int main(void) { return 0; }' >"$work/cmk/hello.c"
+# A local server for curl (loopback only), on a free port.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+(cd "$work/www" && exec python3 -m http.server "$port" --bind 127.0.0.1 >/dev/null 2>&1) &
+server=$!
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+    sleep 0.3
+done
+
+# The corpus: name, directory, command (run as is, no shell between: each
+# tool sees the program itself; words split on blanks), and what to do
+# before each run.
+corpus() {
+    cat <<EOF
+clang|$src|clang-14 -O2 -c src/analyze/profile.c -Isrc -Iinclude -o $work/profile.o|true
+python-json|$work|/usr/bin/python3 $work/dicts.py|true
+git-log|$src|git log --stat -n $git_n|true
+curl|$work|curl -s -o $work/got http://127.0.0.1:$port/blob|true
+cmake|$work/cmk|cmake -S . -B b|rm -rf b
+churn|$work|$build/memkit-churn $churn_n 1|true
+EOF
+}
+
+# timed NAME WAY CMD...: wall seconds and peak RSS (KB) of CMD into
+# $work/res (one line: program way wall rss).
+timed() {
+    name=$1 way=$2
+    shift 2
+    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err"
+    echo "$name $way $(tail -n 1 "$work/time")" >>"$work/res"
+}
+
+sum_calls_memkit() { # TRACES...: allocation calls over all processes
+    for t in "$@"; do
+        "$memkit" report --no-symbols "$t" 2>/dev/null | sed -n 's/^Allocation calls: //p'
+    done | awk '{ s += $1 } END { print s + 0 }'
+}
+sum_calls_heaptrack() {
+    for t in "$@"; do
+        heaptrack_print -f "$t" -p 0 -a 0 -T 0 -l 0 -n 0 -s 0 2>/dev/null |
+            sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p'
+    done | awk '{ s += $1 } END { print s + 0 }'
+}
+size_of() { du -cb "$@" 2>/dev/null | tail -n 1 | cut -f1; }
+
+: >"$work/res"
+r=1
+while [ "$r" -le "$rounds" ]; do
+    corpus | while IFS='|' read -r name dir cmd prep; do
+        d=$work/tr/$name.$r
+        rm -rf "$d"
+        mkdir -p "$d"
+        cd "$dir" || exit 2
+        # shellcheck disable=SC2086 # the command's words
+        set -- $cmd
+        $prep
+        timed "$name" untraced "$@"
+        $prep
+        timed "$name" memkit-q "$memkit" trace -q -o "$d/q" -- "$@"
+        $prep
+        timed "$name" memkit "$memkit" trace -o "$d/m" -- "$@"
+        $prep
+        timed "$name" summary-only "$memkit" trace -q --summary-only -o "$d/s" -- "$@"
+        $prep
+        timed "$name" heaptrack heaptrack -o "$d/h" "$@"
+        timed "$name" report "$memkit" report "$d"/q.*.mkt
+        ht=$(ls "$d"/h*.zst 2>/dev/null)
+        # heaptrack_print of each process's file, as one timed step
+        timed "$name" heaptrack_print sh -c 'for f; do heaptrack_print "$f" >/dev/null; done' sh $ht
+        if [ "$r" = 1 ]; then
+            echo "$name calls $(sum_calls_memkit "$d"/q.*.mkt) $(sum_calls_heaptrack $ht)" >>"$work/res"
+            echo "$name size $(size_of "$d"/q.*.mkt) $(size_of $ht)" >>"$work/res"
+            echo "$name procs $(ls "$d"/q.*.mkt | wc -l) $(echo $ht | wc -w)" >>"$work/res"
+        fi
+        cd "$src" || exit 2
+    done
+    r=$((r + 1))
+done
+
+# The table: medians per (program, way).
+python3 - "$work/res" "$rounds" "$scale" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+med = {}
+extra = {}
+for r in rows:
+    if r[1] in ("calls", "size", "procs"):
+        extra[(r[0], r[1])] = (int(r[2]), int(r[3]))
+        continue
+    med.setdefault((r[0], r[1]), []).append((float(r[2]), int(r[3])))
+names = []
+for r in rows:
+    if r[0] not in names:
+        names.append(r[0])
+def m(name, way):
+    v = med.get((name, way))
+    if not v:
+        return float("nan"), 0
+    return statistics.median(x[0] for x in v), int(statistics.median(x[1] for x in v))
+print("memkit on real programs: medians of %s round(s), scale %s" % (sys.argv[2], sys.argv[3]))
+print("%-12s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %7s" % (
+    "program", "untraced", "trace -q", "trace", "summary", "heaptrk", "report", "ht_print",
+    "q/ht oh", "t/ht+p", "t/q", "rep/htp"))
+for n in names:
+    u = m(n, "untraced")[0]; q = m(n, "memkit-q")[0]; t = m(n, "memkit")[0]
+    s = m(n, "summary-only")[0]; h = m(n, "heaptrack")[0]
+    rp, rrss = m(n, "report"); hp, hrss = m(n, "heaptrack_print")
+    oh = (q - u) / (h - u) if h > u else float("nan")
+    print("%-12s %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %8.2f %8.2f %8.2f %7.2f" % (
+        n, u, q, t, s, h, rp, hp, oh, t / (h + hp), t / q, rp / max(hp, 0.5)))
+print()
+print("%-12s %12s %12s %11s %11s %9s %9s %8s %8s" % (
+    "program", "calls memkit", "calls htrack", "trace MB", "htrack MB", "rep RSS", "htp RSS",
+    "procs", "ht files"))
+for n in names:
+    c = extra.get((n, "calls"), (0, 0)); z = extra.get((n, "size"), (0, 0))
+    p = extra.get((n, "procs"), (0, 0))
+    print("%-12s %12d %12d %11.1f %11.1f %8dK %8dK %8d %8d" % (
+        n, c[0], c[1], z[0] / 1e6, z[1] / 1e6, m(n, "report")[1], m(n, "heaptrack_print")[1],
+        p[0], p[1]))
+print()
+print("q/ht oh: memkit trace -q's overhead over heaptrack's (bar <= 0.5); t/ht+p: memkit")
+print("trace over heaptrack + heaptrack_print (bar <= 1); t/q: memkit trace over -q (bar")
+print("<= 1.3); rep/htp: memkit report over max(heaptrack_print, 0.5 s) (bar <= 1).")
+PY

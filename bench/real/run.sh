@@ -31,8 +31,8 @@ cleanup() {
 trap cleanup EXIT
 for tool in /usr/bin/time heaptrack heaptrack_print clang-14 curl git cmake python3; do
     command -v "$tool" >/dev/null 2>&1 || {
-        echo "bench-real: $tool is missing (make deps installs it)"
-        exit 2
+        echo "SKIP: bench-real: $tool is missing (make deps installs it)"
+        exit 77
     }
 done
 [ -x "$memkit" ] || { echo "bench-real: no $memkit (make build)"; exit 2; }

@@ -185,6 +185,55 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
     return e->id;
 }
 
+uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth)
+{
+    char *key = NULL;
+    size_t key_len = 0;
+    FILE *k = open_memstream(&key, &key_len);
+    if (!k)
+        return 0;
+    for (uint32_t i = 0; i < depth; i++) {
+        const mk_frame_t *f = &frames[i];
+        fprintf(k, "%s\x1f%s\x1f%d\x1f%s\x1f", f->function ? f->function : "",
+                f->file ? f->file : "", f->line, f->module ? f->module : "");
+        if (!f->function)
+            fprintf(k, "%" PRIx64, f->offset);
+        fputc('\x1e', k);
+    }
+    if (fclose(k) != 0) {
+        free(key);
+        return 0;
+    }
+    interned_t *e = intern(n, key, key_len);
+    if (!e || e->id) {
+        free(key);
+        return e ? e->id : 0;
+    }
+    uint32_t id = n->next_location + 1;
+    stack_names_t *s = stack_slot(n, id, true);
+    mk_frame_t *copy = s ? calloc(depth ? depth : 1, sizeof *copy) : NULL;
+    if (!copy) {
+        free(key);
+        return 0;
+    }
+    for (uint32_t i = 0; i < depth; i++)
+        copy[i] = (mk_frame_t){
+            .function = intern_str(n, frames[i].function),
+            .file = intern_str(n, frames[i].file),
+            .line = frames[i].line,
+            .module = intern_str(n, frames[i].module),
+            .offset = frames[i].offset,
+        };
+    s = stack_slot(n, id, false); /* interning may have grown the tables */
+    *s = (stack_names_t){copy, depth, true};
+    e = intern(n, key, key_len); /* found again, not added: the key is there */
+    if (e)
+        e->id = id;
+    free(key);
+    n->next_location = id;
+    return id;
+}
+
 /* Inlined functions at one address, at most (deeper chains are cut). */
 #define MK_INLINE_MAX 16
 

@@ -35,6 +35,13 @@ mk_names_t *mk_names_new(void);
 uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
                                int line);
 
+/* The stack id of a list of frames already symbolized (another names
+ * object's: the merged report of several processes), made on first sight
+ * and shared by every list naming the same frames: function, file, line
+ * and module, the offset only where the function is unknown. Returns 0
+ * when memory ran out. */
+uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth);
+
 void mk_names_free(mk_names_t *n);
 
 /* The frames of a stack, innermost first; *depth 0 (and a static empty

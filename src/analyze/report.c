@@ -21,6 +21,7 @@ void mk_report_opts_default(mk_report_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->thread = -1;
+    o->pid = -1;
     o->min_count = 100;
 }
 
@@ -442,6 +443,16 @@ static int sniff(const char *src, const char *path, bool *is_log, char *err,
     return 0;
 }
 
+/* Rows, roll-ups and findings, once the profile is whole. */
+static void finish(mk_report_t *r, const char *path)
+{
+    if (!build_rows(r))
+        snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
+                 path);
+    r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : 0; /* 0: on first use */
+    mk_findings_compute(r);
+}
+
 int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opts,
                    char *err, size_t errlen)
 {
@@ -475,11 +486,171 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
     }
     if (r->opts.totals_only)
         return 0;
-    if (!build_rows(r))
-        snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
-                 path);
-    r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : 0; /* 0: on first use */
-    mk_findings_compute(r);
+    finish(r, path);
+    return 0;
+}
+
+/* ---- several traces, merged ---- */
+
+/* Adds one process's profile to the merged one: its stacks re-identified by
+ * their frames in the merged names, its totals summed. */
+static bool merge_profile(mk_report_t *m, mk_report_t *one, mk_kv_table_t *index)
+{
+    mk_profile_t *d = &m->prof;
+    const mk_profile_t *s = &one->prof;
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const mk_stack_agg_t *a = &s->stacks[i];
+        uint32_t depth;
+        const mk_frame_t *frames = mk_names_stack(one->names, a->stack, &depth);
+        uint32_t id = mk_names_add_stack(m->names, frames, depth);
+        bool fresh;
+        mk_kv_t *e = id ? mk_kv_put(index, (uint64_t)id, &fresh) : NULL;
+        if (!e)
+            return false;
+        if (fresh) {
+            if (!mk_grow((void **)&d->stacks, &d->stacks_cap, d->nstacks + 1,
+                         sizeof *d->stacks)) {
+                mk_kv_remove(index, e);
+                return false;
+            }
+            e->a = d->nstacks++;
+            d->stacks[e->a].stack = id;
+        }
+        mk_stack_agg_t *to = &d->stacks[e->a];
+        agg_add(to, a);
+        to->live_blocks += a->live_blocks;
+        to->live_bytes += a->live_bytes;
+        to->multi_thread |= a->multi_thread;
+        if (!to->first_thread)
+            to->first_thread = a->first_thread;
+    }
+    uint64_t *sum[][2] = {
+        {&d->mallocs, (uint64_t *)&s->mallocs},
+        {&d->reallocs, (uint64_t *)&s->reallocs},
+        {&d->callocs, (uint64_t *)&s->callocs},
+        {&d->strdups, (uint64_t *)&s->strdups},
+        {&d->wcsdups, (uint64_t *)&s->wcsdups},
+        {&d->frees, (uint64_t *)&s->frees},
+        {&d->allocations, (uint64_t *)&s->allocations},
+        {&d->total_allocated, (uint64_t *)&s->total_allocated},
+        {&d->news, (uint64_t *)&s->news},
+        {&d->deletes, (uint64_t *)&s->deletes},
+        {&d->aligned, (uint64_t *)&s->aligned},
+        {&d->allocation_calls, (uint64_t *)&s->allocation_calls},
+        {&d->live_bytes, (uint64_t *)&s->live_bytes},
+        {&d->live_blocks, (uint64_t *)&s->live_blocks},
+        {&d->free_null, (uint64_t *)&s->free_null},
+        {&d->free_unknown, (uint64_t *)&s->free_unknown},
+        {&d->failed, (uint64_t *)&s->failed},
+        {&d->temporaries, (uint64_t *)&s->temporaries},
+        {&d->tiny, (uint64_t *)&s->tiny},
+        {&d->events, (uint64_t *)&s->events},
+        {&d->threads, (uint64_t *)&s->threads},
+    };
+    for (size_t i = 0; i < sizeof sum / sizeof *sum; i++)
+        *sum[i][0] += *sum[i][1];
+    if (s->max_allocated > d->max_allocated) { /* the largest process's peak */
+        d->max_allocated = s->max_allocated;
+        d->peak_time = s->peak_time;
+    }
+    if (s->peak_blocks > d->peak_blocks)
+        d->peak_blocks = s->peak_blocks;
+    if (s->last_time > d->last_time)
+        d->last_time = s->last_time;
+    for (int i = 0; i < MK_HIST_BUCKETS; i++) {
+        d->size_hist[i] += s->size_hist[i];
+        d->life_hist[i] += s->life_hist[i];
+    }
+    d->from_summary |= s->from_summary;
+    d->filtered |= s->filtered;
+    return true;
+}
+
+static int by_process_calls(const void *a, const void *b)
+{
+    const mk_report_process_t *x = a, *y = b;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static void note_process(mk_report_process_t *p, const mk_report_t *one, const char *path)
+{
+    const mk_trace_t *tr = one->tr;
+    p->path = path;
+    p->pid = tr->header.pid;
+    const char *cmd = tr->header.cmdline[0] ? tr->header.cmdline : tr->header.exe;
+    if (strlen(cmd) < sizeof p->command)
+        snprintf(p->command, sizeof p->command, "%s", cmd);
+    else
+        snprintf(p->command, sizeof p->command, "%.*s...", (int)sizeof p->command - 4,
+                 cmd);
+    p->calls = one->prof.allocation_calls;
+    p->peak_bytes = one->prof.max_allocated;
+    p->total_bytes = one->prof.total_allocated;
+}
+
+int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
+                        const mk_report_opts_t *opts, char *err, size_t errlen)
+{
+    if (n == 1)
+        return mk_report_load(r, paths[0], opts, err, errlen);
+    memset(r, 0, sizeof *r);
+    r->path = paths[0];
+    if (opts)
+        r->opts = *opts;
+    else
+        mk_report_opts_default(&r->opts);
+    r->kind = MK_INPUT_TRACE;
+    r->time_unit = "ns";
+    r->names = mk_names_new();
+    r->procs = calloc(n, sizeof *r->procs);
+    mk_profile_init(&r->prof, NULL);
+    mk_kv_table_t index = mk_kv_heap_table();
+    if (!r->names || !r->procs) {
+        mk_report_free(r);
+        return snprintf(err, errlen, "out of memory"), 2;
+    }
+    mk_report_opts_t each = r->opts;
+    each.totals_only = true; /* each process's aggregates; rows once, merged */
+    for (size_t i = 0; i < n; i++) {
+        mk_report_t one;
+        int rc = mk_report_load(&one, paths[i], &each, err, errlen);
+        if (rc == 0 && one.kind != MK_INPUT_TRACE) {
+            snprintf(err, errlen,
+                     "%s is a curl memdebug log: a log is reported alone, not merged "
+                     "with other inputs",
+                     paths[i]);
+            mk_report_free(&one);
+            rc = 2;
+        }
+        if (rc) {
+            free(index.slots);
+            mk_report_free(r);
+            return rc;
+        }
+        if (one.problem[0] && !r->problem[0])
+            snprintf(r->problem, sizeof r->problem, "%s", one.problem);
+        r->partial |= one.partial;
+        if (one.duration_s > r->duration_s)
+            r->duration_s = one.duration_s;
+        if (one.outside[0] && !r->outside[0])
+            snprintf(r->outside, sizeof r->outside, "%.900s (pid %u)", one.outside,
+                     one.tr->header.pid);
+        r->leaks_unknown |= one.leaks_unknown;
+        note_process(&r->procs[r->nprocs++], &one, paths[i]);
+        bool merged = merge_profile(r, &one, &index);
+        mk_report_free(&one);
+        if (!merged) {
+            free(index.slots);
+            mk_report_free(r);
+            return snprintf(err, errlen, "out of memory merging %s", paths[i]), 2;
+        }
+    }
+    free(index.slots);
+    qsort(r->procs, r->nprocs, sizeof *r->procs, by_process_calls);
+    if (!r->opts.totals_only)
+        finish(r, paths[0]);
     return 0;
 }
 
@@ -502,6 +673,7 @@ void mk_report_free(mk_report_t *r)
         mk_trace_close(r->tr);
     if (r->spooled)
         close(r->spool_fd);
+    free(r->procs);
     memset(r, 0, sizeof *r);
 }
 

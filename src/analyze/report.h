@@ -21,6 +21,7 @@ typedef struct mk_report_opts {
     const char *function; /* some frame is this function */
     const char *file;     /* some frame is in this source file */
     int64_t thread;       /* -1: all */
+    int64_t pid;          /* of several traces, only this process's; -1: all */
     double from_s, to_s;  /* time window in seconds from the start; to 0: end */
     uint64_t min_count;   /* a site needs this many allocations for a finding */
     double cost_ns;       /* malloc+free cost; 0: measure it on this machine */
@@ -64,6 +65,14 @@ typedef struct mk_finding {
     const char *fix;
 } mk_finding_t;
 
+/* One process of a merged report (several traces). */
+typedef struct mk_report_process {
+    const char *path;
+    uint32_t pid;
+    char command[80];
+    uint64_t calls, peak_bytes, total_bytes;
+} mk_report_process_t;
+
 typedef struct mk_report {
     const char *path;
     enum mk_input_kind kind;
@@ -87,6 +96,11 @@ typedef struct mk_report {
      * none; leaks_unknown: blocks live at the end may have been freed. */
     char outside[1024];
     bool leaks_unknown;
+    /* Several traces merged (mk_report_load_many): one row per process,
+     * busiest first; sites are matched by their symbolized frames, totals
+     * are sums, and the peak is the largest single process's. */
+    mk_report_process_t *procs;
+    size_t nprocs;
     int spool_fd; /* a piped input's copy (memfd), when spooled */
     bool spooled;
 } mk_report_t;
@@ -98,6 +112,13 @@ typedef struct mk_report {
 int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opts,
                    char *err, size_t errlen);
 void mk_report_free(mk_report_t *r);
+
+/* Reads several traces (the processes of one run) into one report, as
+ * mk_report_load reads one; n == 1 is mk_report_load. A curl log cannot be
+ * merged (exit 2, one line); a damaged trace adds what came before its
+ * damage and sets r->partial. */
+int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
+                        const mk_report_opts_t *opts, char *err, size_t errlen);
 
 /* Findings (findings.c), run by mk_report_load. */
 bool mk_findings_compute(mk_report_t *r);

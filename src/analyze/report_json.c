@@ -113,6 +113,21 @@ static void totals(mk_json *j, mk_report_t *r)
     key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
     key_bool(j, "leaks_unknown", r->leaks_unknown);
     key_uint(j, "failed", p->failed);
+    if (r->nprocs > 1) { /* several traces merged */
+        mk_json_key(j, "processes");
+        mk_json_begin_array(j);
+        for (size_t i = 0; i < r->nprocs; i++) {
+            mk_json_begin_object(j);
+            key_uint(j, "pid", r->procs[i].pid);
+            key_str(j, "command", r->procs[i].command);
+            key_str(j, "trace", r->procs[i].path);
+            key_uint(j, "allocation_calls", r->procs[i].calls);
+            key_uint(j, "peak_bytes", r->procs[i].peak_bytes);
+            key_uint(j, "total_bytes", r->procs[i].total_bytes);
+            mk_json_end_object(j);
+        }
+        mk_json_end_array(j);
+    }
     if (r->kind == MK_INPUT_MEMDEBUG)
         key_uint(j, "sockets", r->md.sockets);
     mk_json_key(j, "allocations_per_second");

@@ -394,10 +394,29 @@ static void findings(const text_t *t, int top, bool brief)
     }
 }
 
+/* A merged report's processes, busiest first (all of them: the table is
+ * the map of the run). */
+static void processes(const text_t *t)
+{
+    const mk_report_t *r = t->r;
+    if (r->nprocs < 2)
+        return;
+    fprintf(t->out,
+            "\nProcesses: %zu (totals above are their sums; the peak is the largest "
+            "process's)\n",
+            r->nprocs);
+    fprintf(t->out, "  %8s %16s %14s  %s\n", "pid", "allocation calls", "peak bytes",
+            "command");
+    for (size_t i = 0; i < r->nprocs; i++)
+        fprintf(t->out, "  %8u %16" PRIu64 " %14" PRIu64 "  %s\n", r->procs[i].pid,
+                r->procs[i].calls, r->procs[i].peak_bytes, r->procs[i].command);
+}
+
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
 {
     text_t t = {r, out, color};
     totals(&t);
+    processes(&t);
     if (brief) {
         top_list(&t, top);
         findings(&t, 3, true);

@@ -81,6 +81,21 @@ static bool same_build(Dwfl_Module *mod, const mk_module_t *m)
     return (size_t)n == m->build_id_len && memcmp(id, m->build_id, (size_t)n) == 0;
 }
 
+/* Is this the first note about path (one per module and run of memkit,
+ * however many traces of a process tree name it)? */
+static bool first_note_of(const char *path)
+{
+    static uint64_t noted[64];
+    static unsigned n;
+    uint64_t h = mk_hash_bytes(path, strlen(path));
+    for (unsigned i = 0; i < n; i++)
+        if (noted[i] == h)
+            return false;
+    if (n < 64)
+        noted[n++] = h;
+    return true;
+}
+
 mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr)
 {
     mk_symbolizer_t *s = calloc(1, sizeof *s);
@@ -102,7 +117,7 @@ mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr)
         if (seen || m->path[0] != '/')
             continue; /* the vdso and such have no file */
         Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->base, false);
-        if (mod && !same_build(mod, m))
+        if (mod && !same_build(mod, m) && first_note_of(m->path))
             fprintf(stderr,
                     "memkit: %s changed since the trace was taken; its frames are "
                     "shown as offsets\n",

@@ -38,6 +38,21 @@ typedef struct mk_trace_totals {
  * mk_summarize_trace, printing nothing but a problem's one line. */
 int mk_read_totals(const char *path, mk_trace_totals_t *t);
 
+/* The inputs of report, diff and check: each a trace, a curl log, "-", or a
+ * run's prefix (every PREFIX.<pid>[.<n>].mkt), in that order; pid >= 0
+ * keeps that process's traces only. Returns MK_EXIT_OK with *out a list to
+ * free with mk_free_inputs, or MK_EXIT_USAGE after one line. */
+int mk_expand_inputs(char *const *inputs, size_t n, int64_t pid, char ***out,
+                     size_t *nout);
+void mk_free_inputs(char **list, size_t n);
+
+/* mk_load_input for several inputs merged into one report (one input: as
+ * mk_load_input). */
+struct mk_report;
+struct mk_report_opts;
+int mk_load_inputs(struct mk_report *r, char *const *paths, size_t n,
+                   const struct mk_report_opts *o);
+
 /* The filter and findings options report, diff and check share (--module,
  * --function, --file, --thread, --from, --to, --min-count, --cost-ns):
  * 1 if argv[*i] was one (its value consumed), 0 if not, -1 after printing a
@@ -49,6 +64,7 @@ int mk_filter_option(int argc, char **argv, int *i, struct mk_report_opts *o);
  * MK_EXIT_OK, or MK_EXIT_USAGE when it could not be read (r->tr NULL and
  * nothing to show) or was damaged (r holds what came before). */
 struct mk_report;
+struct mk_report_opts;
 int mk_load_input(struct mk_report *r, const char *path, const struct mk_report_opts *o);
 
 /* Prints "memkit: <message>" on stderr and returns MK_EXIT_USAGE. */

@@ -249,7 +249,12 @@ int mk_cmd_check(int argc, char **argv)
         o.cost_ns = 1; /* findings are not checked: skip measuring */
 
     mk_report_t r;
-    int rc = mk_load_input(&r, input, &o);
+    char **paths, *given = (char *)input;
+    size_t npaths;
+    if (mk_expand_inputs(&given, 1, o.pid, &paths, &npaths) != MK_EXIT_OK)
+        return MK_EXIT_USAGE;
+    int rc = mk_load_inputs(&r, paths, npaths, &o); /* a prefix: its processes merged */
+    mk_free_inputs(paths, npaths);
     if (rc != MK_EXIT_OK) { /* mk_load_input said why, in one line */
         if (r.tr)
             mk_report_free(&r);

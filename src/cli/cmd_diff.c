@@ -227,6 +227,18 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
     mk_json_end_object(&j);
 }
 
+static int load_side(mk_report_t *r, const char *input, const mk_report_opts_t *o)
+{
+    char **paths, *given = (char *)input; /* read, never written */
+    size_t n;
+    memset(r, 0, sizeof *r);
+    if (mk_expand_inputs(&given, 1, o->pid, &paths, &n) != MK_EXIT_OK)
+        return MK_EXIT_USAGE;
+    int rc = mk_load_inputs(r, paths, n, o);
+    mk_free_inputs(paths, n);
+    return rc;
+}
+
 int mk_cmd_diff(int argc, char **argv)
 {
     mk_report_opts_t o;
@@ -271,12 +283,13 @@ int mk_cmd_diff(int argc, char **argv)
     }
     if (nin != 2)
         return mk_usage_error("diff takes two inputs: memkit diff BEFORE AFTER");
+    /* Each side a trace, a log, or a run's prefix (its processes merged). */
     mk_report_t b, a;
-    int rb = mk_load_input(&b, in[0], &o);
-    if (rb != MK_EXIT_OK && !b.tr)
+    int rb = load_side(&b, in[0], &o);
+    if (rb != MK_EXIT_OK && !b.tr && !b.nprocs)
         return rb;
-    int ra = mk_load_input(&a, in[1], &o);
-    if (ra != MK_EXIT_OK && !a.tr) {
+    int ra = load_side(&a, in[1], &o);
+    if (ra != MK_EXIT_OK && !a.tr && !a.nprocs) {
         mk_report_free(&b);
         return ra;
     }

@@ -9,10 +9,16 @@
 
 #include "../analyze/report.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool parse_seconds(const char *s, double *out)
@@ -34,9 +40,9 @@ int mk_filter_option(int argc, char **argv, int *i, mk_report_opts_t *o)
         o->no_symbols = true;
         return 1;
     }
-    static const char *const with_value[] = {"--module",    "--function", "--file",
-                                             "--thread",    "--from",     "--to",
-                                             "--min-count", "--cost-ns"};
+    static const char *const with_value[] = {"--module", "--function",  "--file",
+                                             "--thread", "--from",      "--to",
+                                             "--pid",    "--min-count", "--cost-ns"};
     bool known = false;
     for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
         known |= strcmp(a, with_value[k]) == 0;
@@ -55,6 +61,10 @@ int mk_filter_option(int argc, char **argv, int *i, mk_report_opts_t *o)
         if (!mk_parse_count(val, &v) || v > INT32_MAX)
             return mk_usage_error("--thread wants a thread number, not '%s'", val), -1;
         o->thread = (int64_t)v;
+    } else if (strcmp(a, "--pid") == 0) {
+        if (!mk_parse_count(val, &v) || v == 0 || v > INT32_MAX)
+            return mk_usage_error("--pid wants a process id, not '%s'", val), -1;
+        o->pid = (int64_t)v;
     } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) {
         double *d = a[2] == 'f' ? &o->from_s : &o->to_s;
         if (!parse_seconds(val, d))
@@ -86,6 +96,133 @@ int mk_load_input(mk_report_t *r, const char *path, const mk_report_opts_t *o)
     /* Damage is bad input: the exit status says so even though the part
      * before it was analysed. A missing end record (a killed program) is not. */
     return r->tr && r->tr->damage[0] ? MK_EXIT_USAGE : MK_EXIT_OK;
+}
+
+/* Is name PREFIX.<pid>.mkt or PREFIX.<pid>.<n>.mkt for this prefix's base? */
+static bool names_a_trace_of(const char *name, const char *base)
+{
+    size_t blen = strlen(base);
+    if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+        return false;
+    const char *p = name + blen + 1;
+    for (int part = 0; part < 2; part++) {
+        if (!isdigit((unsigned char)*p))
+            return false;
+        while (isdigit((unsigned char)*p))
+            p++;
+        if (strcmp(p, ".mkt") == 0)
+            return true;
+        if (*p++ != '.')
+            return false;
+    }
+    return false;
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Adds the traces of a run's prefix (PREFIX.<pid>[.<n>].mkt) to list. */
+static int expand_prefix(const char *prefix, char ***list, size_t *n, size_t *cap)
+{
+    char dirbuf[PATH_MAX], basebuf[PATH_MAX];
+    snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
+    snprintf(basebuf, sizeof basebuf, "%s", prefix);
+    const char *dir = dirname(dirbuf), *base = basename(basebuf);
+    DIR *d = opendir(dir);
+    size_t before = *n;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!names_a_trace_of(e->d_name, base))
+            continue;
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0 ||
+            !mk_grow((void **)list, cap, *n + 1, sizeof **list)) {
+            free(path);
+            closedir(d);
+            return mk_usage_error("out of memory");
+        }
+        (*list)[(*n)++] = path;
+    }
+    if (d)
+        closedir(d);
+    if (*n == before)
+        return mk_usage_error("no trace matches '%s' (a trace file, or a run's prefix: "
+                              "PREFIX.<pid>.mkt)",
+                              prefix);
+    qsort(*list + before, *n - before, sizeof **list, by_string);
+    return MK_EXIT_OK;
+}
+
+int mk_expand_inputs(char *const *inputs, size_t n, int64_t pid, char ***out,
+                     size_t *nout)
+{
+    char **list = NULL;
+    size_t count = 0, cap = 0;
+    struct stat st;
+    *out = NULL;
+    *nout = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(inputs[i]);
+        bool file_name = len > 4 && strcmp(inputs[i] + len - 4, ".mkt") == 0;
+        if (strcmp(inputs[i], "-") == 0 || stat(inputs[i], &st) == 0 || file_name) {
+            char *copy = strdup(inputs[i]);
+            if (!copy || !mk_grow((void **)&list, &cap, count + 1, sizeof *list)) {
+                free(copy);
+                mk_free_inputs(list, count);
+                return mk_usage_error("out of memory");
+            }
+            list[count++] = copy;
+        } else if (expand_prefix(inputs[i], &list, &count, &cap) != MK_EXIT_OK) {
+            mk_free_inputs(list, count);
+            return MK_EXIT_USAGE;
+        }
+    }
+    if (pid >= 0) { /* the traces whose header names that process */
+        size_t kept = 0;
+        for (size_t i = 0; i < count; i++) {
+            char err[512];
+            mk_trace_t *tr =
+                strcmp(list[i], "-") ? mk_trace_open(list[i], err, sizeof err) : NULL;
+            bool want = tr && tr->header.pid == (uint32_t)pid;
+            mk_trace_close(tr);
+            if (want)
+                list[kept++] = list[i];
+            else
+                free(list[i]);
+        }
+        count = kept;
+        if (!count) {
+            free(list);
+            return mk_usage_error("--pid %" PRId64 ": no trace given is of that process",
+                                  pid);
+        }
+    }
+    *out = list;
+    *nout = count;
+    return MK_EXIT_OK;
+}
+
+void mk_free_inputs(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+int mk_load_inputs(mk_report_t *r, char *const *paths, size_t n,
+                   const mk_report_opts_t *o)
+{
+    char err[1024];
+    if (mk_report_load_many(r, (const char *const *)paths, n, o, err, sizeof err) != 0) {
+        fprintf(stderr, "memkit: %s\n", err);
+        return MK_EXIT_USAGE;
+    }
+    if (r->problem[0])
+        fprintf(stderr, "memkit: %s\n", r->problem);
+    return (r->tr && r->tr->damage[0]) || (n > 1 && r->partial) ? MK_EXIT_USAGE
+                                                                : MK_EXIT_OK;
 }
 
 int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls)
@@ -135,8 +272,11 @@ int mk_read_totals(const char *path, mk_trace_totals_t *t)
 static const char usage[] =
     "usage: memkit report [options] INPUT...\n"
     "\n"
-    "INPUT is a trace written by `memkit trace` or a curl memdebug log\n"
-    "(CURL_MEMDEBUG). Prints totals, sites, the peak, leaks and findings.\n"
+    "INPUT is a trace written by `memkit trace`, a run's prefix (every\n"
+    "PREFIX.<pid>.mkt: the processes of one run), a curl memdebug log\n"
+    "(CURL_MEMDEBUG) or - (standard input). Several traces are one report:\n"
+    "sites matched by their symbolized stacks, totals summed, a table of the\n"
+    "processes. Prints totals, sites, the peak, leaks and findings.\n"
     "\n"
     "  --format F        text (default), json, html or collapsed (folded stacks)\n"
     "  -o FILE           write to FILE instead of standard output\n"
@@ -146,6 +286,7 @@ static const char usage[] =
     "                    (what an in-library wrapper like curl's memdebug counts)\n"
     "  --function F      only allocations with F on their stack\n"
     "  --file F          only allocations with a frame in source file F\n"
+    "  --pid P           of several traces, only process P's\n"
     "  --thread N        only thread N: threads are numbered from 1 (the main\n"
     "                    thread) in the order they start\n"
     "  --from S, --to S  only events in this window, seconds from the start\n"
@@ -241,38 +382,34 @@ int mk_cmd_report(int argc, char **argv)
     if (!ninputs)
         return free(inputs),
                mk_usage_error("report: no input given (memkit report TRACE)");
-    if (ninputs > 1 && fmt != FMT_TEXT)
-        return free(inputs), mk_usage_error("report: --format %s takes one input",
-                                            fmt == FMT_JSON   ? "json"
-                                            : fmt == FMT_HTML ? "html"
-                                                              : "collapsed");
+    char **paths;
+    size_t npaths;
+    if (mk_expand_inputs(inputs, (size_t)ninputs, o.pid, &paths, &npaths) != MK_EXIT_OK)
+        return free(inputs), MK_EXIT_USAGE;
+    free(inputs);
 
     mk_outfile_t of;
     if (!mk_outfile_open(&of, outpath))
-        return free(inputs), MK_EXIT_USAGE;
+        return mk_free_inputs(paths, npaths), MK_EXIT_USAGE;
     FILE *out = of.f;
     if (color < 0)
         color =
             !outpath && fmt == FMT_TEXT && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 
     int rc = MK_EXIT_OK;
-    for (int k = 0; k < ninputs; k++) {
-        if (memanalyze) {
-            char err[1024];
-            if (!mk_memanalyze(inputs[k], out, memanalyze, err, sizeof err)) {
-                fprintf(stderr, "memkit: %s\n", err);
-                rc = MK_EXIT_USAGE;
-            }
-            continue;
+    for (size_t k = 0; memanalyze && k < npaths; k++) { /* memanalyze.pl: one log each */
+        char err[1024];
+        if (!mk_memanalyze(paths[k], out, memanalyze, err, sizeof err)) {
+            fprintf(stderr, "memkit: %s\n", err);
+            rc = MK_EXIT_USAGE;
         }
-        mk_report_t r;
-        int lr = mk_load_input(&r, inputs[k], &o);
-        if (lr != MK_EXIT_OK)
-            rc = lr;
-        if (lr != MK_EXIT_OK && !r.tr)
-            continue;
-        if (ninputs > 1)
-            fprintf(out, "%s== %s\n", k ? "\n" : "", inputs[k]);
+    }
+    /* Several inputs (a process tree) are one report, merged. */
+    mk_report_t r;
+    int lr = memanalyze ? MK_EXIT_USAGE : mk_load_inputs(&r, paths, npaths, &o);
+    if (!memanalyze && lr != MK_EXIT_OK)
+        rc = lr;
+    if (!memanalyze && (lr == MK_EXIT_OK || r.tr || r.nprocs)) {
         switch (fmt) {
         case FMT_TEXT:
             mk_render_text(&r, out, top < 0 ? 10 : top, color, false);
@@ -289,9 +426,9 @@ int mk_cmd_report(int argc, char **argv)
         }
         mk_report_free(&r);
     }
-    free(inputs);
+    mk_free_inputs(paths, npaths);
     /* A report of input that could not be read is not written over a file. */
-    bool wrote_any = rc == MK_EXIT_OK || ninputs > 1;
+    bool wrote_any = rc == MK_EXIT_OK || lr == MK_EXIT_OK;
     if (!mk_outfile_close(&of, wrote_any))
         return MK_EXIT_USAGE;
     return rc;

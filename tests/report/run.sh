@@ -347,6 +347,54 @@ badinput)
     expect_status 2
     expect_re "has no threads or times"
     ;;
+merge)
+    # A run's traces are one report: by prefix or as several files, sites
+    # matched by symbolized stack, totals summed, a process table.
+    "$memkit" trace -q -o "$work/f" -- "$tprogs/forkexec" >/dev/null 2>&1 ||
+        fail "trace of forkexec failed"
+    [ "$(ls "$work"/f.*.mkt | wc -l)" -eq 3 ] || fail "forkexec: not 3 traces"
+    status "$memkit" report "$work/f"
+    expect_status 0
+    expect_line "Allocation calls: 15"
+    expect_line "Mallocs: 15"
+    expect_re "^Processes: 3 "
+    [ "$(sed -n '/^Processes:/,/^$/p' "$work/out" | awk '$1 ~ /^[0-9]+$/ { print $2 }' | tr '\n' ' ')" = "7 5 3 " ] ||
+        fail "the process table is not 7 5 3"
+    status "$memkit" report "$work"/f.*.mkt
+    expect_line "Allocation calls: 15"
+    "$memkit" report --format json "$work/f" >"$work/j" 2>/dev/null || fail "json of a prefix failed"
+    python3 - "$work/j" <<'PY' || fail "merged JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["totals"]["allocation_calls"] == 15, r["totals"]
+procs = r["totals"]["processes"]
+assert [p["allocation_calls"] for p in procs] == [7, 5, 3], procs
+PY
+    # --pid: one process (the child: before and after its exec, 5 + 7)
+    child=$(sed -n '/^Processes:/,/^$/p' "$work/out" | awk '$2 == 7 { print $1 }')
+    status "$memkit" report --pid "$child" "$work/f"
+    expect_status 0
+    expect_line "Allocation calls: 12"
+    status "$memkit" report --pid 999999999 "$work/f"
+    expect_status 2
+    expect_line "memkit: --pid 999999999: no trace given is of that process"
+    # Two runs of one program in a tree: the same stack, one site, summed.
+    "$memkit" trace -q -o "$work/two" -- sh -c "'$tprogs/basic'; '$tprogs/basic'" \
+        >/dev/null 2>&1 || fail "trace of two basics failed"
+    status "$memkit" report --top 3 "$work/two"
+    expect_re "^ +20 +[0-9.]+ [KMG]?B .*main \(basic.c:[0-9]+\)"
+    # diff and check take prefixes too
+    status "$memkit" diff "$work/f" "$work/two"
+    expect_status 0
+    status "$memkit" check --max-allocations 14 "$work/f"
+    expect_status 1
+    status "$memkit" check --max-allocations 15 "$work/f"
+    expect_status 0
+    # a prefix that matches nothing
+    status "$memkit" report "$work/nothing"
+    expect_status 2
+    expect_line "memkit: no trace matches '$work/nothing' (a trace file, or a run's prefix: PREFIX.<pid>.mkt)"
+    ;;
 outputs)
     # Every writer checks every write and its close: /dev/full gives one line
     # and a failing status; a file on a full disk is never left truncated.

@@ -40,7 +40,17 @@ struct mk_symbolizer {
     unsigned next;
     module_syms_t *mods; /* one per module looked up so far */
     size_t nmods, mods_cap;
+    Dwfl_Module **changed; /* rebuilt since the trace: module+offset only */
+    size_t nchanged, changed_cap;
 };
+
+static bool is_changed(const mk_symbolizer_t *s, const Dwfl_Module *mod)
+{
+    for (size_t i = 0; i < s->nchanged; i++)
+        if (s->changed[i] == mod)
+            return true;
+    return false;
+}
 
 /* The C++ runtime's demangler (libstdc++ is linked for it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
@@ -117,11 +127,17 @@ mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr)
         if (seen || m->path[0] != '/')
             continue; /* the vdso and such have no file */
         Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->base, false);
-        if (mod && !same_build(mod, m) && first_note_of(m->path))
-            fprintf(stderr,
-                    "memkit: %s changed since the trace was taken; its frames are "
-                    "shown as offsets\n",
-                    m->path);
+        if (mod && !same_build(mod, m)) {
+            /* its names would be another build's: never shown */
+            if (mk_grow((void **)&s->changed, &s->changed_cap, s->nchanged + 1,
+                        sizeof *s->changed))
+                s->changed[s->nchanged++] = mod;
+            if (first_note_of(m->path))
+                fprintf(stderr,
+                        "memkit: %s changed since the trace was taken; its frames are "
+                        "shown as offsets\n",
+                        m->path);
+        }
     }
     dwfl_report_end(s->dwfl, NULL, NULL);
     return s;
@@ -134,6 +150,7 @@ void mk_symbolizer_free(mk_symbolizer_t *s)
     for (size_t i = 0; i < s->nmods; i++)
         free(s->mods[i].syms);
     free(s->mods);
+    free(s->changed);
     dwfl_end(s->dwfl);
     for (unsigned i = 0; i < 64; i++)
         free(s->demangled[i]);
@@ -255,6 +272,8 @@ void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
         out->module = slash ? slash + 1 : name;
         out->offset = return_addr - start;
     }
+    if (is_changed(s, mod))
+        return;
     out->function = demangle(s, function_at(s, mod, addr));
     Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
     if (line) {
@@ -312,7 +331,8 @@ int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *o
         return 1;
     Dwarf_Addr addr = return_addr - 1, bias;
     Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
-    Dwarf_Die *cu = mod ? dwfl_module_addrdie(mod, addr, &bias) : NULL;
+    Dwarf_Die *cu =
+        mod && !is_changed(s, mod) ? dwfl_module_addrdie(mod, addr, &bias) : NULL;
     Dwarf_Die *scopes = NULL;
     int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
     /* Scopes run innermost first: lexical blocks and inlined subroutines,

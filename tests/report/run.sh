@@ -347,6 +347,42 @@ badinput)
     expect_status 2
     expect_re "has no threads or times"
     ;;
+modules)
+    # A library rebuilt since the trace (its build id differs) is not trusted:
+    # its frames are module+offset, with one note; a library without any
+    # symbols gives module+offset too, never a wrong name.
+    cat >"$work/lib.c" <<'EOF'
+#include <stdlib.h>
+#include <string.h>
+static __attribute__((noinline)) void helper(int n)
+{
+    for (int i = 0; i < n; i++)
+        free(strdup("from the library"));
+}
+void dllib_allocate(int n) { helper(n); }
+EOF
+    cc -O1 -g -shared -fPIC -Wl,--build-id=0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa -o "$work/libx.so" "$work/lib.c" ||
+        fail "cannot build the library"
+    "$memkit" trace -q -o "$work/m" -- "$tprogs/dlopen" "$work/libx.so" >/dev/null 2>&1 ||
+        fail "trace failed"
+    status "$memkit" report --top 3 "$work"/m.*.mkt
+    expect_re " helper \(lib.c:[0-9]+\)"
+    cc -O1 -g -shared -fPIC -Wl,--build-id=0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb -o "$work/libx.so" "$work/lib.c"
+    status "$memkit" report --top 3 "$work"/m.*.mkt
+    expect_status 0
+    [ "$(grep -c "libx.so changed since the trace was taken" "$work/out")" -eq 1 ] ||
+        fail "not one note for the changed library"
+    expect_re " libx\.so\+0x[0-9a-f]+"
+    grep -q " helper " "$work/out" && fail "a name from the changed library"
+    # no symbols at all: stripped, the helper has no name anywhere
+    cc -O1 -shared -fPIC -s -Wl,--build-id=0xcccccccccccccccccccccccccccccccccccccccc -o "$work/liby.so" "$work/lib.c"
+    "$memkit" trace -q -o "$work/s" -- "$tprogs/dlopen" "$work/liby.so" >/dev/null 2>&1 ||
+        fail "trace failed"
+    status "$memkit" report --top 3 "$work"/s.*.mkt
+    expect_status 0
+    expect_re " liby\.so\+0x[0-9a-f]+"
+    grep -q "helper" "$work/out" && fail "a name for a stripped function"
+    ;;
 merge)
     # A run's traces are one report: by prefix or as several files, sites
     # matched by symbolized stack, totals summed, a process table.

@@ -254,10 +254,10 @@ int mk_cmd_check(int argc, char **argv)
     if (mk_expand_inputs(&given, 1, o.pid, &paths, &npaths) != MK_EXIT_OK)
         return MK_EXIT_USAGE;
     int rc = mk_load_inputs(&r, paths, npaths, &o); /* a prefix: its processes merged */
-    mk_free_inputs(paths, npaths);
     if (rc != MK_EXIT_OK) { /* mk_load_input said why, in one line */
-        if (r.tr)
+        if (r.tr || r.nprocs)
             mk_report_free(&r);
+        mk_free_inputs(paths, npaths);
         return MK_EXIT_USAGE;
     }
     int breached = 0;
@@ -276,5 +276,6 @@ int mk_cmd_check(int argc, char **argv)
                "%" PRIu64 " bytes at peak, %" PRIu64 " bytes leaked)\n",
                input, r.prof.allocation_calls, r.prof.max_allocated, r.prof.live_bytes);
     mk_report_free(&r);
+    mk_free_inputs(paths, npaths); /* the report named them until here */
     return breached ? MK_EXIT_FAIL : MK_EXIT_OK;
 }

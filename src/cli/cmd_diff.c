@@ -227,16 +227,21 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
     mk_json_end_object(&j);
 }
 
-static int load_side(mk_report_t *r, const char *input, const mk_report_opts_t *o)
-{
-    char **paths, *given = (char *)input; /* read, never written */
+/* One side of the diff: its paths stay in *paths (the report names them)
+ * until mk_free_inputs. */
+typedef struct side {
+    char **paths;
     size_t n;
+} side_t;
+
+static int load_side(mk_report_t *r, const char *input, const mk_report_opts_t *o,
+                     side_t *side)
+{
+    char *given = (char *)input; /* read, never written */
     memset(r, 0, sizeof *r);
-    if (mk_expand_inputs(&given, 1, o->pid, &paths, &n) != MK_EXIT_OK)
+    if (mk_expand_inputs(&given, 1, o->pid, &side->paths, &side->n) != MK_EXIT_OK)
         return MK_EXIT_USAGE;
-    int rc = mk_load_inputs(r, paths, n, o);
-    mk_free_inputs(paths, n);
-    return rc;
+    return mk_load_inputs(r, side->paths, side->n, o);
 }
 
 int mk_cmd_diff(int argc, char **argv)
@@ -285,12 +290,15 @@ int mk_cmd_diff(int argc, char **argv)
         return mk_usage_error("diff takes two inputs: memkit diff BEFORE AFTER");
     /* Each side a trace, a log, or a run's prefix (its processes merged). */
     mk_report_t b, a;
-    int rb = load_side(&b, in[0], &o);
+    side_t sb = {0}, sa = {0};
+    int rb = load_side(&b, in[0], &o, &sb);
     if (rb != MK_EXIT_OK && !b.tr && !b.nprocs)
-        return rb;
-    int ra = load_side(&a, in[1], &o);
+        return mk_free_inputs(sb.paths, sb.n), rb;
+    int ra = load_side(&a, in[1], &o, &sa);
     if (ra != MK_EXIT_OK && !a.tr && !a.nprocs) {
         mk_report_free(&b);
+        mk_free_inputs(sb.paths, sb.n);
+        mk_free_inputs(sa.paths, sa.n);
         return ra;
     }
     change_t *c;
@@ -304,5 +312,7 @@ int mk_cmd_diff(int argc, char **argv)
     free(c);
     mk_report_free(&b);
     mk_report_free(&a);
+    mk_free_inputs(sb.paths, sb.n);
+    mk_free_inputs(sa.paths, sa.n);
     return rb != MK_EXIT_OK ? rb : ra;
 }

@@ -11,6 +11,8 @@
 # `memkit report` and `heaptrack_print` on that round's traces. Figures are
 # medians over ROUNDS rounds (default 3). SCALE (default 1) shrinks the
 # inputs: the smoke test runs 0.01 so the script cannot rot.
+# BENCH_REAL_PROGRAMS=FILE runs FILE's programs instead, one a line:
+# name|directory|command|what to run before each run.
 #
 # Printed: one table per program: wall time and peak RSS of each way, the
 # overheads (traced - untraced) and their ratio to heaptrack's, trace sizes,
@@ -74,6 +76,11 @@ done
 # tool sees the program itself; words split on blanks), and what to do
 # before each run.
 corpus() {
+    if [ -n "${BENCH_REAL_PROGRAMS:-}" ]; then
+        # programs of one's own, same format: name|directory|command|before each run
+        cat "$BENCH_REAL_PROGRAMS"
+        return
+    fi
     cat <<EOF
 clang|$src|clang-14 -O2 -c src/analyze/profile.c -Isrc -Iinclude -o $work/profile.o|true
 python-json|$work|/usr/bin/python3 $work/dicts.py|true

@@ -335,6 +335,36 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
     return s->frames;
 }
 
+bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out)
+{
+    stack_names_t *s = stack_slot(n, stack, false);
+    if ((s && s->resolved) || !n->tr || !stack) {
+        uint32_t depth;
+        const mk_frame_t *f = mk_names_stack(n, stack, &depth);
+        if (depth)
+            *out = f[0];
+        return depth > 0;
+    }
+    const mk_trace_t *tr = n->tr;
+    uint64_t pc = 0;
+    if (tr->summary.present) {
+        if (stack - 1 < tr->summary.nsites)
+            pc = tr->summary.sites[stack - 1].pc;
+    } else {
+        const mk_stack_def_t *def = mk_trace_stack(tr, stack);
+        if (def && def->depth)
+            pc = def->frames[0];
+    }
+    if (!pc)
+        return false;
+    uint32_t k;
+    size_t at = frames_of_pc(n, pc, &k);
+    if (!k)
+        return false;
+    *out = n->pc_frames[at]; /* strings interned: they outlive pc_frames' moves */
+    return true;
+}
+
 bool mk_frame_known(const mk_frame_t *f)
 {
     return f->function || f->file;

@@ -48,6 +48,11 @@ void mk_names_free(mk_names_t *n);
  * frame list) for an unknown stack. Valid until mk_names_free. */
 const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth);
 
+/* The innermost frame of a stack into *out, without keeping the stack's
+ * other frames (the roll-ups by function and line need only this one, for
+ * every site). False for an unknown or empty stack. */
+bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out);
+
 /* True when the stack's frames came from symbols or a log (not offsets only). */
 bool mk_frame_known(const mk_frame_t *f);
 

@@ -695,6 +695,30 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
     return ok && !p->oom;
 }
 
+void mk_profile_release_replay(mk_profile_t *p)
+{
+    for (size_t i = 0; i < p->nstacks; i++)
+        free(p->stacks[i].order.seq);
+    free(p->stacks);
+    free(p->stack_index.slots);
+    free(p->live.slots);
+    free(p->blocks);
+    free(p->thr);
+    free(p->thread_index.slots);
+    free(p->pending);
+    p->stacks = NULL;
+    p->nstacks = p->stacks_cap = 0;
+    p->stack_index = p->live = p->thread_index = mk_kv_heap_table();
+    p->blocks = NULL;
+    p->blocks_cap = p->blocks_used = 0;
+    p->free_block = 0;
+    p->thr = NULL;
+    p->nthr = p->thr_cap = 0;
+    p->pending = NULL;
+    p->npending = p->pending_cap = 0;
+    p->last_agg = UINT32_MAX;
+}
+
 void mk_profile_free(mk_profile_t *p)
 {
     for (size_t i = 0; i < p->nstacks; i++)

@@ -147,6 +147,11 @@ typedef struct mk_profile {
     bool oom;
 } mk_profile_t;
 
+/* Frees what only the replay needs (the per-stack aggregates, live blocks,
+ * thread states), keeping the totals, histograms, timeline and pairs: the
+ * report calls it once its rows hold copies of the aggregates. */
+void mk_profile_release_replay(mk_profile_t *p);
+
 /* Starts an empty profile; opts may be NULL (everything counts). */
 void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts);
 

@@ -119,9 +119,9 @@ static int by_calls(const void *a, const void *b)
 const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
                                   size_t cap)
 {
-    uint32_t depth;
-    const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
-    if (!depth)
+    mk_frame_t innermost;
+    const mk_frame_t *f = &innermost;
+    if (!mk_names_innermost(r->names, stack, &innermost))
         return "(no stack)";
     if (by_line && f->file) {
         snprintf(buf, cap, "%s:%d", f->file, f->line);
@@ -178,13 +178,16 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
 static bool build_rows(mk_report_t *r)
 {
     const mk_profile_t *p = &r->prof;
-    size_t cap = 0;
+    size_t want = 0;
+    for (size_t i = 0; i < p->nstacks; i++)
+        want += p->stacks[i].calls || p->stacks[i].leaked_blocks;
+    r->sites = want ? calloc(want, sizeof *r->sites) : NULL; /* exact: rows are large */
+    if (want && !r->sites)
+        return false;
     for (size_t i = 0; i < p->nstacks; i++) {
         const mk_stack_agg_t *a = &p->stacks[i];
         if (!a->calls && !a->leaked_blocks)
             continue;
-        if (!mk_grow((void **)&r->sites, &cap, r->nsites + 1, sizeof *r->sites))
-            return false;
         mk_row_t *row = &r->sites[r->nsites++];
         row->stack = a->stack;
         row->agg = *a;
@@ -451,6 +454,9 @@ static void finish(mk_report_t *r, const char *path)
                  path);
     r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : 0; /* 0: on first use */
     mk_findings_compute(r);
+    /* The rows and findings hold what is left to show: the replay's
+     * per-stack state goes (a large trace's biggest part of the report). */
+    mk_profile_release_replay(&r->prof);
 }
 
 int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opts,

@@ -295,6 +295,13 @@ static int by_peak(const void *x, const void *y)
                                                    : 0;
 }
 
+/* qsort_r's comparison of row pointers by a comparison of rows */
+static int by_row_pointer(const void *x, const void *y, void *cmp)
+{
+    int (*rows_cmp)(const void *, const void *) = (int (*)(const void *, const void *))cmp;
+    return rows_cmp(*(const mk_row_t *const *)x, *(const mk_row_t *const *)y);
+}
+
 static int by_leaked(const void *x, const void *y)
 {
     const mk_row_t *a = x, *b = y;
@@ -303,18 +310,36 @@ static int by_leaked(const void *x, const void *y)
                                                        : 0;
 }
 
+/* The first n rows of sites in cmp's order, copied (rows are large: the
+ * order is found on pointers, and only the rows shown are copied). */
+static size_t top_rows(const mk_report_t *r, int (*cmp)(const void *, const void *),
+                       size_t n, mk_row_t *out)
+{
+    const mk_row_t **order = malloc(r->nsites * sizeof *order);
+    if (!order)
+        return 0;
+    for (size_t i = 0; i < r->nsites; i++)
+        order[i] = &r->sites[i];
+    qsort_r(order, r->nsites, sizeof *order, by_row_pointer, (void *)cmp);
+    if (n > r->nsites)
+        n = r->nsites;
+    for (size_t i = 0; i < n; i++)
+        out[i] = *order[i];
+    free(order);
+    return n;
+}
+
 static void peak_and_leaks(const text_t *t, int top)
 {
     mk_report_t *r = t->r;
     char a[32], b[64], c[32], head[256];
     if (!r->nsites || r->prof.from_summary)
         return;
-    mk_row_t *rows = malloc(r->nsites * sizeof *rows);
+    size_t want = (size_t)top < r->nsites ? (size_t)top : r->nsites;
+    mk_row_t *rows = malloc((want ? want : 1) * sizeof *rows);
     if (!rows)
         return;
-    memcpy(rows, r->sites, r->nsites * sizeof *rows);
-
-    qsort(rows, r->nsites, sizeof *rows, by_peak);
+    want = top_rows(r, by_peak, want, rows);
     if (strcmp(r->time_unit, "ns") == 0)
         mk_fmt_ns((double)r->prof.peak_time, b, sizeof b);
     else
@@ -324,7 +349,7 @@ static void peak_and_leaks(const text_t *t, int top)
              mk_fmt_count(r->prof.peak_blocks, c, sizeof c), b);
     heading(t, head);
     size_t shown = 0;
-    while (shown < r->nsites && shown < (size_t)top && rows[shown].agg.peak_bytes)
+    while (shown < want && rows[shown].agg.peak_bytes)
         shown++;
     label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
@@ -337,13 +362,12 @@ static void peak_and_leaks(const text_t *t, int top)
     free(labels);
 
     if (r->prof.live_blocks) {
-        qsort(rows, r->nsites, sizeof *rows, by_leaked);
+        want = top_rows(r, by_leaked, want, rows);
         snprintf(head, sizeof head, "Leaks: %s blocks, %s still allocated at the end",
                  mk_fmt_count(r->prof.live_blocks, c, sizeof c),
                  mk_fmt_bytes(r->prof.live_bytes, a, sizeof a));
         heading(t, head);
-        for (size_t i = 0; i < r->nsites && i < (size_t)top && rows[i].agg.leaked_blocks;
-             i++) {
+        for (size_t i = 0; i < want && rows[i].agg.leaked_blocks; i++) {
             fprintf(t->out, "%10s in %8s blocks\n",
                     mk_fmt_bytes(rows[i].agg.leaked_bytes, a, sizeof a),
                     mk_fmt_count(rows[i].agg.leaked_blocks, c, sizeof c));

@@ -40,6 +40,13 @@ struct mk_names {
     size_t nstacks, stacks_cap;
     mk_kv_table_t stack_index; /* id + 1 -> a = index */
     uint32_t next_location;
+    /* The processes of one run share their symbolization: shared (another
+     * names object: the merged report's) keeps the frames of each (module
+     * file, offset) any of them resolved, in its pc_frames, found through
+     * its module_pcs. One libc is then read once for a whole build, not
+     * once per process. */
+    mk_names_t *shared;
+    mk_kv_table_t module_pcs; /* hash of (path, offset) -> a = index, b = count */
 };
 
 static bool strings_grow(mk_names_t *n)
@@ -97,8 +104,14 @@ mk_names_t *mk_names_new(void)
     if (n) {
         n->pcs = mk_kv_heap_table();
         n->stack_index = mk_kv_heap_table();
+        n->module_pcs = mk_kv_heap_table();
     }
     return n;
+}
+
+void mk_names_share(mk_names_t *n, mk_names_t *shared)
+{
+    n->shared = shared;
 }
 
 mk_names_t *mk_names_for_trace(const mk_trace_t *tr, bool symbols)
@@ -139,6 +152,7 @@ void mk_names_free(mk_names_t *n)
         free(n->stacks[i].frames);
     free(n->stacks);
     free(n->stack_index.slots);
+    free(n->module_pcs.slots);
     free(n);
 }
 
@@ -248,6 +262,43 @@ static mk_frame_t frame_of(mk_names_t *n, const mk_symbol_t *s)
     };
 }
 
+/* The module of the trace holding pc (the newest snapshot wins), or NULL. */
+static const mk_module_t *module_at(const mk_trace_t *tr, uint64_t pc)
+{
+    for (size_t i = tr->nmodules; i-- > 0;)
+        if (pc >= tr->modules[i].lo && pc < tr->modules[i].hi)
+            return &tr->modules[i];
+    return NULL;
+}
+
+/* The key of a return address in the shared table: its module file and
+ * offset, the same in every process of a run. */
+static uint64_t module_pc_key(const mk_module_t *m, uint64_t pc)
+{
+    return (mk_hash_bytes(m->path, strlen(m->path)) ^
+            (pc - m->base) * 0x9e3779b97f4a7c15ull) |
+           1;
+}
+
+/* Copies k frames from another names object's pc_frames into n's, their
+ * strings interned in n; returns where they start, or SIZE_MAX. */
+static size_t adopt_frames(mk_names_t *n, const mk_frame_t *from, uint32_t k)
+{
+    if (!mk_grow((void **)&n->pc_frames, &n->pc_cap, n->npc + k, sizeof *n->pc_frames))
+        return SIZE_MAX;
+    size_t at = n->npc;
+    for (uint32_t i = 0; i < k; i++)
+        n->pc_frames[at + i] = (mk_frame_t){
+            .function = intern_str(n, from[i].function),
+            .file = intern_str(n, from[i].file),
+            .line = from[i].line,
+            .module = intern_str(n, from[i].module),
+            .offset = from[i].offset,
+        };
+    n->npc += k;
+    return at;
+}
+
 /* The frames of a return address (itself and what was inlined there),
  * symbolized once: *count frames from the returned index of pc_frames. */
 static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
@@ -256,6 +307,21 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
     if (c) {
         *count = (uint32_t)c->b;
         return c->a;
+    }
+    const mk_module_t *m = n->shared && n->tr ? module_at(n->tr, pc) : NULL;
+    uint64_t key = m ? module_pc_key(m, pc) : 0;
+    const mk_kv_t *hit = m ? mk_kv_find(&n->shared->module_pcs, key) : NULL;
+    if (hit) { /* another process of the run resolved it */
+        bool fresh;
+        size_t at = adopt_frames(n, &n->shared->pc_frames[hit->a], (uint32_t)hit->b);
+        if (at == SIZE_MAX || !(c = mk_kv_put(&n->pcs, pc + 1, &fresh))) {
+            *count = 0;
+            return 0;
+        }
+        c->a = at;
+        c->b = hit->b;
+        *count = (uint32_t)hit->b;
+        return at;
     }
     if (!n->sym_tried) {
         n->sym = mk_symbolizer_new(n->tr);
@@ -278,6 +344,16 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
     c->b = (uint64_t)k;
     n->npc += (size_t)k;
     *count = (uint32_t)k;
+    if (m) { /* for the other processes of the run */
+        bool added;
+        size_t at = adopt_frames(n->shared, &n->pc_frames[c->a], (uint32_t)k);
+        mk_kv_t *e =
+            at != SIZE_MAX ? mk_kv_put(&n->shared->module_pcs, key, &added) : NULL;
+        if (e) {
+            e->a = at;
+            e->b = (uint64_t)k;
+        }
+    }
     return c->a;
 }
 

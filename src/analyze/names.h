@@ -42,6 +42,11 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
  * when memory ran out. */
 uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth);
 
+/* Lets n (a trace's names) share symbolized frames with the other traces
+ * of a run through shared (a names object that outlives n: the merged
+ * report's), by module file and offset. */
+void mk_names_share(mk_names_t *n, mk_names_t *shared);
+
 void mk_names_free(mk_names_t *n);
 
 /* The frames of a stack, innermost first; *depth 0 (and a static empty

@@ -271,6 +271,8 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
     r->kind = MK_INPUT_TRACE;
     r->time_unit = "ns";
     r->names = mk_names_for_trace(r->tr, !r->opts.no_symbols);
+    if (r->names && r->opts.share_names)
+        mk_names_share(r->names, r->opts.share_names);
     mk_profile_opts_t po = {.thread = r->opts.thread};
     if (r->opts.module || r->opts.function || r->opts.file) {
         po.stack_pass = filter_stack;
@@ -618,7 +620,8 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
         return snprintf(err, errlen, "out of memory"), 2;
     }
     mk_report_opts_t each = r->opts;
-    each.totals_only = true; /* each process's aggregates; rows once, merged */
+    each.totals_only = true;     /* each process's aggregates; rows once, merged */
+    each.share_names = r->names; /* one symbolization of each module for the run */
     for (size_t i = 0; i < n; i++) {
         mk_report_t one;
         int rc = mk_report_load(&one, paths[i], &each, err, errlen);

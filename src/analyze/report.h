@@ -22,11 +22,12 @@ typedef struct mk_report_opts {
     const char *file;     /* some frame is in this source file */
     int64_t thread;       /* -1: all */
     int64_t pid;          /* of several traces, only this process's; -1: all */
-    double from_s, to_s;  /* time window in seconds from the start; to 0: end */
-    uint64_t min_count;   /* a site needs this many allocations for a finding */
-    double cost_ns;       /* malloc+free cost; 0: measure it on this machine */
-    bool no_symbols;      /* frames as module+offset: no debug information read */
-    bool totals_only;     /* no sites, rollups or findings (nothing symbolized) */
+    struct mk_names *share_names; /* mk_report_load_many's: the run's shared frames */
+    double from_s, to_s;          /* time window in seconds from the start; to 0: end */
+    uint64_t min_count;           /* a site needs this many allocations for a finding */
+    double cost_ns;               /* malloc+free cost; 0: measure it on this machine */
+    bool no_symbols;              /* frames as module+offset: no debug information read */
+    bool totals_only;             /* no sites, rollups or findings (nothing symbolized) */
 } mk_report_opts_t;
 
 void mk_report_opts_default(mk_report_opts_t *o);

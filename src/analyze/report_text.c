@@ -298,7 +298,8 @@ static int by_peak(const void *x, const void *y)
 /* qsort_r's comparison of row pointers by a comparison of rows */
 static int by_row_pointer(const void *x, const void *y, void *cmp)
 {
-    int (*rows_cmp)(const void *, const void *) = (int (*)(const void *, const void *))cmp;
+    int (*rows_cmp)(const void *, const void *) =
+        (int (*)(const void *, const void *))cmp;
     return rows_cmp(*(const mk_row_t *const *)x, *(const mk_row_t *const *)y);
 }
 

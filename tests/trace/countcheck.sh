@@ -1,0 +1,67 @@
+#!/bin/sh
+# countcheck.sh MEMKIT COUNTALLOC_SO - memkit's allocation calls against an
+# independent count (progs/countalloc.c, a counting preload written apart
+# from memkit) on real multi-threaded programs, run once under each. Both
+# runs get memkit's environment variables (a program's start-up allocations
+# can depend on its environment). Threads are made to overlap where the
+# program allows it: glibc reuses the stacks of threads that ended, so how
+# many thread structures it allocates otherwise depends on timing.
+set -u
+memkit=$1
+counter=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+checked=0
+env_of_memkit="MEMKIT_TRACE_PREFIX=$work/e MEMKIT_TRACE_RUN=1-1700000000-000000000
+MEMKIT_TRACE_DEPTH=32 MEMKIT_TRACE_SUMMARY_ONLY=0 MEMKIT_TRACE_SYSCALLS=0"
+
+# check NAME CMD...: the counts of both tools on CMD
+check() {
+    name=$1
+    shift
+    rm -f "$work/count" "$work"/t.*
+    # shellcheck disable=SC2086 # the variables' words
+    env $env_of_memkit COUNTALLOC_OUT="$work/count" LD_PRELOAD="$counter" "$@" \
+        >/dev/null 2>&1
+    want=$(sed -n 's/^countalloc: \([0-9]*\) allocation calls.*/\1/p' "$work/count")
+    "$memkit" trace -q -o "$work/t" -- "$@" >/dev/null 2>&1
+    got=$("$memkit" report --no-symbols "$work"/t.*.mkt 2>/dev/null |
+        sed -n 's/^Allocation calls: //p')
+    checked=$((checked + 1))
+    if [ -z "$want" ] || [ "$want" != "$got" ]; then
+        echo "FAIL [$name]: memkit counts ${got:-nothing}, the counting preload ${want:-nothing}"
+        fails=$((fails + 1))
+    else
+        echo "ok [$name]: $got allocation calls by both"
+    fi
+}
+
+cat >"$work/threads.py" <<'PY'
+import json, threading
+N = 8
+started = threading.Barrier(N)
+def work(i):
+    started.wait()  # no thread ends before all exist
+    for j in range(2000):
+        json.dumps({"a": [i, j, str(j) * 50], "b": {"c": j}})
+ts = [threading.Thread(target=work, args=(i,)) for i in range(N)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+PY
+seq 1 200000 | awk '{ print ($1 * 7919) % 200003 }' >"$work/nums"
+skips=
+if [ -x /usr/bin/python3 ]; then
+    check python-8-threads /usr/bin/python3 "$work/threads.py"
+else
+    echo "SKIP: no /usr/bin/python3 (make test installs it)"
+    skips=1
+fi
+check sort-parallel sort --parallel=2 -S 1M "$work/nums"
+if command -v git >/dev/null 2>&1; then
+    src=$(cd "$(dirname "$0")/../.." && pwd)
+    [ -d "$src/.git" ] && check git-grep git -C "$src" grep -c malloc -- src
+fi
+echo "countcheck: $checked programs, $fails failures"
+[ "$fails" -eq 0 ] || exit 1
+[ -z "$skips" ] || exit 77

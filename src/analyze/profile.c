@@ -721,15 +721,7 @@ void mk_profile_release_replay(mk_profile_t *p)
 
 void mk_profile_free(mk_profile_t *p)
 {
-    for (size_t i = 0; i < p->nstacks; i++)
-        free(p->stacks[i].order.seq);
-    free(p->stacks);
-    free(p->stack_index.slots);
-    free(p->live.slots);
+    mk_profile_release_replay(p);
     free(p->pairs.slots);
-    free(p->blocks);
-    free(p->thr);
-    free(p->thread_index.slots);
-    free(p->pending);
     memset(p, 0, sizeof *p);
 }

@@ -7,7 +7,7 @@
  * local buffer is that fix in one line:
  *
  *     void wait_all(const int *fds, size_t n) {
- *         MK_LOCALBUF(buf, 8 * sizeof(struct pollfd));     // 128 bytes on the stack
+ *         MK_LOCALBUF(buf, 8 * sizeof(struct pollfd));     // 64 bytes on the stack
  *         struct pollfd *ufds = mk_localbuf_array(&buf, struct pollfd, n);
  *         if (!ufds)
  *             return;                                      // n too large for memory

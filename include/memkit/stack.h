@@ -251,9 +251,19 @@ MK_API void *mk__t_alloc(size_t n, size_t size, size_t align, int zero, const ch
     ((type *)mk__t_alloc((n), sizeof(type), _Alignof(type), 0, __FILE__, __LINE__))
 #define mk_t_new0(type, n)                                                               \
     ((type *)mk__t_alloc((n), sizeof(type), _Alignof(type), 1, __FILE__, __LINE__))
-MK_API void *mk_t_memdup(const void *src, size_t size);
-MK_API char *mk_t_strdup(const char *s);
-MK_API char *mk_t_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Copies into the thread's current frame. Like mk_t_new they abort naming
+ * the caller's file and line; the parenthesized functions (callable through
+ * a pointer) name their own. */
+MK_API void *mk__t_memdup(const void *src, size_t size, const char *file, int line);
+MK_API char *mk__t_strdup(const char *s, const char *file, int line);
+MK_API char *mk__t_fmt(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+MK_API void *(mk_t_memdup)(const void *src, size_t size);
+MK_API char *(mk_t_strdup)(const char *s);
+MK_API char *(mk_t_fmt)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define mk_t_memdup(src, size) mk__t_memdup((src), (size), __FILE__, __LINE__)
+#define mk_t_strdup(s)         mk__t_strdup((s), __FILE__, __LINE__)
+#define mk_t_fmt(...)          mk__t_fmt(__FILE__, __LINE__, __VA_ARGS__)
 
 MK__EXTERN_C_END
 

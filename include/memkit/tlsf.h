@@ -107,7 +107,8 @@ MK_API void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size);
 MK_API void *mk_tlsf_calloc(mk_tlsf_t *t, size_t n, size_t size);
 /* align: a power of two; up to 4096 is bounded like malloc (more works, still O(1)). */
 MK_API void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size);
-/* In place when the block can grow into a free neighbour or shrink; else moves. */
+/* In place when the block can grow into a free neighbour or shrink; else moves.
+ * p NULL: as mk_tlsf_malloc. size 0 (p not NULL): frees p and returns NULL. */
 MK_API void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size);
 MK_API void mk_tlsf_free(mk_tlsf_t *t, void *p);
 /* Bytes usable at p (the requested size in debug mode). */

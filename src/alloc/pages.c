@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,22 +42,29 @@ void mk__die(const char *fmt, ...)
 
 size_t mk__page_size(void)
 {
-    static size_t page;
+    /* Threads racing the first call compute the same value; relaxed atomics
+     * make the race defined, and cost a plain load. */
+    static _Atomic size_t page;
+    size_t p = atomic_load_explicit(&page, memory_order_relaxed);
 
-    if (!page)
-        page = (size_t)sysconf(_SC_PAGESIZE);
-    return page;
+    if (!p) {
+        p = (size_t)sysconf(_SC_PAGESIZE);
+        atomic_store_explicit(&page, p, memory_order_relaxed);
+    }
+    return p;
 }
 
 bool mk__bypass_enabled(void)
 {
-    static int state = -1; /* -1 unread; racing first reads compute the same value */
+    static _Atomic int state = -1; /* -1 unread; racing first reads agree */
+    int s = atomic_load_explicit(&state, memory_order_relaxed);
 
-    if (state < 0) {
+    if (s < 0) {
         const char *v = getenv("MEMKIT_BYPASS");
-        state = v && *v && strcmp(v, "0") != 0;
+        s = v && *v && strcmp(v, "0") != 0;
+        atomic_store_explicit(&state, s, memory_order_relaxed);
     }
-    return state;
+    return s;
 }
 
 void *mk__pages_map(size_t size, size_t align)

@@ -793,27 +793,51 @@ void *mk__t_alloc(size_t n, size_t size, size_t align, int zero, const char *fil
     return zero ? memset(p, 0, n * size) : p;
 }
 
-void *mk_t_memdup(const void *src, size_t size)
+void *mk__t_memdup(const void *src, size_t size, const char *file, int line)
 {
-    void *p = mk__t_alloc(1, size, 1, 0, __FILE__, __LINE__);
+    void *p = mk__t_alloc(1, size, 1, 0, file, line);
 
     return memcpy(p, src, size);
 }
 
-char *mk_t_strdup(const char *s)
+char *mk__t_strdup(const char *s, const char *file, int line)
 {
-    return mk_t_memdup(s, strlen(s) + 1);
+    return mk__t_memdup(s, strlen(s) + 1, file, line);
 }
 
-char *mk_t_fmt(const char *fmt, ...)
+__attribute__((format(printf, 3, 0))) static char *t_vfmt(const char *file, int line,
+                                                          const char *fmt, va_list ap)
+{
+    char *p = stack_vfmt(mk_tstack(), fmt, ap);
+    if (!p)
+        mk__die("mk_t_fmt at %s:%d: out of memory formatting \"%s\"", file, line, fmt);
+    return p;
+}
+
+char *mk__t_fmt(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
-    char *p;
-
     va_start(ap, fmt);
-    p = stack_vfmt(mk_tstack(), fmt, ap);
+    char *p = t_vfmt(file, line, fmt, ap);
     va_end(ap);
-    if (!p)
-        mk__die("mk_t_fmt: out of memory formatting \"%s\"", fmt);
+    return p;
+}
+
+void *(mk_t_memdup)(const void *src, size_t size)
+{
+    return mk__t_memdup(src, size, __FILE__, __LINE__);
+}
+
+char *(mk_t_strdup)(const char *s)
+{
+    return mk__t_strdup(s, __FILE__, __LINE__);
+}
+
+char *(mk_t_fmt)(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = t_vfmt(__FILE__, __LINE__, fmt, ap);
+    va_end(ap);
     return p;
 }

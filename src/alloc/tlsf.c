@@ -694,16 +694,24 @@ mk_tlsf_t *mk_tlsf_create_in(void *mem, size_t bytes, unsigned flags)
         errno = EINVAL;
         return NULL;
     }
-    if ((flags & MK_TLSF_PRELOCK) && mlock(mem, bytes) != 0)
-        return NULL;
+    /* Flags are checked (init) before the memory is locked, and a failure
+     * after the lock undoes it: the caller's memory comes back as it was. */
     memset(t, 0, sizeof *t);
     if (!init(t, flags)) {
         errno = EINVAL;
         return NULL;
     }
-    t->grow_size = (size_t)1 << 20;
-    if (region_add(t, (char *)t + head, bytes - (at - (uintptr_t)mem) - head, false) != 0)
+    if ((flags & MK_TLSF_PRELOCK) && mlock(mem, bytes) != 0)
         return NULL;
+    t->grow_size = (size_t)1 << 20;
+    if (region_add(t, (char *)t + head, bytes - (at - (uintptr_t)mem) - head, false) !=
+        0) {
+        int e = errno;
+        if (flags & MK_TLSF_PRELOCK)
+            munlock(mem, bytes);
+        errno = e;
+        return NULL;
+    }
     return t;
 }
 

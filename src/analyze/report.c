@@ -455,7 +455,9 @@ static void finish(mk_report_t *r, const char *path)
         snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
                  path);
     r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : 0; /* 0: on first use */
-    mk_findings_compute(r);
+    if (!mk_findings_compute(r) && !r->problem[0])
+        snprintf(r->problem, sizeof r->problem,
+                 "%s: out of memory finding patterns; the findings are partial", path);
     /* The rows and findings hold what is left to show: the replay's
      * per-stack state goes (a large trace's biggest part of the report). */
     mk_profile_release_replay(&r->prof);

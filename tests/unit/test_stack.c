@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdint.h>
 
 typedef struct node {
@@ -349,6 +350,17 @@ static void child_alloc_no_frame(void)
 }
 
 /* An emptied stack keeps a chunk current (idle); it must not take blocks. */
+/* Out of memory in mk_t_memdup: the message names this file, the caller's,
+ * not stack.c (1 TiB under a 1 GiB address-space limit cannot be had). */
+static void child_memdup_oom(void)
+{
+    struct rlimit lim = {1u << 30, 1u << 30};
+    setrlimit(RLIMIT_AS, &lim);
+    static const char src[1];
+    MK_SCOPE();
+    mk_t_memdup(src, (size_t)1 << 40);
+}
+
 static void child_alloc_idle(void)
 {
     mk_stack_t *st = mk_stack_create();
@@ -394,6 +406,10 @@ static void test_contract_aborts(void)
     CHECK_ABORTS(child_pop_empty, "no frame is open");
     CHECK_ABORTS(child_alloc_no_frame, "no frame is open on this stack");
     CHECK_ABORTS(child_alloc_idle, "no frame is open on this stack");
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* (a sanitizer's shadow memory cannot live under an address-space limit) */
+    CHECK_ABORTS(child_memdup_oom, "on the thread stack at " __FILE__ ":");
+#endif
     CHECK_ABORTS(child_alloc_sealed, "is sealed");
     CHECK_ABORTS(child_realloc_foreign_frame, "not from the");
     CHECK_ABORTS(child_bad_alignment, "not a power of two");

@@ -350,6 +350,7 @@ static void child_alloc_no_frame(void)
 }
 
 /* An emptied stack keeps a chunk current (idle); it must not take blocks. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 /* Out of memory in mk_t_memdup: the message names this file, the caller's,
  * not stack.c (1 TiB under a 1 GiB address-space limit cannot be had). */
 static void child_memdup_oom(void)
@@ -360,6 +361,7 @@ static void child_memdup_oom(void)
     MK_SCOPE();
     mk_t_memdup(src, (size_t)1 << 40);
 }
+#endif
 
 static void child_alloc_idle(void)
 {

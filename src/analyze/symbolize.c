@@ -1,9 +1,14 @@
 /*
  * symbolize.c - offline symbolization with libdw (elfutils).
  *
- * Every module of the trace's map is reported to one Dwfl session at its
- * recorded load address; libdw finds separate debug info (build-id paths,
- * .debug directories) by itself.
+ * Each module file gets a Dwfl session of its own, the file reported at
+ * bias 0, kept for the whole run of memkit: an address of a trace becomes
+ * (module file, address less the module's load bias), so a file's tables and
+ * its separate debug information (found by libdw: build-id paths, .debug
+ * directories) are read once however many traces name it and wherever each
+ * process loaded it. A separate debug file with compressed sections (Debian's
+ * libc6-dbg) costs tens of milliseconds to open: once per run, and memkit
+ * trace opens libc's while the program runs (mk_symbolize_warm).
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
@@ -13,11 +18,12 @@
 #include <elfutils/libdwfl.h>
 
 #include <gelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A function symbol at its address in the trace's address space. */
+/* A function symbol at its address in the file (bias 0). */
 typedef struct func_sym {
     uint64_t addr, size;
     const char *name; /* in the module's string table: lives with the Dwfl */
@@ -29,28 +35,31 @@ typedef struct func_sym {
  * (dwfl_module_addrname) scans the whole symbol table for every address:
  * quadratic on a C++ program (libLLVM exports ~44k symbols). */
 typedef struct module_syms {
-    Dwfl_Module *mod;
     func_sym_t *syms;
     size_t n;
+    bool loaded;
 } module_syms_t;
 
-struct mk_symbolizer {
+/* A module file, opened once per run of memkit. */
+typedef struct module_file {
+    char *path;
     Dwfl *dwfl;
+    Dwfl_Module *mod; /* the file at bias 0 */
+    Dwarf_Addr start; /* its lowest address: module+offset counts from here */
+    module_syms_t syms;
+} module_file_t;
+
+/* Every file opened so far. files_lock is held for each lookup: the
+ * report's symbolizer and memkit trace's warm-up thread may meet here. */
+static module_file_t *files;
+static size_t nfiles, files_cap;
+static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct mk_symbolizer {
+    const mk_trace_t *tr;
     char *demangled[64]; /* the last names demangled, freed with the symbolizer */
     unsigned next;
-    module_syms_t *mods; /* one per module looked up so far */
-    size_t nmods, mods_cap;
-    Dwfl_Module **changed; /* rebuilt since the trace: module+offset only */
-    size_t nchanged, changed_cap;
 };
-
-static bool is_changed(const mk_symbolizer_t *s, const Dwfl_Module *mod)
-{
-    for (size_t i = 0; i < s->nchanged; i++)
-        if (s->changed[i] == mod)
-            return true;
-    return false;
-}
 
 /* The C++ runtime's demangler (libstdc++ is linked for it). */
 extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
@@ -79,6 +88,31 @@ static const Dwfl_Callbacks callbacks = {
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &debuginfo_path,
 };
+
+/* The file at path, opened on first use (NULL when it cannot be read:
+ * not cached, so a file that appears later is still found). Under files_lock. */
+static module_file_t *file_of(const char *path)
+{
+    for (size_t i = 0; i < nfiles; i++)
+        if (strcmp(files[i].path, path) == 0)
+            return &files[i];
+    Dwfl *dwfl = dwfl_begin(&callbacks);
+    if (!dwfl)
+        return NULL;
+    dwfl_report_begin(dwfl);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, path, path, -1, 0, false);
+    dwfl_report_end(dwfl, NULL, NULL);
+    char *copy = mod ? strdup(path) : NULL;
+    if (!copy || !mk_grow((void **)&files, &files_cap, nfiles + 1, sizeof *files)) {
+        free(copy);
+        dwfl_end(dwfl);
+        return NULL;
+    }
+    module_file_t *f = &files[nfiles++];
+    *f = (module_file_t){.path = copy, .dwfl = dwfl, .mod = mod};
+    dwfl_module_info(mod, NULL, &f->start, NULL, NULL, NULL, NULL, NULL);
+    return f;
+}
 
 /* True if the file on disk still has the build id the trace recorded. */
 static bool same_build(Dwfl_Module *mod, const mk_module_t *m)
@@ -109,37 +143,8 @@ static bool first_note_of(const char *path)
 mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr)
 {
     mk_symbolizer_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    s->dwfl = dwfl_begin(&callbacks);
-    if (!s->dwfl) {
-        free(s);
-        return NULL;
-    }
-    dwfl_report_begin(s->dwfl);
-    for (size_t i = 0; i < tr->nmodules; i++) {
-        const mk_module_t *m = &tr->modules[i];
-        bool seen = false;
-        /* Snapshots repeat modules; report each (path, base) once. */
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = tr->modules[j].base == m->base &&
-                   strcmp(tr->modules[j].path, m->path) == 0;
-        if (seen || m->path[0] != '/')
-            continue; /* the vdso and such have no file */
-        Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->base, false);
-        if (mod && !same_build(mod, m)) {
-            /* its names would be another build's: never shown */
-            if (mk_grow((void **)&s->changed, &s->changed_cap, s->nchanged + 1,
-                        sizeof *s->changed))
-                s->changed[s->nchanged++] = mod;
-            if (first_note_of(m->path))
-                fprintf(stderr,
-                        "memkit: %s changed since the trace was taken; its frames are "
-                        "shown as offsets\n",
-                        m->path);
-        }
-    }
-    dwfl_report_end(s->dwfl, NULL, NULL);
+    if (s)
+        s->tr = tr;
     return s;
 }
 
@@ -147,11 +152,6 @@ void mk_symbolizer_free(mk_symbolizer_t *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->nmods; i++)
-        free(s->mods[i].syms);
-    free(s->mods);
-    free(s->changed);
-    dwfl_end(s->dwfl);
     for (unsigned i = 0; i < 64; i++)
         free(s->demangled[i]);
     free(s);
@@ -179,7 +179,7 @@ static bool in_code(Elf *elf, GElf_Word shndx)
 static void load_syms(Dwfl_Module *mod, module_syms_t *ms)
 {
     int n = dwfl_module_getsymtab(mod);
-    ms->mod = mod;
+    ms->loaded = true;
     ms->n = 0;
     ms->syms = n > 1 ? malloc((size_t)n * sizeof *ms->syms) : NULL;
     if (!ms->syms)
@@ -216,26 +216,16 @@ static void load_syms(Dwfl_Module *mod, module_syms_t *ms)
     ms->n = kept;
 }
 
-static module_syms_t *syms_of(mk_symbolizer_t *s, Dwfl_Module *mod)
-{
-    for (size_t i = 0; i < s->nmods; i++)
-        if (s->mods[i].mod == mod)
-            return &s->mods[i];
-    if (!mk_grow((void **)&s->mods, &s->mods_cap, s->nmods + 1, sizeof *s->mods))
-        return NULL;
-    module_syms_t *ms = &s->mods[s->nmods++];
-    load_syms(mod, ms);
-    return ms;
-}
-
 /* The function containing addr: the last symbol starting at or below it
  * whose extent covers it (a few back, for a symbol nested in a wider one),
  * else the nearest sizeless one below, as libdwfl answers. */
-static const char *function_at(mk_symbolizer_t *s, Dwfl_Module *mod, uint64_t addr)
+static const char *function_at(module_file_t *f, uint64_t addr)
 {
-    module_syms_t *ms = syms_of(s, mod);
-    if (!ms || !ms->n || addr < ms->syms[0].addr)
-        return ms ? NULL : dwfl_module_addrname(mod, addr);
+    module_syms_t *ms = &f->syms;
+    if (!ms->loaded)
+        load_syms(f->mod, ms);
+    if (!ms->n || addr < ms->syms[0].addr)
+        return ms->syms ? NULL : dwfl_module_addrname(f->mod, addr);
     size_t lo = 0, hi = ms->n; /* invariant: syms[lo].addr <= addr < syms[hi].addr */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -245,52 +235,91 @@ static const char *function_at(mk_symbolizer_t *s, Dwfl_Module *mod, uint64_t ad
             hi = mid;
     }
     for (size_t i = lo + 1, back = 0; i-- > 0 && back < 8; back++) {
-        const func_sym_t *f = &ms->syms[i];
-        if (addr < f->addr + f->size)
-            return f->name;
-        if (f->size == 0 && back == 0)
-            return f->name;
+        const func_sym_t *sym = &ms->syms[i];
+        if (addr < sym->addr + sym->size)
+            return sym->name;
+        if (sym->size == 0 && back == 0)
+            return sym->name;
     }
     return NULL;
-}
-
-void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
-{
-    /* The call instruction ends just before the return address. */
-    Dwarf_Addr addr = return_addr ? return_addr - 1 : 0;
-    memset(out, 0, sizeof *out);
-    out->offset = return_addr;
-    if (!s || !addr)
-        return;
-    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
-    if (!mod)
-        return;
-    Dwarf_Addr start;
-    const char *name = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
-    if (name) {
-        const char *slash = strrchr(name, '/');
-        out->module = slash ? slash + 1 : name;
-        out->offset = return_addr - start;
-    }
-    if (is_changed(s, mod))
-        return;
-    out->function = demangle(s, function_at(s, mod, addr));
-    Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
-    if (line) {
-        int lineno = 0;
-        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-        if (file) {
-            const char *slash = strrchr(file, '/');
-            out->file = slash ? slash + 1 : file;
-            out->line = lineno;
-        }
-    }
 }
 
 static const char *base_name(const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;
     return slash ? slash + 1 : path;
+}
+
+/* The trace's module holding addr (the newest snapshot wins), or NULL. */
+static const mk_module_t *module_at(const mk_trace_t *tr, uint64_t addr)
+{
+    for (size_t i = tr->nmodules; i-- > 0;)
+        if (addr >= tr->modules[i].lo && addr < tr->modules[i].hi)
+            return &tr->modules[i];
+    return NULL;
+}
+
+/* Where addr lies: its file (NULL when the file cannot be read or was
+ * rebuilt since the trace: module+offset only) and the address in it. */
+static module_file_t *locate(const mk_symbolizer_t *s, uint64_t addr, uint64_t *in_file,
+                             mk_symbol_t *out, uint64_t return_addr)
+{
+    const mk_module_t *m = module_at(s->tr, addr);
+    if (!m)
+        return NULL;
+    out->module = base_name(m->path);
+    out->offset = return_addr - m->base;
+    if (m->path[0] != '/')
+        return NULL; /* the vdso and such have no file */
+    module_file_t *f = file_of(m->path);
+    if (!f)
+        return NULL;
+    out->offset = return_addr - m->base - f->start;
+    if (!same_build(f->mod, m)) {
+        if (first_note_of(m->path))
+            fprintf(stderr,
+                    "memkit: %s changed since the trace was taken; its frames are "
+                    "shown as offsets\n",
+                    m->path);
+        return NULL; /* its names would be another build's: never shown */
+    }
+    *in_file = addr - m->base;
+    return f;
+}
+
+static void symbolize_locked(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
+                             module_file_t **file, uint64_t *in_file)
+{
+    /* The call instruction ends just before the return address. */
+    uint64_t addr = return_addr ? return_addr - 1 : 0;
+    memset(out, 0, sizeof *out);
+    out->offset = return_addr;
+    *file = NULL;
+    if (!s || !addr)
+        return;
+    module_file_t *f = locate(s, addr, in_file, out, return_addr);
+    if (!f)
+        return;
+    *file = f;
+    out->function = demangle(s, function_at(f, *in_file));
+    Dwfl_Line *line = dwfl_module_getsrc(f->mod, *in_file);
+    if (line) {
+        int lineno = 0;
+        const char *src = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        if (src) {
+            out->file = base_name(src);
+            out->line = lineno;
+        }
+    }
+}
+
+void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
+{
+    module_file_t *f;
+    uint64_t in_file;
+    pthread_mutex_lock(&files_lock);
+    symbolize_locked(s, return_addr, out, &f, &in_file);
+    pthread_mutex_unlock(&files_lock);
 }
 
 /* An inlined function's name: its linkage name demangled, else its name. */
@@ -305,34 +334,34 @@ static const char *inlined_name(mk_symbolizer_t *s, Dwarf_Die *die)
 }
 
 /* Where an inlined call sits in its caller: DW_AT_call_file and _line. */
-static void call_site(Dwarf_Die *inlined, Dwarf_Files *files, size_t nfiles,
+static void call_site(Dwarf_Die *inlined, Dwarf_Files *srcs, size_t nsrcs,
                       mk_symbol_t *caller)
 {
     Dwarf_Attribute attr;
     Dwarf_Word file = 0, line = 0;
     caller->file = NULL;
     caller->line = 0;
-    if (!files || !dwarf_attr(inlined, DW_AT_call_file, &attr) ||
-        dwarf_formudata(&attr, &file) != 0 || file >= nfiles)
+    if (!srcs || !dwarf_attr(inlined, DW_AT_call_file, &attr) ||
+        dwarf_formudata(&attr, &file) != 0 || file >= nsrcs)
         return;
     if (dwarf_attr(inlined, DW_AT_call_line, &attr))
         dwarf_formudata(&attr, &line);
-    caller->file = base_name(dwarf_filesrc(files, file, NULL, NULL));
+    caller->file = base_name(dwarf_filesrc(srcs, file, NULL, NULL));
     caller->line = (int)line;
 }
 
-int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
-                        int max)
+static int symbolize_inline_locked(mk_symbolizer_t *s, uint64_t return_addr,
+                                   mk_symbol_t *out, int max)
 {
     mk_symbol_t real;
-    mk_symbolize(s, return_addr, &real);
+    module_file_t *f;
+    uint64_t addr;
+    symbolize_locked(s, return_addr, &real, &f, &addr);
     out[0] = real;
-    if (!s || !return_addr || max < 2)
+    if (!f || max < 2)
         return 1;
-    Dwarf_Addr addr = return_addr - 1, bias;
-    Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
-    Dwarf_Die *cu =
-        mod && !is_changed(s, mod) ? dwfl_module_addrdie(mod, addr, &bias) : NULL;
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = dwfl_module_addrdie(f->mod, addr, &bias);
     Dwarf_Die *scopes = NULL;
     int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
     /* Scopes run innermost first: lexical blocks and inlined subroutines,
@@ -345,10 +374,10 @@ int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *o
         if (tag == DW_TAG_inlined_subroutine)
             inl[k++] = i;
     }
-    Dwarf_Files *files = NULL;
-    size_t nfiles = 0;
-    if (k && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
-        files = NULL;
+    Dwarf_Files *srcs = NULL;
+    size_t nsrcs = 0;
+    if (k && dwarf_getsrcfiles(cu, &srcs, &nsrcs) != 0)
+        srcs = NULL;
     /* Frame 0 keeps the address's own line; frame j > 0 (and the real
      * function after the inlined ones) sits at the call recorded on the DIE
      * of frame j - 1. */
@@ -356,12 +385,34 @@ int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *o
         out[j] = real;
         out[j].function = inlined_name(s, &scopes[inl[j]]);
         if (j > 0)
-            call_site(&scopes[inl[j - 1]], files, nfiles, &out[j]);
+            call_site(&scopes[inl[j - 1]], srcs, nsrcs, &out[j]);
     }
     if (k) {
         out[k] = real;
-        call_site(&scopes[inl[k - 1]], files, nfiles, &out[k]);
+        call_site(&scopes[inl[k - 1]], srcs, nsrcs, &out[k]);
     }
     free(scopes);
     return k + 1;
+}
+
+int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
+                        int max)
+{
+    pthread_mutex_lock(&files_lock);
+    int k = symbolize_inline_locked(s, return_addr, out, max);
+    pthread_mutex_unlock(&files_lock);
+    return k;
+}
+
+void mk_symbolize_warm(const char *path)
+{
+    pthread_mutex_lock(&files_lock);
+    module_file_t *f = file_of(path);
+    Dwarf_Addr bias;
+    if (f) { /* the symbol table and the DWARF (a compressed debug file inflates here) */
+        if (!f->syms.loaded)
+            load_syms(f->mod, &f->syms);
+        dwfl_module_getdwarf(f->mod, &bias);
+    }
+    pthread_mutex_unlock(&files_lock);
 }

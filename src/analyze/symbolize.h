@@ -27,6 +27,11 @@ void mk_symbolizer_free(mk_symbolizer_t *s);
  * demangled name: until 64 more have been demangled). */
 void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out);
 
+/* Opens the module file at path and reads its symbols and debug
+ * information now, for symbolizers made later in this process (memkit
+ * trace warms libc's while the program runs). Thread-safe. */
+void mk_symbolize_warm(const char *path);
+
 /* Symbolizes a return address with the functions inlined at it: out[0] is
  * the innermost inlined function at the address's own line, each next one
  * the function it was inlined into at the line of that call, the last the

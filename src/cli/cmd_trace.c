@@ -12,13 +12,16 @@
 
 #include "../trace/mallopt.h"
 #include "../trace/reader.h"
+#include "../analyze/symbolize.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +254,17 @@ static size_t find_traces(const char *prefix, const char *run_id, time_t since,
     return n;
 }
 
+/* The warm-up thread: libc's symbols and debug information, by the path
+ * the traced program's module map will name it by (the same libc as ours). */
+static void *warm_symbols(void *unused)
+{
+    (void)unused;
+    Dl_info libc;
+    if (dladdr((void *)printf, &libc) && libc.dli_fname && libc.dli_fname[0] == '/')
+        mk_symbolize_warm(libc.dli_fname);
+    return NULL;
+}
+
 /* Process trees whose table is longer print its busiest rows only, and
  * name their traces by pattern rather than one line each. */
 #define MK_TREE_ROWS 20
@@ -452,8 +466,15 @@ int mk_cmd_trace(int argc, char **argv)
     pid_t pid = spawn(&o, preload, run_id, cmd);
     if (pid < 0)
         return mk_usage_error("trace: cannot fork: %s", strerror(errno));
+    /* The summary will symbolize frames in libc, whose separate debug file
+     * (libc6-dbg) takes tens of milliseconds to open: open it now, on the
+     * other core, while the program runs. */
+    pthread_t warm;
+    bool warming = !o.quiet && pthread_create(&warm, NULL, warm_symbols, NULL) == 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    if (warming)
+        pthread_join(warm, NULL);
     restore_given();
     /* The processes' "first to report a failure" marker (preload/output.c). */
     char said[128];

@@ -142,7 +142,11 @@ static inline void mk_pool_free(mk_pool_t *pool, void *p)
     s = (struct mk__pool_slab *)((uintptr_t)p & pool->slab_mask);
     *(void **)p = s->free;
     s->free = p;
-    if (MK_UNLIKELY(--s->used == 0 || !s->listed))
+    /* The current slab emptied is no change to act on (an alloc/free
+     * ping-pong stays inline); another slab emptied, or one that was full
+     * (unlisted), goes to the slow path. pool->cur is stable here: in
+     * thread-safe mode pool->slow sends every free to the slow path. */
+    if (MK_UNLIKELY((--s->used == 0 && s != pool->cur) || !s->listed))
         mk__pool_slab_changed(pool, s);
 }
 

@@ -46,6 +46,16 @@
 /* The alignment malloc guarantees; the default for untyped allocations. */
 #define MK_MALLOC_ALIGN 16
 
+/* A type's alignment and a compile-time check, in C11 and in C++ alike
+ * (g++ knows neither _Alignof nor _Static_assert in C++). */
+#ifdef __cplusplus
+#define MK_ALIGNOF(type)            alignof(type)
+#define MK_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define MK_ALIGNOF(type)            _Alignof(type)
+#define MK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 MK__EXTERN_C_BEGIN
 
 /* Version of the library actually linked, e.g. "0.1.0". */

@@ -139,8 +139,8 @@ static inline void *mk_fifo_alloc(mk_fifo_t *fifo, size_t size)
  * NULL with errno ENOMEM when n * sizeof(type) overflows. */
 #define mk_fifo_new(fifo, type, n)                                                       \
     ((type *)mk__fifo_new((fifo), sizeof(type), (n),                                     \
-                          _Alignof(type) > MK_FIFO_GRAIN ? _Alignof(type)                \
-                                                         : MK_FIFO_GRAIN))
+                          MK_ALIGNOF(type) > MK_FIFO_GRAIN ? MK_ALIGNOF(type)            \
+                                                           : MK_FIFO_GRAIN))
 
 static inline void *mk__fifo_new(mk_fifo_t *fifo, size_t size, size_t n, size_t align)
 {

@@ -147,8 +147,8 @@ static inline void *mk__ring_new(mk_ring_t *ring, size_t size, size_t n, size_t 
 /* n objects of type in the open frame, aligned to the type only. */
 #define mk_ring_new(ring, type, n)                                                       \
     ((type *)mk__ring_new((ring), sizeof(type), (n),                                     \
-                          _Alignof(type) > MK_RING_GRAIN ? _Alignof(type)                \
-                                                         : MK_RING_GRAIN))
+                          MK_ALIGNOF(type) > MK_RING_GRAIN ? MK_ALIGNOF(type)            \
+                                                           : MK_RING_GRAIN))
 
 MK__EXTERN_C_END
 

@@ -35,7 +35,7 @@ typedef struct mk_smallvec {
 
 #define MK__SMALLVEC(name, type, n, fallback)                                            \
     MK__ALIGNAS(MK_MALLOC_ALIGN) unsigned char name##_mk_inline[(n) * sizeof(type)];     \
-    _Static_assert(_Alignof(type) <= MK_MALLOC_ALIGN, "element alignment above 16");     \
+    MK_STATIC_ASSERT(MK_ALIGNOF(type) <= MK_MALLOC_ALIGN, "element alignment above 16"); \
     mk_smallvec_t name __attribute__((cleanup(mk_smallvec_release))) = {                 \
         MK_LOCALBUF_INIT(name##_mk_inline, sizeof name##_mk_inline, (fallback)),         \
         sizeof(type)}

@@ -211,10 +211,10 @@ static inline void *mk__zero(void *p, size_t n)
 
 /* Typed allocation of n objects, aligned to the type's own alignment. */
 #define mk_stack_new(st, type, n)                                                        \
-    ((type *)mk_stack_alloc_array((st), (n), sizeof(type), _Alignof(type)))
+    ((type *)mk_stack_alloc_array((st), (n), sizeof(type), MK_ALIGNOF(type)))
 /* Same, zero-filled. */
 #define mk_stack_new0(st, type, n)                                                       \
-    ((type *)mk__zero(mk_stack_alloc_array((st), (n), sizeof(type), _Alignof(type)),     \
+    ((type *)mk__zero(mk_stack_alloc_array((st), (n), sizeof(type), MK_ALIGNOF(type)),   \
                       (size_t)(n) * sizeof(type)))
 
 /*
@@ -248,9 +248,9 @@ MK_API void *mk__t_alloc(size_t n, size_t size, size_t align, int zero, const ch
 
 #define mk_t_alloc(size) mk__t_alloc(1, (size), MK_MALLOC_ALIGN, 0, __FILE__, __LINE__)
 #define mk_t_new(type, n)                                                                \
-    ((type *)mk__t_alloc((n), sizeof(type), _Alignof(type), 0, __FILE__, __LINE__))
+    ((type *)mk__t_alloc((n), sizeof(type), MK_ALIGNOF(type), 0, __FILE__, __LINE__))
 #define mk_t_new0(type, n)                                                               \
-    ((type *)mk__t_alloc((n), sizeof(type), _Alignof(type), 1, __FILE__, __LINE__))
+    ((type *)mk__t_alloc((n), sizeof(type), MK_ALIGNOF(type), 1, __FILE__, __LINE__))
 /* Copies into the thread's current frame. Like mk_t_new they abort naming
  * the caller's file and line; the parenthesized functions (callable through
  * a pointer) name their own. */

@@ -57,7 +57,7 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 
 /* ---- small helpers ---- */
 
-static mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
+mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack)
 {
     /* Hot loops allocate from one stack again and again: remember the last. */
     if (p->last_agg != UINT32_MAX && p->stacks[p->last_agg].stack == stack)
@@ -333,7 +333,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
 static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *from,
                        uint64_t from_size)
 {
-    mk_stack_agg_t *a = agg_of(p, ev->stack);
+    mk_stack_agg_t *a = mk_profile_agg(p, ev->stack);
     mk_thread_state_t *t = thread_of(p, ev->thread);
     if (!a || !t)
         return false;
@@ -539,7 +539,7 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
         moved = block_dies(p, ev->old_addr, ev, DIES_REALLOCATED, &old);
     }
     if (!ev->addr && ev->size == 0) {
-        mk_stack_agg_t *a = agg_of(p, ev->stack);
+        mk_stack_agg_t *a = mk_profile_agg(p, ev->stack);
         if (a)
             a->calls++;
         timeline_note(p, ev->time, 1, 0);
@@ -654,7 +654,7 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr)
             mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
             p->total_allocated += s->bytes[k];
     for (size_t i = 0; i < s->nsites; i++) {
-        mk_stack_agg_t *a = agg_of(p, (uint32_t)i + 1);
+        mk_stack_agg_t *a = mk_profile_agg(p, (uint32_t)i + 1);
         if (!a)
             return false;
         a->calls = s->sites[i].calls;

@@ -147,6 +147,10 @@ typedef struct mk_profile {
     bool oom;
 } mk_profile_t;
 
+/* The aggregate of a stack, made (zeroed) on its first use; NULL when
+ * memory ran out. The replay's, and the merged report's. */
+mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack);
+
 /* Frees what only the replay needs (the per-stack aggregates, live blocks,
  * thread states), keeping the totals, histograms, timeline and pairs: the
  * report calls it once its rows hold copies of the aggregates. */

@@ -504,7 +504,7 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
 
 /* Adds one process's profile to the merged one: its stacks re-identified by
  * their frames in the merged names, its totals summed. */
-static bool merge_profile(mk_report_t *m, mk_report_t *one, mk_kv_table_t *index)
+static bool merge_profile(mk_report_t *m, mk_report_t *one)
 {
     mk_profile_t *d = &m->prof;
     const mk_profile_t *s = &one->prof;
@@ -513,20 +513,9 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one, mk_kv_table_t *index
         uint32_t depth;
         const mk_frame_t *frames = mk_names_stack(one->names, a->stack, &depth);
         uint32_t id = mk_names_add_stack(m->names, frames, depth);
-        bool fresh;
-        mk_kv_t *e = id ? mk_kv_put(index, (uint64_t)id, &fresh) : NULL;
-        if (!e)
+        mk_stack_agg_t *to = id ? mk_profile_agg(d, id) : NULL;
+        if (!to)
             return false;
-        if (fresh) {
-            if (!mk_grow((void **)&d->stacks, &d->stacks_cap, d->nstacks + 1,
-                         sizeof *d->stacks)) {
-                mk_kv_remove(index, e);
-                return false;
-            }
-            e->a = d->nstacks++;
-            d->stacks[e->a].stack = id;
-        }
-        mk_stack_agg_t *to = &d->stacks[e->a];
         agg_add(to, a);
         to->live_blocks += a->live_blocks;
         to->live_bytes += a->live_bytes;
@@ -534,31 +523,34 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one, mk_kv_table_t *index
         if (!to->first_thread)
             to->first_thread = a->first_thread;
     }
-    uint64_t *sum[][2] = {
-        {&d->mallocs, (uint64_t *)&s->mallocs},
-        {&d->reallocs, (uint64_t *)&s->reallocs},
-        {&d->callocs, (uint64_t *)&s->callocs},
-        {&d->strdups, (uint64_t *)&s->strdups},
-        {&d->wcsdups, (uint64_t *)&s->wcsdups},
-        {&d->frees, (uint64_t *)&s->frees},
-        {&d->allocations, (uint64_t *)&s->allocations},
-        {&d->total_allocated, (uint64_t *)&s->total_allocated},
-        {&d->news, (uint64_t *)&s->news},
-        {&d->deletes, (uint64_t *)&s->deletes},
-        {&d->aligned, (uint64_t *)&s->aligned},
-        {&d->allocation_calls, (uint64_t *)&s->allocation_calls},
-        {&d->live_bytes, (uint64_t *)&s->live_bytes},
-        {&d->live_blocks, (uint64_t *)&s->live_blocks},
-        {&d->free_null, (uint64_t *)&s->free_null},
-        {&d->free_unknown, (uint64_t *)&s->free_unknown},
-        {&d->failed, (uint64_t *)&s->failed},
-        {&d->temporaries, (uint64_t *)&s->temporaries},
-        {&d->tiny, (uint64_t *)&s->tiny},
-        {&d->events, (uint64_t *)&s->events},
-        {&d->threads, (uint64_t *)&s->threads},
+    const struct {
+        uint64_t *to;
+        const uint64_t *from;
+    } sum[] = {
+        {&d->mallocs, &s->mallocs},
+        {&d->reallocs, &s->reallocs},
+        {&d->callocs, &s->callocs},
+        {&d->strdups, &s->strdups},
+        {&d->wcsdups, &s->wcsdups},
+        {&d->frees, &s->frees},
+        {&d->allocations, &s->allocations},
+        {&d->total_allocated, &s->total_allocated},
+        {&d->news, &s->news},
+        {&d->deletes, &s->deletes},
+        {&d->aligned, &s->aligned},
+        {&d->allocation_calls, &s->allocation_calls},
+        {&d->live_bytes, &s->live_bytes},
+        {&d->live_blocks, &s->live_blocks},
+        {&d->free_null, &s->free_null},
+        {&d->free_unknown, &s->free_unknown},
+        {&d->failed, &s->failed},
+        {&d->temporaries, &s->temporaries},
+        {&d->tiny, &s->tiny},
+        {&d->events, &s->events},
+        {&d->threads, &s->threads},
     };
     for (size_t i = 0; i < sizeof sum / sizeof *sum; i++)
-        *sum[i][0] += *sum[i][1];
+        *sum[i].to += *sum[i].from;
     if (s->max_allocated > d->max_allocated) { /* the largest process's peak */
         d->max_allocated = s->max_allocated;
         d->peak_time = s->peak_time;
@@ -584,7 +576,13 @@ static int by_process_calls(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static void note_process(mk_report_process_t *p, const mk_report_t *one, const char *path)
+void mk_report_sort_processes(mk_report_process_t *procs, size_t n)
+{
+    qsort(procs, n, sizeof *procs, by_process_calls);
+}
+
+void mk_report_process_of(mk_report_process_t *p, const mk_report_t *one,
+                          const char *path)
 {
     const mk_trace_t *tr = one->tr;
     p->path = path;
@@ -616,7 +614,6 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
     r->names = mk_names_new();
     r->procs = calloc(n, sizeof *r->procs);
     mk_profile_init(&r->prof, NULL);
-    mk_kv_table_t index = mk_kv_heap_table();
     if (!r->names || !r->procs) {
         mk_report_free(r);
         return snprintf(err, errlen, "out of memory"), 2;
@@ -636,7 +633,6 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
             rc = 2;
         }
         if (rc) {
-            free(index.slots);
             mk_report_free(r);
             return rc;
         }
@@ -649,17 +645,15 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
             snprintf(r->outside, sizeof r->outside, "%.900s (pid %u)", one.outside,
                      one.tr->header.pid);
         r->leaks_unknown |= one.leaks_unknown;
-        note_process(&r->procs[r->nprocs++], &one, paths[i]);
-        bool merged = merge_profile(r, &one, &index);
+        mk_report_process_of(&r->procs[r->nprocs++], &one, paths[i]);
+        bool merged = merge_profile(r, &one);
         mk_report_free(&one);
         if (!merged) {
-            free(index.slots);
             mk_report_free(r);
             return snprintf(err, errlen, "out of memory merging %s", paths[i]), 2;
         }
     }
-    free(index.slots);
-    qsort(r->procs, r->nprocs, sizeof *r->procs, by_process_calls);
+    mk_report_sort_processes(r->procs, r->nprocs);
     if (!r->opts.totals_only)
         finish(r, paths[0]);
     return 0;

@@ -114,6 +114,12 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
                    char *err, size_t errlen);
 void mk_report_free(mk_report_t *r);
 
+/* One process's row, from its loaded report r (a trace's) read from path
+ * (kept by pointer). */
+void mk_report_process_of(mk_report_process_t *p, const mk_report_t *r, const char *path);
+/* Sorts processes busiest first (allocation calls; ties: the older pid). */
+void mk_report_sort_processes(mk_report_process_t *procs, size_t n);
+
 /* Reads several traces (the processes of one run) into one report, as
  * mk_report_load reads one; n == 1 is mk_report_load. A curl log cannot be
  * merged (exit 2, one line); a damaged trace adds what came before its
@@ -161,6 +167,10 @@ double mk_report_cost_ns(mk_report_t *r);
 /* Renderers (report_text.c, report_json.c, report_html.c, report_collapsed.c). */
 /* brief: the summary `memkit trace` prints (totals, top sites, top findings). */
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief);
+/* The table of a run's processes (pid, allocation calls, peak, command),
+ * its first max_rows rows and a line counting the rest. */
+void mk_render_processes(FILE *out, const mk_report_process_t *procs, size_t n,
+                         size_t max_rows);
 void mk_render_json(mk_report_t *r, FILE *out, int top);
 bool mk_render_html(mk_report_t *r, FILE *out, int top);
 enum mk_weight { MK_WEIGHT_CALLS, MK_WEIGHT_BYTES, MK_WEIGHT_PEAK, MK_WEIGHT_LEAKED };

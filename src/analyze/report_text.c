@@ -430,11 +430,19 @@ static void processes(const text_t *t)
             "\nProcesses: %zu (totals above are their sums; the peak is the largest "
             "process's)\n",
             r->nprocs);
-    fprintf(t->out, "  %8s %16s %14s  %s\n", "pid", "allocation calls", "peak bytes",
+    mk_render_processes(t->out, r->procs, r->nprocs, r->nprocs);
+}
+
+void mk_render_processes(FILE *out, const mk_report_process_t *procs, size_t n,
+                         size_t max_rows)
+{
+    fprintf(out, "  %8s %16s %14s  %s\n", "pid", "allocation calls", "peak bytes",
             "command");
-    for (size_t i = 0; i < r->nprocs; i++)
-        fprintf(t->out, "  %8u %16" PRIu64 " %14" PRIu64 "  %s\n", r->procs[i].pid,
-                r->procs[i].calls, r->procs[i].peak_bytes, r->procs[i].command);
+    for (size_t i = 0; i < n && i < max_rows; i++)
+        fprintf(out, "  %8u %16" PRIu64 " %14" PRIu64 "  %s\n", procs[i].pid,
+                procs[i].calls, procs[i].peak_bytes, procs[i].command);
+    if (n > max_rows)
+        fprintf(out, "  ... and %zu more processes\n", n - max_rows);
 }
 
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)

@@ -23,20 +23,21 @@ int mk_cmd_diff(int argc, char **argv);
 int mk_cmd_check(int argc, char **argv);
 int mk_cmd_tune(int argc, char **argv);
 
-/* Reads a trace and prints its summary (full) or nothing; *calls gets its
- * allocation calls. Returns MK_EXIT_OK, or MK_EXIT_USAGE when the file is
- * not a trace or is damaged (what came before the damage is still printed). */
-int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls);
+/* Reads a trace and prints its summary (top call sites: top). Returns
+ * MK_EXIT_OK, or MK_EXIT_USAGE when the file is not a trace or is damaged
+ * (what came before the damage is still printed). */
+int mk_summarize_trace(const char *path, FILE *out, int top);
 
-/* One process's totals, for the table of a process tree. */
-typedef struct mk_trace_totals {
-    uint64_t calls, peak_bytes, total_bytes;
-    char command[80]; /* the command line, cut to fit */
-} mk_trace_totals_t;
+/* Reads a trace's totals (no symbols, no findings) into its process row (p
+ * keeps path by pointer). Returns as mk_summarize_trace, printing nothing
+ * but a problem's one line. */
+struct mk_report_process;
+int mk_read_process(const char *path, struct mk_report_process *p);
 
-/* Reads a trace's totals (no symbols, no findings). Returns as
- * mk_summarize_trace, printing nothing but a problem's one line. */
-int mk_read_totals(const char *path, mk_trace_totals_t *t);
+/* Is name a trace file of the prefix whose last part is base,
+ * base.<pid>.mkt or base.<pid>.<n>.mkt (after an exec)? Then *pid and *seq
+ * (1 without <n>) are set. */
+bool mk_trace_file_name(const char *name, const char *base, unsigned *pid, int *seq);
 
 /* The inputs of report, diff and check: each a trace, a curl log, "-", or a
  * run's prefix (every PREFIX.<pid>[.<n>].mkt), in that order; pid >= 0

@@ -98,20 +98,27 @@ int mk_load_input(mk_report_t *r, const char *path, const mk_report_opts_t *o)
     return r->tr && r->tr->damage[0] ? MK_EXIT_USAGE : MK_EXIT_OK;
 }
 
-/* Is name PREFIX.<pid>.mkt or PREFIX.<pid>.<n>.mkt for this prefix's base? */
-static bool names_a_trace_of(const char *name, const char *base)
+bool mk_trace_file_name(const char *name, const char *base, unsigned *pid, int *seq)
 {
     size_t blen = strlen(base);
     if (strncmp(name, base, blen) != 0 || name[blen] != '.')
         return false;
     const char *p = name + blen + 1;
-    for (int part = 0; part < 2; part++) {
+    unsigned long part[2];
+    for (int k = 0; k < 2; k++) {
         if (!isdigit((unsigned char)*p))
             return false;
-        while (isdigit((unsigned char)*p))
-            p++;
-        if (strcmp(p, ".mkt") == 0)
+        char *end;
+        errno = 0;
+        part[k] = strtoul(p, &end, 10);
+        if (errno || part[k] > (k ? INT32_MAX : UINT32_MAX))
+            return false;
+        p = end;
+        if (strcmp(p, ".mkt") == 0) {
+            *pid = (unsigned)part[0];
+            *seq = k ? (int)part[1] : 1;
             return true;
+        }
         if (*p++ != '.')
             return false;
     }
@@ -134,7 +141,9 @@ static int expand_prefix(const char *prefix, char ***list, size_t *n, size_t *ca
     size_t before = *n;
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (!names_a_trace_of(e->d_name, base))
+        unsigned pid;
+        int seq;
+        if (!mk_trace_file_name(e->d_name, base, &pid, &seq))
             continue;
         char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, e->d_name) < 0 ||
@@ -225,46 +234,31 @@ int mk_load_inputs(mk_report_t *r, char *const *paths, size_t n,
                                                                 : MK_EXIT_OK;
 }
 
-int mk_summarize_trace(const char *path, FILE *out, bool full, int top, uint64_t *calls)
+int mk_summarize_trace(const char *path, FILE *out, int top)
 {
     mk_report_t r;
     mk_report_opts_t o;
     mk_report_opts_default(&o);
-    o.totals_only = !full; /* only the call count is wanted: no symbols */
     int rc = mk_load_input(&r, path, &o);
     if (rc != MK_EXIT_OK && !r.tr)
         return rc;
-    if (full)
-        mk_render_text(&r, out, top, false, true);
-    if (calls)
-        *calls = r.prof.allocation_calls;
+    mk_render_text(&r, out, top, false, true);
     mk_report_free(&r);
     return rc;
 }
 
-int mk_read_totals(const char *path, mk_trace_totals_t *t)
+int mk_read_process(const char *path, mk_report_process_t *p)
 {
     mk_report_t r;
     mk_report_opts_t o;
     mk_report_opts_default(&o);
     o.totals_only = true;
-    memset(t, 0, sizeof *t);
+    memset(p, 0, sizeof *p);
+    p->path = path;
     int rc = mk_load_input(&r, path, &o);
     if (rc != MK_EXIT_OK && !r.tr)
         return rc;
-    t->calls = r.prof.allocation_calls;
-    t->peak_bytes = r.prof.max_allocated;
-    t->total_bytes = r.prof.total_allocated;
-    if (r.tr) {
-        const char *cmd =
-            r.tr->header.cmdline[0] ? r.tr->header.cmdline : r.tr->header.exe;
-        size_t len = strlen(cmd);
-        if (len < sizeof t->command)
-            memcpy(t->command, cmd, len + 1);
-        else
-            snprintf(t->command, sizeof t->command, "%.*s...", (int)sizeof t->command - 4,
-                     cmd);
-    }
+    mk_report_process_of(p, &r, path);
     mk_report_free(&r);
     return rc;
 }
@@ -397,39 +391,41 @@ int mk_cmd_report(int argc, char **argv)
             !outpath && fmt == FMT_TEXT && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 
     int rc = MK_EXIT_OK;
-    for (size_t k = 0; memanalyze && k < npaths; k++) { /* memanalyze.pl: one log each */
-        char err[1024];
-        if (!mk_memanalyze(paths[k], out, memanalyze, err, sizeof err)) {
-            fprintf(stderr, "memkit: %s\n", err);
-            rc = MK_EXIT_USAGE;
+    bool wrote;       /* an input that could not be read leaves an -o file as it was */
+    if (memanalyze) { /* memanalyze.pl: one log each */
+        for (size_t k = 0; k < npaths; k++) {
+            char err[1024];
+            if (!mk_memanalyze(paths[k], out, memanalyze, err, sizeof err)) {
+                fprintf(stderr, "memkit: %s\n", err);
+                rc = MK_EXIT_USAGE;
+            }
         }
-    }
-    /* Several inputs (a process tree) are one report, merged. */
-    mk_report_t r;
-    int lr = memanalyze ? MK_EXIT_USAGE : mk_load_inputs(&r, paths, npaths, &o);
-    if (!memanalyze && lr != MK_EXIT_OK)
-        rc = lr;
-    if (!memanalyze && (lr == MK_EXIT_OK || r.tr || r.nprocs)) {
-        switch (fmt) {
-        case FMT_TEXT:
-            mk_render_text(&r, out, top < 0 ? 10 : top, color, false);
-            break;
-        case FMT_JSON:
-            mk_render_json(&r, out, top < 0 ? 0 : top);
-            break;
-        case FMT_HTML:
-            mk_render_html(&r, out, top < 0 ? 50 : top);
-            break;
-        case FMT_COLLAPSED:
-            mk_render_collapsed(&r, out, weight);
-            break;
+        wrote = rc == MK_EXIT_OK;
+    } else { /* several inputs (a process tree) are one report, merged */
+        mk_report_t r;
+        rc = mk_load_inputs(&r, paths, npaths, &o);
+        /* a damaged trace is reported up to the damage, and written */
+        wrote = rc == MK_EXIT_OK || r.tr || r.nprocs;
+        if (wrote) {
+            switch (fmt) {
+            case FMT_TEXT:
+                mk_render_text(&r, out, top < 0 ? 10 : top, color, false);
+                break;
+            case FMT_JSON:
+                mk_render_json(&r, out, top < 0 ? 0 : top);
+                break;
+            case FMT_HTML:
+                mk_render_html(&r, out, top < 0 ? 50 : top);
+                break;
+            case FMT_COLLAPSED:
+                mk_render_collapsed(&r, out, weight);
+                break;
+            }
+            mk_report_free(&r);
         }
-        mk_report_free(&r);
     }
     mk_free_inputs(paths, npaths);
-    /* A report of input that could not be read is not written over a file. */
-    bool wrote_any = rc == MK_EXIT_OK || lr == MK_EXIT_OK;
-    if (!mk_outfile_close(&of, wrote_any))
+    if (!mk_outfile_close(&of, wrote))
         return MK_EXIT_USAGE;
     return rc;
 }

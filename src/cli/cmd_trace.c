@@ -12,6 +12,7 @@
 
 #include "../trace/mallopt.h"
 #include "../trace/reader.h"
+#include "../analyze/report.h"
 #include "../analyze/symbolize.h"
 
 #include <dirent.h>
@@ -165,8 +166,8 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
 typedef struct found {
     char path[PATH_MAX];
     uint32_t pid;
-    int seq;                  /* <n> of PREFIX.<pid>.<n>.mkt, 1 without it */
-    mk_trace_totals_t totals; /* read for a process tree's table */
+    int seq;        /* <n> of PREFIX.<pid>.<n>.mkt, 1 without it */
+    uint64_t calls; /* read for a process tree's table */
 } found_t;
 
 static int by_pid_seq(const void *a, const void *b)
@@ -194,7 +195,7 @@ static size_t find_traces(const char *prefix, const char *run_id, time_t since,
     snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
     snprintf(basebuf, sizeof basebuf, "%s", prefix);
     const char *dir = dirname(dirbuf), *base = basename(basebuf);
-    size_t blen = strlen(base), n = 0, cap = 0;
+    size_t n = 0, cap = 0;
     found_t *list = NULL;
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -203,19 +204,11 @@ static size_t find_traces(const char *prefix, const char *run_id, time_t since,
     if (!d)
         return 0;
     while ((e = readdir(d))) {
-        unsigned pid = 0;
-        int seq = 1, used = 0;
+        unsigned pid;
+        int seq;
         const char *name = e->d_name;
-        if (strncmp(name, base, blen) != 0 || name[blen] != '.')
+        if (!mk_trace_file_name(name, base, &pid, &seq))
             continue;
-        if (sscanf(name + blen, ".%u.%d.mkt%n", &pid, &seq, &used) != 2 ||
-            name[blen + (size_t)used] != 0) {
-            seq = 1;
-            used = 0;
-            if (sscanf(name + blen, ".%u.mkt%n", &pid, &used) != 1 ||
-                name[blen + (size_t)used] != 0)
-                continue;
-        }
         /* Opened without blocking or following links, and read only when a
          * regular file: a FIFO or a link planted under a trace's name (in
          * /tmp, anyone can) must not hang the run or point it elsewhere. */
@@ -271,9 +264,8 @@ static void *warm_symbols(void *unused)
 
 static void summarize_one(const found_t *t, const char *cmd, pid_t pid, int top)
 {
-    uint64_t calls = 0;
     fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd, (int)pid);
-    mk_summarize_trace(t->path, stderr, true, top, &calls);
+    mk_summarize_trace(t->path, stderr, top);
     fprintf(stderr, "Trace: %s\n", t->path);
     fprintf(stderr, "Next: memkit report %s\n", t->path);
 }
@@ -293,57 +285,40 @@ static void list_traces(const found_t *traces, size_t n, bool with_calls)
     for (size_t i = 0; i < n; i++) {
         if (with_calls)
             fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
-                    traces[i].path, traces[i].pid, traces[i].totals.calls);
+                    traces[i].path, traces[i].pid, traces[i].calls);
         else
             fprintf(stderr, "Trace: %s\n", traces[i].path);
     }
-}
-
-static int by_calls_desc(const void *a, const void *b)
-{
-    const found_t *x = *(const found_t *const *)a, *y = *(const found_t *const *)b;
-    if (x->totals.calls != y->totals.calls)
-        return x->totals.calls > y->totals.calls ? -1 : 1;
-    return x->pid < y->pid ? -1 : x->pid > y->pid; /* ties: the older process first */
 }
 
 /* A process tree: the busiest process's summary, then every process's
  * totals, busiest first; "Next:" names the busiest trace. */
 static void summarize_tree(found_t *traces, size_t n, int top)
 {
-    const found_t **order = malloc(n * sizeof *order);
+    mk_report_process_t *procs = calloc(n, sizeof *procs);
     uint64_t calls = 0, bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        mk_read_totals(traces[i].path, &traces[i].totals);
-        calls += traces[i].totals.calls;
-        bytes += traces[i].totals.total_bytes;
+    for (size_t i = 0; procs && i < n; i++) {
+        mk_read_process(traces[i].path, &procs[i]);
+        traces[i].calls = procs[i].calls;
+        calls += procs[i].calls;
+        bytes += procs[i].total_bytes;
     }
-    if (!order) {
-        list_traces(traces, n, true);
+    if (!procs) {
+        list_traces(traces, n, false);
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        order[i] = &traces[i];
-    qsort(order, n, sizeof *order, by_calls_desc);
-    const found_t *busiest = order[0];
+    mk_report_sort_processes(procs, n);
     fprintf(stderr, "memkit: summary of %s (pid %u), the busiest of %zu processes\n",
-            busiest->totals.command, busiest->pid, n);
-    mk_summarize_trace(busiest->path, stderr, true, top, NULL);
+            procs[0].command, procs[0].pid, n);
+    mk_summarize_trace(procs[0].path, stderr, top);
     fprintf(stderr,
             "Processes: %zu, %" PRIu64 " allocation calls and %" PRIu64
             " bytes allocated in all, busiest first:\n",
             n, calls, bytes);
-    fprintf(stderr, "  %8s %16s %14s  %s\n", "pid", "allocation calls", "peak bytes",
-            "command");
-    for (size_t i = 0; i < n && i < MK_TREE_ROWS; i++)
-        fprintf(stderr, "  %8u %16" PRIu64 " %14" PRIu64 "  %s\n", order[i]->pid,
-                order[i]->totals.calls, order[i]->totals.peak_bytes,
-                order[i]->totals.command);
-    if (n > MK_TREE_ROWS)
-        fprintf(stderr, "  ... and %zu more processes\n", n - MK_TREE_ROWS);
+    mk_render_processes(stderr, procs, n, MK_TREE_ROWS);
     list_traces(traces, n, true);
-    fprintf(stderr, "Next: memkit report %s\n", busiest->path);
-    free(order);
+    fprintf(stderr, "Next: memkit report %s\n", procs[0].path);
+    free(procs);
 }
 
 /* The trace of the process memkit started: the last image it exec'd. */

@@ -337,6 +337,10 @@ badinput)
         expect_status 2
         expect_re "cut.mkt is damaged: .*; the report covers what came before"
     done
+    # ... and into a file named by -o too: nothing before the cut is lost
+    status "$memkit" report -o "$work/cut.txt" "$work/cut.mkt"
+    expect_status 2
+    grep -q "^Mallocs: " "$work/cut.txt" 2>/dev/null || fail "-o dropped a cut trace's report"
     status "$memkit" report --format json "$work/cut.mkt"
     "$memkit" report --format json "$work/cut.mkt" 2>/dev/null |
         python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["input"]["partial"]' ||

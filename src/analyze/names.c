@@ -127,14 +127,11 @@ mk_names_t *mk_names_for_trace(const mk_trace_t *tr, bool symbols)
 /* The module holding pc, from the map alone: the newest snapshot wins. */
 static void module_of(const mk_trace_t *tr, uint64_t pc, mk_symbol_t *s)
 {
-    for (size_t i = tr->nmodules; i-- > 0;) {
-        const mk_module_t *m = &tr->modules[i];
-        if (pc >= m->lo && pc < m->hi) {
-            const char *slash = strrchr(m->path, '/');
-            s->module = slash ? slash + 1 : m->path;
-            s->offset = pc - m->base;
-            return;
-        }
+    const mk_module_t *m = mk_trace_module_at(tr, pc);
+    if (m) {
+        const char *slash = strrchr(m->path, '/');
+        s->module = slash ? slash + 1 : m->path;
+        s->offset = pc - m->base;
     }
 }
 
@@ -199,6 +196,24 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
     return e->id;
 }
 
+static mk_frame_t frame_of(mk_names_t *n, const mk_symbol_t *s)
+{
+    return (mk_frame_t){
+        .function = intern_str(n, s->function),
+        .file = intern_str(n, s->file),
+        .line = s->line,
+        .module = intern_str(n, s->module),
+        .offset = s->offset,
+    };
+}
+
+/* Another names object's frame, its strings interned in n. */
+static mk_frame_t adopt_frame(mk_names_t *n, const mk_frame_t *f)
+{
+    mk_symbol_t s = {f->function, f->file, f->line, f->module, f->offset};
+    return frame_of(n, &s);
+}
+
 uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth)
 {
     char *key = NULL;
@@ -231,13 +246,7 @@ uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t de
         return 0;
     }
     for (uint32_t i = 0; i < depth; i++)
-        copy[i] = (mk_frame_t){
-            .function = intern_str(n, frames[i].function),
-            .file = intern_str(n, frames[i].file),
-            .line = frames[i].line,
-            .module = intern_str(n, frames[i].module),
-            .offset = frames[i].offset,
-        };
+        copy[i] = adopt_frame(n, &frames[i]);
     s = stack_slot(n, id, false); /* interning may have grown the tables */
     *s = (stack_names_t){copy, depth, true};
     e = intern(n, key, key_len); /* found again, not added: the key is there */
@@ -250,26 +259,6 @@ uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t de
 
 /* Inlined functions at one address, at most (deeper chains are cut). */
 #define MK_INLINE_MAX 16
-
-static mk_frame_t frame_of(mk_names_t *n, const mk_symbol_t *s)
-{
-    return (mk_frame_t){
-        .function = intern_str(n, s->function),
-        .file = intern_str(n, s->file),
-        .line = s->line,
-        .module = intern_str(n, s->module),
-        .offset = s->offset,
-    };
-}
-
-/* The module of the trace holding pc (the newest snapshot wins), or NULL. */
-static const mk_module_t *module_at(const mk_trace_t *tr, uint64_t pc)
-{
-    for (size_t i = tr->nmodules; i-- > 0;)
-        if (pc >= tr->modules[i].lo && pc < tr->modules[i].hi)
-            return &tr->modules[i];
-    return NULL;
-}
 
 /* The key of a return address in the shared table: its module file and
  * offset, the same in every process of a run. */
@@ -288,13 +277,7 @@ static size_t adopt_frames(mk_names_t *n, const mk_frame_t *from, uint32_t k)
         return SIZE_MAX;
     size_t at = n->npc;
     for (uint32_t i = 0; i < k; i++)
-        n->pc_frames[at + i] = (mk_frame_t){
-            .function = intern_str(n, from[i].function),
-            .file = intern_str(n, from[i].file),
-            .line = from[i].line,
-            .module = intern_str(n, from[i].module),
-            .offset = from[i].offset,
-        };
+        n->pc_frames[at + i] = adopt_frame(n, &from[i]);
     n->npc += k;
     return at;
 }
@@ -308,7 +291,7 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
         *count = (uint32_t)c->b;
         return c->a;
     }
-    const mk_module_t *m = n->shared && n->tr ? module_at(n->tr, pc) : NULL;
+    const mk_module_t *m = n->shared && n->tr ? mk_trace_module_at(n->tr, pc) : NULL;
     uint64_t key = m ? module_pc_key(m, pc) : 0;
     const mk_kv_t *hit = m ? mk_kv_find(&n->shared->module_pcs, key) : NULL;
     if (hit) { /* another process of the run resolved it */
@@ -357,6 +340,22 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
     return c->a;
 }
 
+/* The return addresses of a stack of the trace: *pcs (pointing at *one for
+ * a --summary-only trace's site, whose stack is its calling instruction);
+ * returns how many, 0 for an unknown stack. */
+static uint32_t stack_pcs(const mk_trace_t *tr, uint32_t stack, const uint64_t **pcs,
+                          uint64_t *one)
+{
+    if (tr->summary.present) {
+        *one = stack - 1 < tr->summary.nsites ? tr->summary.sites[stack - 1].pc : 0;
+        *pcs = one;
+        return *one != 0;
+    }
+    const mk_stack_def_t *def = mk_trace_stack(tr, stack);
+    *pcs = def ? def->frames : NULL;
+    return def ? def->depth : 0;
+}
+
 const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
 {
     static const mk_frame_t none[1];
@@ -368,23 +367,9 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
     }
     if (!n->tr || !stack || !(s = stack_slot(n, stack, true)))
         return none;
-    const mk_trace_t *tr = n->tr;
     uint64_t one_pc;
-    const uint64_t *pcs = NULL;
-    uint32_t d = 0;
-    if (tr->summary.present) {
-        if (stack - 1 < tr->summary.nsites) {
-            one_pc = tr->summary.sites[stack - 1].pc;
-            pcs = &one_pc;
-            d = one_pc != 0;
-        }
-    } else {
-        const mk_stack_def_t *def = mk_trace_stack(tr, stack);
-        if (def) {
-            pcs = def->frames;
-            d = def->depth;
-        }
-    }
+    const uint64_t *pcs;
+    uint32_t d = stack_pcs(n->tr, stack, &pcs, &one_pc);
     s->resolved = true;
     if (!d)
         return none;
@@ -421,20 +406,12 @@ bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out)
             *out = f[0];
         return depth > 0;
     }
-    const mk_trace_t *tr = n->tr;
-    uint64_t pc = 0;
-    if (tr->summary.present) {
-        if (stack - 1 < tr->summary.nsites)
-            pc = tr->summary.sites[stack - 1].pc;
-    } else {
-        const mk_stack_def_t *def = mk_trace_stack(tr, stack);
-        if (def && def->depth)
-            pc = def->frames[0];
-    }
-    if (!pc)
+    uint64_t one_pc;
+    const uint64_t *pcs;
+    if (!stack_pcs(n->tr, stack, &pcs, &one_pc))
         return false;
     uint32_t k;
-    size_t at = frames_of_pc(n, pc, &k);
+    size_t at = frames_of_pc(n, pcs[0], &k);
     if (!k)
         return false;
     *out = n->pc_frames[at]; /* strings interned: they outlive pc_frames' moves */

@@ -250,21 +250,12 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* The trace's module holding addr (the newest snapshot wins), or NULL. */
-static const mk_module_t *module_at(const mk_trace_t *tr, uint64_t addr)
-{
-    for (size_t i = tr->nmodules; i-- > 0;)
-        if (addr >= tr->modules[i].lo && addr < tr->modules[i].hi)
-            return &tr->modules[i];
-    return NULL;
-}
-
 /* Where addr lies: its file (NULL when the file cannot be read or was
  * rebuilt since the trace: module+offset only) and the address in it. */
 static module_file_t *locate(const mk_symbolizer_t *s, uint64_t addr, uint64_t *in_file,
                              mk_symbol_t *out, uint64_t return_addr)
 {
-    const mk_module_t *m = module_at(s->tr, addr);
+    const mk_module_t *m = mk_trace_module_at(s->tr, addr);
     if (!m)
         return NULL;
     out->module = base_name(m->path);

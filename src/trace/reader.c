@@ -961,6 +961,14 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     return !c.err || cut;
 }
 
+const mk_module_t *mk_trace_module_at(const mk_trace_t *tr, uint64_t addr)
+{
+    for (size_t i = tr->nmodules; i-- > 0;)
+        if (addr >= tr->modules[i].lo && addr < tr->modules[i].hi)
+            return &tr->modules[i];
+    return NULL;
+}
+
 const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id)
 {
     if (id == 0 || id >= tr->stacks_cap || !tr->stacks[id].frames)

@@ -216,4 +216,8 @@ bool mk_trace_walk_pipelined(mk_trace_t *tr, mk_event_fn fn, void *ctx);
 /* The stack with this id, or NULL if it was never defined (id 0: no stack). */
 const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id);
 
+/* The module of the trace's map holding addr (the newest snapshot wins), or
+ * NULL. */
+const mk_module_t *mk_trace_module_at(const mk_trace_t *tr, uint64_t addr);
+
 #endif /* MEMKIT_TRACE_READER_H */

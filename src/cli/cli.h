@@ -34,10 +34,15 @@ int mk_summarize_trace(const char *path, FILE *out, int top);
 struct mk_report_process;
 int mk_read_process(const char *path, struct mk_report_process *p);
 
-/* Is name a trace file of the prefix whose last part is base,
- * base.<pid>.mkt or base.<pid>.<n>.mkt (after an exec)? Then *pid and *seq
- * (1 without <n>) are set. */
-bool mk_trace_file_name(const char *name, const char *base, unsigned *pid, int *seq);
+/* The trace files of a run's prefix, PREFIX.<pid>.mkt and PREFIX.<pid>.<n>.mkt
+ * (<n>: after an exec), regular files only, each opened without blocking or
+ * following links and passed to fn with its descriptor (closed after) and
+ * stat; fn returns false to stop. Returns how many were passed, -1 when the
+ * directory cannot be read. */
+struct stat;
+typedef bool (*mk_trace_file_fn)(void *ctx, const char *path, int fd,
+                                 const struct stat *st, unsigned pid, int seq);
+int mk_each_trace_file(const char *prefix, mk_trace_file_fn fn, void *ctx);
 
 /* The inputs of report, diff and check: each a trace, a curl log, "-", or a
  * run's prefix (every PREFIX.<pid>[.<n>].mkt), in that order; pid >= 0

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -98,7 +99,9 @@ int mk_load_input(mk_report_t *r, const char *path, const mk_report_opts_t *o)
     return r->tr && r->tr->damage[0] ? MK_EXIT_USAGE : MK_EXIT_OK;
 }
 
-bool mk_trace_file_name(const char *name, const char *base, unsigned *pid, int *seq)
+/* Is name base.<pid>.mkt or base.<pid>.<n>.mkt (after an exec)? Then *pid
+ * and *seq (1 without <n>) are set. */
+static bool trace_file_name(const char *name, const char *base, unsigned *pid, int *seq)
 {
     size_t blen = strlen(base);
     if (strncmp(name, base, blen) != 0 || name[blen] != '.')
@@ -125,6 +128,66 @@ bool mk_trace_file_name(const char *name, const char *base, unsigned *pid, int *
     return false;
 }
 
+int mk_each_trace_file(const char *prefix, mk_trace_file_fn fn, void *ctx)
+{
+    char dirbuf[PATH_MAX], basebuf[PATH_MAX];
+    snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
+    snprintf(basebuf, sizeof basebuf, "%s", prefix);
+    const char *dir = dirname(dirbuf), *base = basename(basebuf);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int calls = 0;
+    if (!d)
+        return -1;
+    while ((e = readdir(d))) {
+        unsigned pid;
+        int seq;
+        if (!trace_file_name(e->d_name, base, &pid, &seq))
+            continue;
+        /* Opened without blocking or following links, and passed on only when
+         * a regular file: a FIFO or a link planted under a trace's name (in
+         * /tmp, anyone can) must not hang memkit or point it elsewhere. */
+        int fd =
+            openat(dirfd(d), e->d_name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        bool more = true;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            calls++;
+            more = fn(ctx, path, fd, &st, pid, seq);
+        }
+        close(fd);
+        if (!more)
+            break;
+    }
+    closedir(d);
+    return calls;
+}
+
+typedef struct path_list {
+    char **paths;
+    size_t n, cap;
+    bool oom;
+} path_list_t;
+
+static bool add_path(void *ctx, const char *path, int fd, const struct stat *st,
+                     unsigned pid, int seq)
+{
+    (void)fd, (void)st, (void)pid, (void)seq;
+    path_list_t *l = ctx;
+    char *copy = strdup(path);
+    if (!copy || !mk_grow((void **)&l->paths, &l->cap, l->n + 1, sizeof *l->paths)) {
+        free(copy);
+        l->oom = true;
+        return false;
+    }
+    l->paths[l->n++] = copy;
+    return true;
+}
+
 static int by_string(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -133,29 +196,14 @@ static int by_string(const void *a, const void *b)
 /* Adds the traces of a run's prefix (PREFIX.<pid>[.<n>].mkt) to list. */
 static int expand_prefix(const char *prefix, char ***list, size_t *n, size_t *cap)
 {
-    char dirbuf[PATH_MAX], basebuf[PATH_MAX];
-    snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
-    snprintf(basebuf, sizeof basebuf, "%s", prefix);
-    const char *dir = dirname(dirbuf), *base = basename(basebuf);
-    DIR *d = opendir(dir);
     size_t before = *n;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        unsigned pid;
-        int seq;
-        if (!mk_trace_file_name(e->d_name, base, &pid, &seq))
-            continue;
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0 ||
-            !mk_grow((void **)list, cap, *n + 1, sizeof **list)) {
-            free(path);
-            closedir(d);
-            return mk_usage_error("out of memory");
-        }
-        (*list)[(*n)++] = path;
-    }
-    if (d)
-        closedir(d);
+    path_list_t l = {*list, *n, *cap, false};
+    mk_each_trace_file(prefix, add_path, &l);
+    *list = l.paths;
+    *n = l.n;
+    *cap = l.cap;
+    if (l.oom)
+        return mk_usage_error("out of memory");
     if (*n == before)
         return mk_usage_error("no trace matches '%s' (a trace file, or a run's prefix: "
                               "PREFIX.<pid>.mkt)",

@@ -15,7 +15,6 @@
 #include "../analyze/report.h"
 #include "../analyze/symbolize.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -186,65 +185,47 @@ static int by_pid_seq(const void *a, const void *b)
  * of the run, the main one too, and then find_traces looks at every file. */
 #define MK_TRACE_MTIME_MARGIN 2
 
+/* What find_traces gathers, trace by trace. */
+typedef struct found_list {
+    const char *run_id;
+    time_t since;
+    found_t *list;
+    size_t n, cap;
+} found_list_t;
+
+static bool add_if_ours(void *ctx, const char *path, int fd, const struct stat *st,
+                        unsigned pid, int seq)
+{
+    found_list_t *f = ctx;
+    if (f->since && st->st_mtim.tv_sec < f->since)
+        return true; /* an earlier run's: it cannot carry our run id */
+    char src[64], err[512];
+    snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+    mk_trace_t *tr = mk_trace_open_named(src, path, err, sizeof err);
+    bool ours = tr && strcmp(tr->header.run_id, f->run_id) == 0;
+    mk_trace_close(tr);
+    if (!ours)
+        return true;
+    if (!mk_grow((void **)&f->list, &f->cap, f->n + 1, sizeof *f->list))
+        return false;
+    found_t *t = &f->list[f->n++];
+    snprintf(t->path, sizeof t->path, "%s", path);
+    t->pid = pid;
+    t->seq = seq;
+    return true;
+}
+
 /* The traces this run wrote: PREFIX.<digits>[.<digits>].mkt with our run id,
  * among those changed at or after since (0: all). */
 static size_t find_traces(const char *prefix, const char *run_id, time_t since,
                           found_t **out)
 {
-    char dirbuf[PATH_MAX], basebuf[PATH_MAX];
-    snprintf(dirbuf, sizeof dirbuf, "%s", prefix);
-    snprintf(basebuf, sizeof basebuf, "%s", prefix);
-    const char *dir = dirname(dirbuf), *base = basename(basebuf);
-    size_t n = 0, cap = 0;
-    found_t *list = NULL;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-
-    *out = NULL;
-    if (!d)
-        return 0;
-    while ((e = readdir(d))) {
-        unsigned pid;
-        int seq;
-        const char *name = e->d_name;
-        if (!mk_trace_file_name(name, base, &pid, &seq))
-            continue;
-        /* Opened without blocking or following links, and read only when a
-         * regular file: a FIFO or a link planted under a trace's name (in
-         * /tmp, anyone can) must not hang the run or point it elsewhere. */
-        int fd = openat(dirfd(d), name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0)
-            continue;
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-            (since && st.st_mtim.tv_sec < since)) {
-            close(fd); /* not a trace, or an earlier run's: not ours */
-            continue;
-        }
-        char path[PATH_MAX], src[64];
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
-        char err[512];
-        mk_trace_t *tr = mk_trace_open_named(src, path, err, sizeof err);
-        close(fd);
-        if (!tr)
-            continue;
-        bool ours = strcmp(tr->header.run_id, run_id) == 0;
-        mk_trace_close(tr);
-        if (!ours)
-            continue;
-        if (!mk_grow((void **)&list, &cap, n + 1, sizeof *list))
-            break;
-        snprintf(list[n].path, sizeof list[n].path, "%s", path);
-        list[n].pid = pid;
-        list[n].seq = seq;
-        n++;
-    }
-    closedir(d);
-    if (n)
-        qsort(list, n, sizeof *list, by_pid_seq);
-    *out = list;
-    return n;
+    found_list_t f = {.run_id = run_id, .since = since};
+    mk_each_trace_file(prefix, add_if_ours, &f);
+    if (f.n)
+        qsort(f.list, f.n, sizeof *f.list, by_pid_seq);
+    *out = f.list;
+    return f.n;
 }
 
 /* The warm-up thread: libc's symbols and debug information, by the path

@@ -304,15 +304,6 @@ static void symbolize_locked(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol
     }
 }
 
-void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out)
-{
-    module_file_t *f;
-    uint64_t in_file;
-    pthread_mutex_lock(&files_lock);
-    symbolize_locked(s, return_addr, out, &f, &in_file);
-    pthread_mutex_unlock(&files_lock);
-}
-
 /* An inlined function's name: its linkage name demangled, else its name. */
 static const char *inlined_name(mk_symbolizer_t *s, Dwarf_Die *die)
 {

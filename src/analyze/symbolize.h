@@ -22,21 +22,19 @@ typedef struct mk_symbol {
 mk_symbolizer_t *mk_symbolizer_new(const mk_trace_t *tr);
 void mk_symbolizer_free(mk_symbolizer_t *s);
 
-/* Symbolizes a return address (the call instruction is just before it).
- * C++ names are demangled. The strings live as long as the symbolizer (a
- * demangled name: until 64 more have been demangled). */
-void mk_symbolize(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out);
-
 /* Opens the module file at path and reads its symbols and debug
  * information now, for symbolizers made later in this process (memkit
  * trace warms libc's while the program runs). Thread-safe. */
 void mk_symbolize_warm(const char *path);
 
-/* Symbolizes a return address with the functions inlined at it: out[0] is
+/* Symbolizes a return address (the call instruction is just before it)
+ * with the functions inlined at it: out[0] is
  * the innermost inlined function at the address's own line, each next one
  * the function it was inlined into at the line of that call, the last the
  * real (out-of-line) function. Returns how many were written (1 when
- * nothing was inlined or there is no debug information; at most max). */
+ * nothing was inlined or there is no debug information; at most max). C++
+ * names are demangled. The strings live as long as the symbolizer (a
+ * demangled name: until 64 more have been demangled). */
 int mk_symbolize_inline(mk_symbolizer_t *s, uint64_t return_addr, mk_symbol_t *out,
                         int max);
 

@@ -57,13 +57,6 @@ static int collect_object(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static bool in_this_object(const void *f)
-{
-    Dl_info self, it;
-    return dladdr((void *)collect_object, &self) && dladdr(f, &it) &&
-           self.dli_fbase == it.dli_fbase;
-}
-
 /* The operator `name` as some loaded object's own scope resolves it, with
  * its defining object pinned; NULL when no object has one. */
 static void *cxx_find_in_scopes(const char *name)
@@ -81,7 +74,7 @@ static void *cxx_find_in_scopes(const char *name)
             continue;
         void *f = dlsym(h, name);
         Dl_info at;
-        if (f && !in_this_object(f) && dladdr(f, &at) && at.dli_fname) {
+        if (f && !mk_in_tracer(f) && dladdr(f, &at) && at.dli_fname) {
             void *pin = dlopen(at.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
             if (pin) {
                 found = f;

@@ -237,6 +237,8 @@ MK_HIDDEN void *mk_boot_alloc(size_t n);
 /* The next definition of name (dlsym(RTLD_NEXT)), cached in *slot; NULL if
  * there is none. */
 MK_HIDDEN void *mk_next_symbol(void **slot, const char *name);
+/* Is the code or data at p part of the tracer itself (libmemkit-preload.so)? */
+MK_HIDDEN bool mk_in_tracer(const void *p);
 /* The bootstrap heap (mk_boot_alloc): blocks handed out before dlsym found
  * the real malloc. They are never freed, and realloc copies them out. */
 #define MK_BOOT_HEAP_SIZE (64u << 10)

@@ -57,6 +57,13 @@ void *mk_next_symbol(void **slot, const char *name)
     return f;
 }
 
+bool mk_in_tracer(const void *p)
+{
+    Dl_info self, it;
+    return dladdr((void *)mk_in_tracer, &self) && dladdr(p, &it) &&
+           self.dli_fbase == it.dli_fbase;
+}
+
 /* ---- messages ----
  *
  * memkit's messages go to the stderr the program started with, or nowhere: a

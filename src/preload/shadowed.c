@@ -23,13 +23,6 @@
 static uint8_t notes[4096];
 static size_t notes_len;
 
-static bool is_ours(const void *f)
-{
-    Dl_info self, it;
-    return dladdr((void *)mk_shadowed_find, &self) && dladdr(f, &it) &&
-           self.dli_fbase == it.dli_fbase;
-}
-
 void mk_shadowed_find(void)
 {
     static const char *const names[] = {"malloc",  "free",  "calloc",
@@ -43,7 +36,7 @@ void mk_shadowed_find(void)
         void *f = dlsym(RTLD_DEFAULT, names[i]);
         Dl_info at;
         const ElfW(Sym) *sym = NULL;
-        if (!f || is_ours(f) || !dladdr1(f, &at, (void **)&sym, RTLD_DL_SYMENT))
+        if (!f || mk_in_tracer(f) || !dladdr1(f, &at, (void **)&sym, RTLD_DL_SYMENT))
             continue; /* ours, or not defined anywhere (new/delete in C programs) */
         /* A non-PIE executable that takes malloc's address has a canonical
          * PLT entry (python3): dlsym answers with it, an undefined symbol

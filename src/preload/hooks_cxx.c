@@ -12,7 +12,6 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -220,11 +220,12 @@ bool mk_findings_compute(mk_report_t *r)
         if (!add(r, &cap, f))
             return false;
     }
-    if (!r->nfindings)
-        return true; /* nothing to price: the machine's cost is not measured */
     qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving);
-    double cost_ns = mk_report_cost_ns(r);
+    return true;
+}
+
+void mk_findings_price(mk_report_t *r, double cost_ns)
+{
     for (size_t i = 0; i < r->nfindings; i++)
         r->findings[i].saving_ns = (double)r->findings[i].removable * cost_ns;
-    return true;
 }

@@ -458,6 +458,8 @@ static void finish(mk_report_t *r, const char *path)
     if (!mk_findings_compute(r) && !r->problem[0])
         snprintf(r->problem, sizeof r->problem,
                  "%s: out of memory finding patterns; the findings are partial", path);
+    if (r->nfindings) /* else this machine's cost is not measured */
+        mk_findings_price(r, mk_report_cost_ns(r));
     /* The rows and findings hold what is left to show: the replay's
      * per-stack state goes (a large trace's biggest part of the report). */
     mk_profile_release_replay(&r->prof);
@@ -787,47 +789,4 @@ double mk_measure_malloc_free_ns(void)
     qsort(t, RUNS, sizeof t[0], by_double);
     measured = t[RUNS / 2];
     return measured;
-}
-
-const char *mk_fmt_bytes(uint64_t v, char *buf, size_t cap)
-{
-    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
-    double d = (double)v;
-    int u = 0;
-    while (d >= 1024 && u < 4) {
-        d /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, cap, "%" PRIu64 " B", v);
-    else
-        snprintf(buf, cap, "%.1f %s", d, units[u]);
-    return buf;
-}
-
-const char *mk_fmt_count(uint64_t v, char *buf, size_t cap)
-{
-    char digits[32];
-    int n = snprintf(digits, sizeof digits, "%" PRIu64, v);
-    size_t o = 0;
-    for (int i = 0; i < n && o + 2 < cap; i++) {
-        if (i && (n - i) % 3 == 0)
-            buf[o++] = ',';
-        buf[o++] = digits[i];
-    }
-    buf[o] = 0;
-    return buf;
-}
-
-const char *mk_fmt_ns(double ns, char *buf, size_t cap)
-{
-    if (ns < 1e3)
-        snprintf(buf, cap, "%.0f ns", ns);
-    else if (ns < 1e6)
-        snprintf(buf, cap, "%.1f us", ns / 1e3);
-    else if (ns < 1e9)
-        snprintf(buf, cap, "%.1f ms", ns / 1e6);
-    else
-        snprintf(buf, cap, "%.2f s", ns / 1e9);
-    return buf;
 }

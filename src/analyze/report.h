@@ -7,6 +7,7 @@
 #ifndef MEMKIT_ANALYZE_REPORT_H
 #define MEMKIT_ANALYZE_REPORT_H
 
+#include "fmt.h"
 #include "memdebug.h"
 #include "names.h"
 #include "profile.h"
@@ -127,8 +128,11 @@ void mk_report_sort_processes(mk_report_process_t *procs, size_t n);
 int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
                         const mk_report_opts_t *opts, char *err, size_t errlen);
 
-/* Findings (findings.c), run by mk_report_load. */
+/* Findings (findings.c), run by mk_report_load: computed, ranked by the
+ * calls they remove, then priced at cost_ns per malloc+free removed (the
+ * caller measures it only when there is a finding to price). */
 bool mk_findings_compute(mk_report_t *r);
+void mk_findings_price(mk_report_t *r, double cost_ns);
 
 /* The median of a power-of-two histogram, as the middle of its bucket. */
 uint64_t mk_hist_median(const uint32_t *hist);
@@ -175,12 +179,5 @@ void mk_render_json(mk_report_t *r, FILE *out, int top);
 bool mk_render_html(mk_report_t *r, FILE *out, int top);
 enum mk_weight { MK_WEIGHT_CALLS, MK_WEIGHT_BYTES, MK_WEIGHT_PEAK, MK_WEIGHT_LEAKED };
 void mk_render_collapsed(mk_report_t *r, FILE *out, enum mk_weight w);
-
-/* Human sizes: "1.2 MB"; into buf. */
-const char *mk_fmt_bytes(uint64_t v, char *buf, size_t cap);
-/* 33961 -> "33,961" */
-const char *mk_fmt_count(uint64_t v, char *buf, size_t cap);
-/* ns -> "12 ns", "3.4 us", "1.2 ms", "2.5 s" */
-const char *mk_fmt_ns(double ns, char *buf, size_t cap);
 
 #endif /* MEMKIT_ANALYZE_REPORT_H */

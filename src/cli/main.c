@@ -1,6 +1,6 @@
 /*
- * main.c - the `memkit` command: subcommand dispatch and shared helpers.
- * Each subcommand lives in its own cmd_*.c file.
+ * main.c - the `memkit` command: subcommand dispatch. Each subcommand lives
+ * in its own cmd_*.c file; their shared argument helpers in args.c.
  */
 #include "cli.h"
 #include "outfile.h"
@@ -29,55 +29,6 @@ static const command_t commands[] = {
      "find the allocator and glibc settings that make a program faster"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
-
-int mk_usage_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("memkit: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return MK_EXIT_USAGE;
-}
-
-bool mk_parse_count(const char *s, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-    uint64_t mul = 1;
-
-    if (!s || !*s || *s == '-')
-        return false;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return false;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mul = 1000ull;
-        end++;
-        break;
-    case 'M':
-    case 'm':
-        mul = 1000000ull;
-        end++;
-        break;
-    case 'G':
-    case 'g':
-        mul = 1000000000ull;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end || (v && mul > UINT64_MAX / v))
-        return false;
-    *out = v * mul;
-    return true;
-}
 
 static void print_help(void)
 {

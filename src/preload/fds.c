@@ -34,6 +34,8 @@
  * 3 with stacks: the trace and libunwind's pipe).
  */
 #define _GNU_SOURCE
+#include "fds.h"
+
 #include "record.h"
 
 #include <dirent.h>
@@ -153,6 +155,17 @@ void mk_fd_close_private(int fd)
         close_private(p, fd);
         errno = saved_errno;
     }
+}
+
+void mk_fd_close(int fd)
+{
+    private_fd_t *p = find_private(fd);
+    int saved_errno = errno;
+    if (p)
+        close_private(p, fd);
+    else
+        mk_sys_close(fd);
+    errno = saved_errno;
 }
 
 /* ---- the hooks ---- */

@@ -6,7 +6,7 @@
  * glibc holds but the program does not use.
  */
 #define _GNU_SOURCE
-#include "preload.h"
+#include "glibc_heap.h"
 
 #include "../trace/mallopt.h"
 
@@ -73,7 +73,7 @@ static uint64_t heap_rss(void)
                 in_heap = true;
             else if (in_heap && strncmp(line, "Rss:", 4) == 0) {
                 kb = strtoull(line + 4, NULL, 10);
-                close(fd);
+                mk_sys_close(fd);
                 return kb * 1024;
             }
             line = nl + 1;
@@ -84,7 +84,7 @@ static uint64_t heap_rss(void)
             have = 0;
         memmove(buf, line, have);
     }
-    close(fd);
+    mk_sys_close(fd);
     return 0;
 }
 

@@ -6,6 +6,9 @@
 #define _GNU_SOURCE
 #include "record.h"
 
+#include "child_env.h"
+#include "modules.h"
+
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,65 +23,11 @@
 
 extern char **environ;
 
-/* ---- exec: the environment that keeps a child traced ---- */
-
-static const char *const traced_vars[] = {
-    "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
-    "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
-    "MEMKIT_MALLOPT",
-};
-#define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
-static char saved_env[N_TRACED_VARS][4200];
-
-/* Called at start-up: what the children must inherit. */
-void mk_proc_init(void)
-{
-    for (size_t i = 0; i < N_TRACED_VARS; i++) {
-        const char *v = getenv(traced_vars[i]);
-        saved_env[i][0] = 0;
-        size_t nl = strlen(traced_vars[i]), vl = v ? strlen(v) : 0;
-        if (v && nl + vl + 2 <= sizeof saved_env[i]) {
-            memcpy(saved_env[i], traced_vars[i], nl);
-            saved_env[i][nl] = '=';
-            memcpy(saved_env[i] + nl + 1, v, vl + 1);
-        }
-    }
-}
-
-static bool env_has(char *const *envp, const char *name)
-{
-    size_t n = strlen(name);
-    for (; envp && *envp; envp++)
-        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
-            return true;
-    return false;
-}
-
-/* envp plus the tracer's variables it lacks, in `out` (room for count + N + 1). */
-static char *const *with_trace_env(char *const *envp, char **out)
-{
-    size_t n = 0;
-    if (!saved_env[1][0] || env_has(envp, "MEMKIT_TRACE_PREFIX"))
-        return envp; /* not started by memkit trace, or the variables are there */
-    for (; envp && envp[n]; n++)
-        out[n] = envp[n];
-    for (size_t i = 0; i < N_TRACED_VARS; i++)
-        if (saved_env[i][0] && !env_has(envp, traced_vars[i]))
-            out[n++] = saved_env[i];
-    out[n] = NULL;
-    return out;
-}
-
-static size_t env_count(char *const *envp)
-{
-    size_t n = 0;
-    while (envp && envp[n])
-        n++;
-    return n;
-}
+/* ---- exec: the environment that keeps a child traced (child_env.h) ---- */
 
 #define TRACE_ENV(envp)                                                                  \
-    with_trace_env(envp, alloca((env_count(envp) + N_TRACED_VARS + 1) * sizeof(char *)))
+    mk_child_env(envp,                                                                   \
+                 alloca((mk_env_count(envp) + MK_CHILD_ENV_VARS + 1) * sizeof(char *)))
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 

@@ -7,7 +7,9 @@
  */
 #define _GNU_SOURCE
 #include "live_sizes.h"
-#include "preload.h"
+#include "base.h"
+
+#include "../trace/kv_table.h"
 
 #include <errno.h>
 #include <sys/mman.h>
@@ -103,8 +105,8 @@ static uint16_t *slot_reserving(uintptr_t addr)
         return s;
     size_t bytes = (size_t)MK_LIVE_LEAF_SLOTS * sizeof(uint16_t);
     int saved_errno = errno;
-    void *leaf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *leaf = mk_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     errno = saved_errno;
     if (leaf == MAP_FAILED) {
         atomic_store_explicit(&leaf_failed, true, memory_order_relaxed);
@@ -114,7 +116,7 @@ static uint16_t *slot_reserving(uintptr_t addr)
     _Atomic(uint16_t *) *root = &mk_live_root[addr >> MK_LIVE_LEAF_SHIFT];
     if (!atomic_compare_exchange_strong_explicit(
             root, &expected, leaf, memory_order_release, memory_order_acquire))
-        munmap(leaf, bytes); /* another thread reserved it first */
+        mk_sys_munmap(leaf, bytes); /* another thread reserved it first */
     return mk_live_slot(addr);
 }
 

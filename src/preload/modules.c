@@ -5,7 +5,10 @@
  * an address.
  */
 #define _GNU_SOURCE
-#include "preload.h"
+#include "modules.h"
+
+#include "output.h"
+#include "thread.h"
 
 #include <elf.h>
 #include <limits.h>
@@ -102,8 +105,8 @@ void mk_modules_write(void)
     mk_shield(&shield);
     pthread_mutex_lock(&snap_lock);
     if (!snap_buf) {
-        void *m = mmap(NULL, 2 * (size_t)SNAP_CAP, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *m = mk_sys_mmap(NULL, 2 * (size_t)SNAP_CAP, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) {
             pthread_mutex_unlock(&snap_lock);
             mk_unshield(&shield);

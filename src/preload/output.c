@@ -8,7 +8,10 @@
  * them and appended with one write under a lock held only for that write.
  */
 #define _GNU_SOURCE
-#include "preload.h"
+#include "output.h"
+
+#include "fds.h"
+#include "thread.h"
 
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced: stable since zstd 1.3 */
 #include <zstd.h>
@@ -84,7 +87,7 @@ static bool first_to_say(void)
         return true;
     int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0)
-        close(fd);
+        mk_fd_close(fd);
     return fd >= 0 || errno != EEXIST;
 }
 
@@ -105,7 +108,7 @@ static void remove_unstarted_trace(int fd)
     if (lstat(out_path, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino)
         unlink(out_path);
     mk_fd_forget(fd);
-    close(fd);
+    mk_fd_close(fd);
     mk_st.fd = -1;
 }
 
@@ -123,7 +126,7 @@ static size_t read_small(const char *path, char *buf, size_t cap)
     if (fd < 0)
         return 0;
     ssize_t n = read(fd, buf, cap);
-    close(fd);
+    mk_fd_close(fd);
     return n > 0 ? (size_t)n : 0;
 }
 
@@ -175,7 +178,7 @@ static bool trace_fd_ready(void)
     if (fd < 0)
         return false;
     if (!is_trace_file(fd)) {
-        close(fd); /* another file took the name */
+        mk_fd_close(fd); /* another file took the name */
         errno = ENOENT;
         return false;
     }
@@ -210,7 +213,7 @@ bool mk_output_open(void)
     struct stat st;
     if (fstat(fd, &st) != 0) {
         fail("cannot create trace", errno);
-        close(fd);
+        mk_fd_close(fd);
         return false;
     }
     trace_dev = st.st_dev;
@@ -245,7 +248,8 @@ static void *zstd_alloc(void *opaque, size_t size)
 {
     (void)opaque;
     size_t len = (size + 16 + 4095) & ~(size_t)4095;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mk_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     memcpy(p, &len, sizeof len);
@@ -260,7 +264,7 @@ static void zstd_free(void *opaque, void *address)
     uint8_t *p = (uint8_t *)address - 16;
     size_t len;
     memcpy(&len, p, sizeof len);
-    munmap(p, len);
+    mk_sys_munmap(p, len);
 }
 
 static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
@@ -268,10 +272,10 @@ static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
     if (*cap >= need)
         return *buf;
     if (*buf)
-        munmap(*buf, *cap);
+        mk_sys_munmap(*buf, *cap);
     need = (need + 4095) & ~(size_t)4095;
-    void *p =
-        mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mk_sys_mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
     if (p == MAP_FAILED) {
         *buf = NULL;
         *cap = 0;
@@ -347,8 +351,8 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
     h = mk_put_u32(h, (uint32_t)len);
     h = mk_put_u32(h, events ? t->index : 0);
     h = mk_put_u32(h, 0);
-    h = mk_put_u64(h, events ? t->anchor_ns : 0);
-    mk_put_u64(h, events ? t->anchor_tick : 0);
+    h = mk_put_u64(h, events ? t->w.anchor_ns : 0);
+    mk_put_u64(h, events ? t->w.anchor_tick : 0);
     if (t)
         mk_output_lock();
     if (MK_UNLIKELY(mk_st.cfg.test_signal) && events) {

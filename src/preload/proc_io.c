@@ -29,7 +29,9 @@
  * cancellation pending must end as it would have (tests/trace cancel).
  */
 #define _GNU_SOURCE
-#include "preload.h"
+#include "proc_io.h"
+
+#include "thread.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -47,7 +49,9 @@ static mk_io_t at_start;                  /* every thread's counts then */
 static atomic_ullong ended[MK_IO_FIELDS]; /* threads that ended since */
 static atomic_ullong own_reads;           /* bytes the tracer read since */
 static uint64_t trace_at_start;           /* mk_st.bytes_written then */
-static atomic_bool started;               /* at_start holds this process's */
+/* Whose counts are in already (mk_io_start's caller: threads.c's). */
+static bool (*thread_ended)(pid_t tid);
+static atomic_bool started; /* at_start holds this process's */
 
 static int open_nocancel(const char *path, int flags)
 {
@@ -103,7 +107,7 @@ static bool add_all_threads(mk_io_t *sum, uint64_t *cost)
             at += d->d_reclen;
             char *end;
             long tid = strtol(d->d_name, &end, 10);
-            if (*end || end == d->d_name || tid == self || mk_thread_ended((pid_t)tid))
+            if (*end || end == d->d_name || tid == self || thread_ended((pid_t)tid))
                 continue;
             char path[64];
             snprintf(path, sizeof path, "/proc/self/task/%ld/io", tid);
@@ -114,8 +118,9 @@ static bool add_all_threads(mk_io_t *sum, uint64_t *cost)
     return true;
 }
 
-void mk_io_start(void)
+void mk_io_start(bool (*is_ended)(pid_t tid))
 {
+    thread_ended = is_ended;
     uint64_t cost = 0;
     mk_io_t now = {{0}};
 

@@ -7,7 +7,8 @@
 #ifndef MEMKIT_PRELOAD_RECORD_H
 #define MEMKIT_PRELOAD_RECORD_H
 
-#include "preload.h"
+#include "runtime.h"
+#include "stacks.h"
 #include "summary.h"
 
 #define MK_EXPORT __attribute__((visibility("default")))
@@ -36,11 +37,11 @@
  * inlined into it: the hook, or general_malloc), for mk_stack_id's cache. */
 #define HOOK_FRAME() ((uintptr_t)__builtin_frame_address(0))
 
-/* ---- the put_* functions: encode one event into the thread's buffer ----
+/* ---- the put_* functions: one event into the thread's record ----
  *
  * Inlined into the hook; ra is the hook's return address (mk_stack_id's
  * stacks start at the frame that returns there) and fp the recording
- * function's frame (its cache key). */
+ * function's frame (its cache key). The encoding is writer.h's. */
 
 static inline __attribute__((always_inline)) void put_alloc(mk_thread_t *t, unsigned kind,
                                                             size_t size, size_t align,
@@ -51,12 +52,9 @@ static inline __attribute__((always_inline)) void put_alloc(mk_thread_t *t, unsi
         return;
     uint32_t stack =
         mk_stack_id(t, ra, fp); /* may write a definition: before the event */
-    mk_put_head(t, kind);
-    mk_put_split(t, MK_S_SIZE_LO, size);
-    if (mk_kind_has_align(kind))
-        mk_put(t, MK_S_SIZE_HI, align);
-    mk_put_newaddr(t, (uintptr_t)p, size, true);
-    mk_put(t, MK_S_STACK, stack);
+    if (MK_UNLIKELY(
+            !mk_writer_alloc(&t->w, mk_ticks(), kind, size, align, (uintptr_t)p, stack)))
+        mk_index_failed();
 }
 
 static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsigned kind,
@@ -64,11 +62,7 @@ static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsig
 {
     if (!mk_room(t))
         return;
-    mk_put_head(t, kind);
-    int64_t i = mk_put_freeref(t, (uintptr_t)p);
-    mk_note_free(t, (uintptr_t)p, i);
-    if (i >= 0)
-        mk_index_remove(&t->live, (uint32_t)i);
+    mk_writer_free(&t->w, mk_ticks(), kind, (uintptr_t)p);
 }
 
 static inline __attribute__((always_inline)) void
@@ -78,16 +72,9 @@ put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const v
     if (!mk_room(t))
         return;
     uint32_t stack = mk_stack_id(t, ra, fp);
-    mk_put_head(t, kind);
-    mk_put_split(t, MK_S_SIZE_LO, size);
-    int64_t i = mk_put_freeref(t, (uintptr_t)old);
-    if (old && (p || size == 0)) { /* the old block was freed */
-        mk_note_free(t, (uintptr_t)old, i);
-        if (i >= 0)
-            mk_index_remove(&t->live, (uint32_t)i);
-    }
-    mk_put_newaddr(t, (uintptr_t)p, size, false);
-    mk_put(t, MK_S_STACK, stack);
+    if (MK_UNLIKELY(!mk_writer_realloc(&t->w, mk_ticks(), kind, size, (uintptr_t)old,
+                                       (uintptr_t)p, stack)))
+        mk_index_failed();
 }
 
 static inline __attribute__((always_inline)) void
@@ -95,11 +82,7 @@ put_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p, const void
 {
     if (!mk_room(t))
         return;
-    mk_put_head(t, kind);
-    mk_put_split(t, MK_S_SIZE_LO, size);
-    mk_put_raw_addr(t, (uintptr_t)p);
-    if (kind == MK_K_MREMAP)
-        mk_put_raw_addr(t, (uintptr_t)old);
+    mk_writer_sysmap(&t->w, mk_ticks(), kind, size, (uintptr_t)p, (uintptr_t)old);
 }
 
 /* ---- the record_* functions: one event, in either mode ----

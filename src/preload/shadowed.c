@@ -12,7 +12,9 @@
  * reports say so instead of printing leaks that are not.
  */
 #define _GNU_SOURCE
-#include "record.h"
+#include "modules.h"
+
+#include "output.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -18,7 +18,8 @@
  * an action and restore it later restore ours, which is what they meant.
  */
 #define _GNU_SOURCE
-#include "preload.h"
+#include "signals.h"
+
 #include "record.h"
 
 #include <errno.h>
@@ -44,6 +45,9 @@ static bool covered_signals[NSIG];
 static atomic_bool stands_in[NSIG];
 /* Set once mk_signals_arm has run: before, every call passes through. */
 static atomic_bool armed;
+
+/* What ends the trace (mk_signals_arm's caller: runtime.c's mk_finish). */
+static void (*end_trace)(int reason);
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
@@ -90,7 +94,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context)
         atomic_store(&stands_in[sig], false);
     /* As _exit does: no allocation (the signal may have interrupted malloc
      * holding its lock), buffers of threads stuck in a hook left behind. */
-    mk_finish(MK_END_SIGNAL);
+    end_trace(MK_END_SIGNAL);
     /* A fault the kernel raised comes back when the instruction runs again,
      * so a core dump shows it where it happened; any other signal is sent
      * again. Either way it arrives as this handler returns and lifts its
@@ -118,8 +122,9 @@ static int stand_in(int sig, struct sigaction *prev)
     return rc;
 }
 
-void mk_signals_arm(void)
+void mk_signals_arm(void (*end)(int reason))
 {
+    end_trace = end;
     for (size_t i = 0; i < sizeof fixed_signals / sizeof fixed_signals[0]; i++)
         covered_signals[fixed_signals[i]] = true;
     for (int sig = SIGRTMIN; sig <= SIGRTMAX && sig < NSIG; sig++)

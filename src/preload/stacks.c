@@ -26,7 +26,9 @@
  * reaches the file first, so readers resolve ids at the end, not in order.
  */
 #define _GNU_SOURCE
-#include "preload.h"
+#include "stacks.h"
+
+#include "proc_io.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -57,10 +59,10 @@ void mk_stacks_init(void)
 {
     /* Per-thread caches: no lock inside libunwind on the capture path. */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    table = mmap(NULL, sizeof(*table) << TABLE_BITS, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    arena = mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    table = mk_sys_mmap(NULL, sizeof(*table) << TABLE_BITS, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    arena = mk_sys_mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (table == MAP_FAILED || arena == MAP_FAILED) {
         table = NULL;
         arena = NULL;
@@ -111,17 +113,10 @@ static inline bool rec_equal(const stack_rec_t *r, uint64_t h, const uintptr_t *
     return true;
 }
 
-/* Writes the definition item into the thread's streams (the caller made room). */
+/* Writes the definition item into the thread's record (the caller made room). */
 static void write_definition(mk_thread_t *t, const stack_rec_t *r)
 {
-    uintptr_t prev = 0;
-    *t->s[MK_S_TAG]++ = MK_ITEM_STACK;
-    mk_put(t, MK_S_DEFS, r->id);
-    mk_put(t, MK_S_DEFS, r->depth);
-    for (uint32_t i = 0; i < r->depth; i++) {
-        mk_put(t, MK_S_DEFS, mk_zigzag((int64_t)(r->frames[i] - prev)));
-        prev = r->frames[i];
-    }
+    mk_writer_define_stack(&t->w, r->id, r->depth, r->frames);
 }
 
 static uint32_t use_rec(mk_thread_t *t, stack_rec_t *r)
@@ -210,8 +205,8 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
 {
     size_t depth = (size_t)mk_st.cfg.depth;
     size_t size = sizeof(mk_stack_cache_t) + CACHE_WAYS * depth * sizeof(uintptr_t);
-    mk_stack_cache_t *c =
-        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mk_stack_cache_t *c = mk_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (c == MAP_FAILED)
         return NULL;
     for (size_t i = 0; i < CACHE_WAYS; i++)

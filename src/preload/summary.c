@@ -18,6 +18,8 @@
 #define _GNU_SOURCE
 #include "summary.h"
 
+#include "output.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <string.h>
@@ -78,10 +80,11 @@ void mk_summary_sample_peak(mk_thread_t *t)
     maybe_checkpoint(t);
 }
 
-/* A thread state is being added: from the second on, switch to multi mode
- * once every other thread is out of its hook (so that no thread is between
- * reading its own totals and raising the peak with them). */
-void mk_summary_thread_added(mk_thread_t *t)
+/* A thread state is being added: from the second on, switch to multi mode;
+ * true when the caller must then wait until every other thread is out of its
+ * hook (so that no thread is between reading its own totals and raising the
+ * peak with them). */
+bool mk_summary_thread_added(mk_thread_t *t)
 {
     if (!t->last_site) { /* a new state, not one an exited thread left */
         t->last_site = &mk_summary_no_site;
@@ -89,9 +92,9 @@ void mk_summary_thread_added(mk_thread_t *t)
     }
     mk_thread_t *head = (mk_thread_t *)atomic_load(&mk_st.threads);
     if (atomic_load(&mk_summary_multi) || (head == t && !t->next))
-        return;
+        return false;
     atomic_store(&mk_summary_multi, 1);
-    mk_quiesce_others();
+    return true;
 }
 
 /* Adds a call to a site's totals: the slow path, for a site other than the

@@ -38,10 +38,17 @@
 #define MEMKIT_PRELOAD_SUMMARY_H
 
 #include "live_sizes.h"
-#include "preload.h"
+#include "thread.h"
 
 #define MK_PEAK_SLACK        (8ll << 10) /* live bytes a thread moves unsampled */
 #define MK_PEAK_SLACK_BLOCKS 32ll        /* and live blocks */
+
+/* summary.c */
+MK_HIDDEN void mk_summary_write(void);
+MK_HIDDEN void mk_summary_after_fork_child(void);
+/* A thread state is added: true when the caller must then wait for every
+ * other thread to leave its hook (mk_quiesce_others). */
+MK_HIDDEN bool mk_summary_thread_added(mk_thread_t *t);
 
 extern atomic_int mk_summary_multi MK_HIDDEN; /* 0 while one thread has recorded */
 extern atomic_llong mk_summary_peak_bytes MK_HIDDEN, mk_summary_peak_blocks MK_HIDDEN;

@@ -1,0 +1,64 @@
+/*
+ * child_env.c - the tracer's variables saved at start-up for exec (see
+ * child_env.h). Fixed buffers: the tracer never mallocs.
+ */
+#define _GNU_SOURCE
+#include "child_env.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const traced_vars[] = {
+    "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
+    "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
+    "MEMKIT_MALLOPT",
+};
+#define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
+_Static_assert(N_TRACED_VARS == MK_CHILD_ENV_VARS, "child_env.h counts them");
+
+static char saved_env[N_TRACED_VARS][4200]; /* "NAME=value", or "" */
+
+void mk_child_env_save(void)
+{
+    for (size_t i = 0; i < N_TRACED_VARS; i++) {
+        const char *v = getenv(traced_vars[i]);
+        saved_env[i][0] = 0;
+        size_t nl = strlen(traced_vars[i]), vl = v ? strlen(v) : 0;
+        if (v && nl + vl + 2 <= sizeof saved_env[i]) {
+            memcpy(saved_env[i], traced_vars[i], nl);
+            saved_env[i][nl] = '=';
+            memcpy(saved_env[i] + nl + 1, v, vl + 1);
+        }
+    }
+}
+
+static bool env_has(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return true;
+    return false;
+}
+
+char *const *mk_child_env(char *const *envp, char **out)
+{
+    size_t n = 0;
+    if (!saved_env[1][0] || env_has(envp, "MEMKIT_TRACE_PREFIX"))
+        return envp; /* not started by memkit trace, or the variables are there */
+    for (; envp && envp[n]; n++)
+        out[n] = envp[n];
+    for (size_t i = 0; i < N_TRACED_VARS; i++)
+        if (saved_env[i][0] && !env_has(envp, traced_vars[i]))
+            out[n++] = saved_env[i];
+    out[n] = NULL;
+    return out;
+}
+
+size_t mk_env_count(char *const *envp)
+{
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    return n;
+}

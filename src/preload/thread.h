@@ -1,0 +1,141 @@
+/*
+ * thread.h - a thread's tracer state and the way into a hook: mk_enter,
+ * mk_leave, mk_room (threads.c has the rest: states made, reused, flushed).
+ *
+ * Invariants:
+ *  - A thread's writer is written only by its owner thread; the final flush
+ *    first stops new events and waits for events in flight (see mk_enter),
+ *    so the event path has no lock and no atomic read-modify-write at all.
+ *    The writer's streams always hold whole items.
+ *  - States are never unmapped or unlinked: a state whose thread ended is
+ *    reused by a new thread (claim_state, threads.c).
+ */
+#ifndef MEMKIT_PRELOAD_THREAD_H
+#define MEMKIT_PRELOAD_THREAD_H
+
+#include "base.h"
+
+#include "../trace/kv_table.h"
+#include "../trace/writer.h"
+
+struct mk_thread {
+    uint32_t index; /* thread number within the process, from 1 */
+    pid_t tid;
+    int *errno_at;         /* the owner thread's errno */
+    atomic_bool dead;      /* no owner (a forked child's other threads) */
+    atomic_int exited_tid; /* the owner's key destructor ran: reuse once
+                            * this thread is gone (threads.c) */
+    atomic_int in_hook;    /* set while the owner is in a hook; see
+                            * mk_enter and mk_nested */
+    mk_writer_t w;         /* the current EVENTS record (writer.h) */
+    void *cctx;            /* this thread's zstd context */
+    uint8_t *zbuf;         /* and its output buffer */
+    size_t zcap;
+    struct mk_site_table *sites;        /* --summary-only: per-thread site totals */
+    struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
+    uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
+    uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind not in the
+                                         * site table (frees, system calls, sites
+                                         * the table had no room for) */
+    long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
+    long long sample_hi, sample_lo;     /* --summary-only: the live bytes, and */
+    long long sample_hi_blocks;         /* blocks, above or below which an */
+    long long sample_lo_blocks;         /* event samples the peak (summary.h) */
+    uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
+    mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
+    uint64_t bytes[MK_K_COUNT];
+    mk_thread_t *next; /* all thread states, never unlinked */
+    uint32_t state_id; /* --summary-only: which state a SUMMARY_PART is of, from 1 */
+    uint32_t checkpoint_gate;     /* --summary-only: slow-path calls, to read the */
+    uint64_t checkpoint_due_ns;   /* clock now and then; the next checkpoint */
+    uint64_t checkpoint_every_ns; /* (ns since start) and the gap after it */
+};
+
+/* ---- threads.c ---- */
+
+/* The calling thread's state, new or reused; NULL (said once) when none can
+ * be mapped. */
+MK_HIDDEN mk_thread_t *mk_thread_get(void);
+/* Writes t's record (if it holds events) and starts the next. */
+MK_HIDDEN void mk_thread_flush(mk_thread_t *t);
+/* Flushes every thread's record; the phase is no longer ON. */
+MK_HIDDEN void mk_threads_flush_all(void);
+/* Waits until every other thread is out of its hook (after a membarrier, so
+ * each sees what we stored before). */
+MK_HIDDEN void mk_quiesce_others(void);
+/* The live-block index ran out of memory: tracing stops, said once. */
+MK_HIDDEN void mk_index_failed(void);
+/* Has thread tid of this process run its state's key destructor? */
+MK_HIDDEN bool mk_thread_ended(pid_t tid);
+/* At start-up: the key whose destructor flushes an exiting thread's state,
+ * and the membarrier flushes rely on. */
+MK_HIDDEN void mk_threads_init(void);
+/* In a forked child: every state but the caller's is ownerless. */
+MK_HIDDEN void mk_threads_after_fork_child(void);
+
+/* ---- runtime.c ---- */
+
+/* mk_enter for a thread without a state yet, or before start-up. */
+MK_HIDDEN mk_thread_t *mk_enter_slow(void);
+
+/* ---- the way in and out of a hook ---- */
+
+static inline void mk_leave(mk_thread_t *t)
+{
+    atomic_store_explicit(&t->in_hook, 0, memory_order_release);
+}
+
+/* Is the calling thread inside memkit, so that its call must go to the real
+ * function unrecorded (strdup's malloc, operator new's, a signal handler's
+ * that interrupted a hook, libunwind's)? Inside a hook, its in_hook flag
+ * says so: the one store that tells a flusher to wait also tells a nested
+ * call to pass, and the hot paths pay for no second flag. Outside one, in
+ * the tracer's own code, the guard does. */
+static inline bool mk_nested(void)
+{
+    mk_thread_t *t = mk_self;
+    return mk_guard || (t && atomic_load_explicit(&t->in_hook, memory_order_relaxed));
+}
+
+/* The thread (not nested, with its state) announces itself; false when
+ * tracing is not on, the flag then cleared again. */
+static inline bool mk_announce(mk_thread_t *t)
+{
+    atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
+    atomic_signal_fence(
+        memory_order_seq_cst); /* compiler order; membarrier does the rest */
+    if (MK_LIKELY(atomic_load_explicit(&mk_st.phase, memory_order_relaxed) ==
+                  MK_PHASE_ON))
+        return true;
+    mk_leave(t);
+    return false;
+}
+
+/* Enter a hook: returns the thread state with in_hook set, or NULL when the
+ * call must go to the real function unrecorded (nested call, not tracing).
+ *
+ * No atomic read-modify-write here: the thread announces itself with a plain
+ * store to in_hook, then reads the phase. A flusher stores the phase, then
+ * runs membarrier() (a barrier on every thread), then reads in_hook: either
+ * we see its phase or it sees our flag (asymmetric Dekker). */
+static inline mk_thread_t *mk_enter(void)
+{
+    if (MK_UNLIKELY(mk_nested()))
+        return NULL;
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(!t))
+        return mk_enter_slow();
+    return mk_announce(t) ? t : NULL;
+}
+
+/* Makes room for one item (with a stack definition): a full or old record
+ * is written first, which may fail and disable tracing. */
+static inline bool mk_room(mk_thread_t *t)
+{
+    if (MK_LIKELY(mk_writer_has_room(&t->w)))
+        return true;
+    mk_thread_flush(t);
+    return mk_tracing_on();
+}
+
+#endif /* MEMKIT_PRELOAD_THREAD_H */

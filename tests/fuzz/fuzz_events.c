@@ -1,5 +1,5 @@
 /*
- * fuzz_events.c - libFuzzer target for the EVENTS decoder (src/trace/reader.c)
+ * fuzz_events.c - libFuzzer target for the EVENTS decoder (src/trace/decode.c)
  * and the report built on it. In a trace file each record is a zstd frame
  * with a checksum, so nearly every mutation of a file is a damaged record and
  * never reaches the streams; here the input is the records' raw payloads,

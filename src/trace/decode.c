@@ -1,0 +1,422 @@
+/*
+ * decode.c - the decoding half of the event format (format.h): an EVENTS
+ * record's streams back into events and stack definitions. writer.h is the
+ * encoding half; tests/unit/test_roundtrip.c holds the two in step.
+ */
+#define _GNU_SOURCE
+#include "reader.h"
+#include "reader_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The largest stack id a reader accepts. The tracer's intern table has 2^20
+ * slots, so its ids stay far below; a damaged id above it must not make the
+ * reader allocate a table of its size (2^28 ids were 4 GiB, found by
+ * fuzz_events). */
+#define MAX_STACK_ID (1u << 24)
+
+static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
+{
+    uint64_t id = mk_get_varint(c), depth = mk_get_varint(c);
+    if (c->err || id == 0 || id > MAX_STACK_ID || depth > 1024)
+        return false;
+    if (!mk_grow((void **)&tr->stacks, &tr->stacks_cap, id + 1, sizeof *tr->stacks))
+        return false;
+    uint64_t *frames = malloc((depth ? depth : 1) * sizeof *frames), prev = 0;
+    if (!frames)
+        return false;
+    for (uint64_t i = 0; i < depth; i++) {
+        prev += (uint64_t)mk_unzigzag(mk_get_varint(c));
+        frames[i] = prev;
+    }
+    if (c->err) {
+        free(frames);
+        return false;
+    }
+    free(tr->stacks[id].frames); /* a redefinition (forked child) is identical */
+    tr->stacks[id].frames = frames;
+    tr->stacks[id].depth = (uint32_t)depth;
+    return true;
+}
+
+static void *index_alloc(size_t n)
+{
+    return malloc(n);
+}
+
+static void index_release(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+uint64_t mk_trace_tick_ns(const mk_trace_t *tr, uint64_t tick)
+{
+    /* One mapping for the whole trace, from the start's tick: per-record
+     * anchors would each carry their own error (a thread preempted between
+     * reading the TSC and the clock) and misorder threads. */
+    if (tick <= tr->header.start_tick)
+        return 0;
+    double ns = (double)(tick - tr->header.start_tick) * tr->ns_per_tick;
+    /* A damaged trace's tick or slope can put ns outside uint64_t (or make
+     * it NaN): converting that is undefined, so it saturates. */
+    if (!(ns >= 0))
+        return 0;
+    return ns >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)ns;
+}
+
+void mk_decoder_init(mk_decoder_t *d, mk_addr_state_t *scratch)
+{
+    memset(d, 0, sizeof *d);
+    d->addr = scratch;
+    d->live.alloc = index_alloc;
+    d->live.release = index_release;
+}
+
+void mk_decoder_free(mk_decoder_t *d)
+{
+    mk_index_free(&d->live);
+}
+
+/* The per-record state of the address fields (format.h, "Addresses"). */
+typedef mk_addr_state_t addr_state_t;
+
+static uint64_t get_split(mk_cursor_t *st, int lo)
+{
+    if (st[lo].p >= st[lo].end) {
+        st[lo].err = 1;
+        return 0;
+    }
+    uint64_t low = *st[lo].p++;
+    return low | mk_get_varint(&st[lo + 1]) << 8;
+}
+
+static uint64_t get_raw_addr(mk_cursor_t *c, addr_state_t *a)
+{
+    a->prev += (uint64_t)mk_unzigzag(mk_get_varint(c));
+    return a->prev;
+}
+
+static void note_free(addr_state_t *a, uint64_t addr, const mk_decoder_t *d, int64_t idx)
+{
+    if (idx >= 0)
+        mk_reuse_free(&a->reuse, d->live.cls[idx], addr);
+}
+
+/* A FREEREF field: the address, and its live index (or -1). */
+static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t *d,
+                            int64_t *idx)
+{
+    uint64_t code = get_split(st, MK_S_FREEREF_LO);
+    *idx = -1;
+    if (code == 0)
+        return 0;
+    if (code == 1)
+        return get_raw_addr(&st[MK_S_ADDR], a);
+    if (code - 2 >= d->live.n) {
+        st[MK_S_FREEREF_LO].err = 1;
+        return 0;
+    }
+    *idx = (int64_t)(code - 2);
+    return a->prev = d->live.addr[code - 2];
+}
+
+/* What decoding a record keeps besides its cursors: the format version,
+ * version 2's TIME pair being given out, whether the next code of NEWADDR
+ * (version 2) or CACHED (version 3) is in the high nibble of its byte, and
+ * the next HIT bit. */
+typedef struct record_state {
+    uint32_t version;
+    uint64_t zeros, d;   /* the pair: zeros left, then d */
+    bool pair_pending;   /* a pair is read and its d not yet given */
+    bool high_nibble[2]; /* [0] NEWADDR, [1] CACHED */
+    unsigned hit_bit;    /* of HIT's current byte, 0-7 */
+} record_state_t;
+
+/* Ticks since the previous event (format.h, TIME). */
+static uint64_t get_ticks(mk_cursor_t *time, record_state_t *rs)
+{
+    if (rs->version == 1)
+        return mk_get_varint(time);
+    if (!rs->pair_pending) {
+        rs->zeros = mk_get_varint(time);
+        rs->d = mk_get_varint(time);
+        rs->pair_pending = true;
+    }
+    if (rs->zeros) {
+        rs->zeros--;
+        return 0;
+    }
+    rs->pair_pending = false;
+    return rs->d;
+}
+
+/* The stream a new address's code is in: CACHED after a missed guess
+ * (version 3), else NEWADDR. */
+static int code_stream(bool after_guess)
+{
+    return after_guess ? MK_S_CACHED : MK_S_NEWADDR;
+}
+
+/* The nibble a packed code stream's next code starts with; c must not be
+ * at its end. */
+static unsigned code_nibble(const mk_cursor_t *c, const record_state_t *rs, bool cached)
+{
+    return rs->high_nibble[cached] ? *c->p >> 4 : *c->p & 15;
+}
+
+/* Whether a code stream holds a varint per code (format.h): NEWADDR in
+ * versions 1 and 3; else two codes per byte. */
+static bool code_varints(const record_state_t *rs, bool cached)
+{
+    return rs->version == 1 || (rs->version >= 3 && !cached);
+}
+
+/* The next code of NEWADDR or CACHED. */
+static uint64_t get_code(mk_cursor_t *st, record_state_t *rs, bool cached)
+{
+    mk_cursor_t *s = &st[code_stream(cached)];
+    if (code_varints(rs, cached))
+        return mk_get_varint(s);
+    if (s->p >= s->end) {
+        s->err = 1;
+        return 0;
+    }
+    unsigned nibble = code_nibble(s, rs, cached);
+    if (rs->high_nibble[cached])
+        s->p++; /* both nibbles taken */
+    rs->high_nibble[cached] = !rs->high_nibble[cached];
+    return nibble < 15 ? nibble : 15 + mk_get_varint(&st[MK_S_NEWADDR_HI]);
+}
+
+/* The next HIT bit (version 3); at the stream's end, an error. */
+static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
+{
+    mk_cursor_t *s = &st[MK_S_HIT];
+    if (s->p >= s->end) {
+        s->err = 1;
+        return 0;
+    }
+    unsigned bit = *s->p >> rs->hit_bit & 1;
+    if (++rs->hit_bit == 8) {
+        rs->hit_bit = 0;
+        s->p++;
+    }
+    return bit;
+}
+
+/* Whether class cls's next new address (not a realloc's) starts with a HIT
+ * bit: version 3 and a guess in the model. */
+static bool has_guess(const addr_state_t *a, const record_state_t *rs, unsigned cls)
+{
+    return rs->version >= 3 && mk_reuse_cached(&a->reuse, cls);
+}
+
+/* Whether the next NEWADDR code is not 0 (a realloc's new block is not
+ * NULL, and its old one was freed), without taking it. A realloc's new
+ * address is always a NEWADDR code (format.h). At the stream's end,
+ * get_code will say so. */
+static bool next_code_nonzero(const mk_cursor_t *st, const record_state_t *rs)
+{
+    mk_cursor_t peek = st[MK_S_NEWADDR];
+    if (code_varints(rs, false))
+        return mk_get_varint(&peek) != 0;
+    return peek.p < peek.end && code_nibble(&peek, rs, false) != 0;
+}
+
+/* NEWADDR code 2+MK_REUSE_MISS: a free d frees back, d in RECENT. */
+static uint64_t get_recent_addr(mk_cursor_t *st, addr_state_t *a)
+{
+    uint64_t d = mk_get_varint(&st[MK_S_RECENT]) + 1;
+    if (d > mk_reuse_recent_count(&a->reuse)) {
+        st[MK_S_RECENT].err = 1;
+        return 0;
+    }
+    return a->prev = mk_reuse_recent(&a->reuse, (uint32_t)d);
+}
+
+static unsigned class_of(const record_state_t *rs, uint64_t size)
+{
+    return rs->version == 1 ? mk_size_class_v1(size) : mk_size_class(size);
+}
+
+/* Candidate j of class cls: version 3 counts the cache first and leaves the
+ * model's update to mk_reuse_claim (with the block's place in the ring when
+ * it came from there: an address repeated in the ring is named by its
+ * first); before, the rings alone. */
+static bool get_candidate(addr_state_t *a, const record_state_t *rs, unsigned cls,
+                          unsigned j, uint64_t *addr, unsigned *ring_j)
+{
+    if (rs->version >= 3) {
+        unsigned nc = mk_reuse_cached(&a->reuse, cls);
+        if (j >= nc)
+            *ring_j = j - nc;
+        return mk_reuse_candidate(&a->reuse, cls, j, addr);
+    }
+    if (j >= mk_reuse_count(&a->reuse, cls))
+        return false;
+    *addr = mk_reuse_take(&a->reuse, cls, j);
+    return true;
+}
+
+/* A new block's address (format.h); may_guess is false for a realloc's. */
+static uint64_t get_newaddr(mk_cursor_t *st, addr_state_t *a, mk_decoder_t *d,
+                            uint64_t size, record_state_t *rs, bool may_guess)
+{
+    unsigned cls = class_of(rs, size);
+    bool guessed = may_guess && has_guess(a, rs, cls);
+    mk_cursor_t *s = &st[code_stream(guessed)];
+    uint64_t code, addr;
+    unsigned ring_j = MK_REUSE_UNKNOWN;
+    if (guessed && get_hit(st, rs)) {
+        addr = mk_reuse_guess(&a->reuse, cls);
+        goto named;
+    }
+    code = get_code(st, rs, guessed);
+    if (code == 0)
+        return 0;
+    if (code - 1 < MK_REUSE_MISS) {
+        if (!get_candidate(a, rs, cls, (unsigned)(code - 1), &addr, &ring_j)) {
+            s->err = 1;
+            return 0;
+        }
+    } else if (code - 1 == MK_REUSE_MISS) {
+        addr = get_raw_addr(&st[MK_S_ADDR], a);
+    } else if (code - 2 == MK_REUSE_MISS && rs->version > 1) {
+        addr = get_recent_addr(st, a);
+        if (st[MK_S_RECENT].err)
+            return 0;
+    } else {
+        s->err = 1;
+        return 0;
+    }
+named:
+    if (addr == 0) { /* NULL is code 0, never a name: damage */
+        s->err = 1;
+        return 0;
+    }
+    a->prev = addr;
+    if (rs->version >= 3)
+        mk_reuse_claim(&a->reuse, cls, addr, ring_j);
+    if (!mk_index_add(&d->live, addr, cls))
+        s->err = 1; /* out of memory: stop rather than diverge */
+    return addr;
+}
+
+bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
+                            size_t len, mk_event_fn fn, void *ctx)
+{
+    mk_cursor_t c = {raw, raw + len, 0}, st[MK_S_COUNT];
+    mk_event_t ev = {0};
+    addr_state_t *a = d->addr; /* per record: reset below */
+    bool cut = false;
+
+    a->prev = 0;
+    mk_reuse_reset(&a->reuse);
+
+    ev.thread = (uint32_t)mk_get_varint(&c);
+    (void)mk_get_varint(&c); /* tid */
+    (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
+    uint64_t tick = mk_get_u64(&c);
+    record_state_t rs = {.version = tr->header.version};
+    int count = rs.version == 1   ? MK_S_COUNT_V1
+                : rs.version == 2 ? MK_S_COUNT_V2
+                                  : MK_S_COUNT;
+    uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
+    if (nstreams != (uint64_t)count)
+        c.err = 1;
+    for (int i = 0; i < count && !c.err; i++)
+        lens[i] = mk_get_varint(&c);
+    const uint8_t *p = c.p;
+    for (int i = 0; i < MK_S_COUNT && !c.err; i++) { /* lens[i] = 0 past count */
+        if (lens[i] > (uint64_t)(c.end - p)) {
+            c.err = 1;
+            break;
+        }
+        st[i] = (mk_cursor_t){p, p + lens[i], 0};
+        p += lens[i];
+    }
+    mk_cursor_t *tags = &st[MK_S_TAG], *addrs = &st[MK_S_ADDR];
+    while (!c.err && tags->p < tags->end) {
+        unsigned tag = *tags->p++;
+        if (tag == MK_ITEM_STACK) {
+            if (!define_stack(tr, &st[MK_S_DEFS]))
+                c.err = 1;
+            continue;
+        }
+        enum mk_kind_class cls = mk_kind_class(tag);
+        if (cls == MK_CLASS_NONE) {
+            c.err = 1;
+            break;
+        }
+        ev.kind = (uint8_t)tag;
+        tick += get_ticks(&st[MK_S_TIME], &rs);
+        ev.time = mk_trace_tick_ns(tr, tick);
+        ev.size = ev.align = ev.old_addr = ev.addr = 0;
+        ev.stack = 0;
+        int64_t idx;
+        switch (cls) {
+        case MK_CLASS_ALLOC:
+            ev.size = get_split(st, MK_S_SIZE_LO);
+            if (mk_kind_has_align(tag))
+                ev.align = mk_get_varint(&st[MK_S_SIZE_HI]);
+            ev.addr = get_newaddr(st, a, d, ev.size, &rs, true);
+            ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
+            break;
+        case MK_CLASS_FREE:
+            ev.addr = get_freeref(st, a, d, &idx);
+            if (ev.addr)
+                note_free(a, ev.addr, d, idx);
+            if (idx >= 0)
+                mk_index_remove(&d->live, (uint32_t)idx);
+            break;
+        case MK_CLASS_REALLOC:
+            ev.size = get_split(st, MK_S_SIZE_LO);
+            ev.old_addr = get_freeref(st, a, d, &idx);
+            /* The new address's code decides whether the old block was freed. */
+            {
+                bool freed = ev.old_addr && (next_code_nonzero(st, &rs) || ev.size == 0);
+                if (freed) {
+                    note_free(a, ev.old_addr, d, idx);
+                    if (idx >= 0)
+                        mk_index_remove(&d->live, (uint32_t)idx);
+                }
+            }
+            ev.addr = get_newaddr(st, a, d, ev.size, &rs, false);
+            ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
+            break;
+        case MK_CLASS_SYSMAP:
+            ev.size = get_split(st, MK_S_SIZE_LO);
+            ev.addr = get_raw_addr(addrs, a);
+            if (tag == MK_K_MREMAP)
+                ev.old_addr = get_raw_addr(addrs, a);
+            break;
+        default:
+            break;
+        }
+        for (int i = 0; i < MK_S_COUNT; i++)
+            c.err |= st[i].err;
+        if (c.err) {
+            /* A stream ran dry inside the last item: a process that exited
+             * inside a hook. The end, not damage. */
+            cut = tags->p == tags->end;
+            break;
+        }
+        tr->events_read++;
+        if (!fn(ctx, &ev))
+            return true;
+    }
+    if (c.err && !cut)
+        mk_trace_damage(tr, "malformed events in the record ending at offset %" PRIu64,
+                        tr->offset);
+    return !c.err || cut;
+}
+
+const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id)
+{
+    if (id == 0 || id >= tr->stacks_cap || !tr->stacks[id].frames)
+        return NULL;
+    return &tr->stacks[id];
+}

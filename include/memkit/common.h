@@ -9,6 +9,7 @@
 #ifndef MEMKIT_COMMON_H
 #define MEMKIT_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,42 @@
 #define MK_ALIGNOF(type)            _Alignof(type)
 #define MK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
+
+/* ---- private to the allocators' inline paths; never for programs ---- */
+
+/*
+ * The bump fast path of the stack, FIFO and ring: size bytes (0 takes one grain, so
+ * every block has its own address) aligned to align, taken from [*pos, end); NULL when
+ * they do not fit, and the caller's slow path decides. Requires *pos and end to be
+ * multiples of grain (a power of two no larger than any align passed), which makes two
+ * branches enough: with p < end and size <= end - p, the size rounded up to the grain
+ * still fits (end - p is a multiple of the grain) and cannot wrap. end 0 sends every
+ * call to the slow path. align must be a power of two (callers check or fold it).
+ */
+static inline void *mk__bump(uintptr_t *pos, uintptr_t end, size_t size, size_t align,
+                             size_t grain)
+{
+    uintptr_t p = align <= grain ? *pos : (*pos + align - 1) & ~(uintptr_t)(align - 1);
+
+    if (MK_LIKELY(p < end && size <= end - p)) {
+        *pos = p + ((size + grain - 1 + (size == 0)) & ~(uintptr_t)(grain - 1));
+        return (void *)p;
+    }
+    return NULL;
+}
+
+/* Equal-sized chunks with a spare list: the FIFO's and the ring's (src/alloc/chunks.c).
+ * In their states only because those are public for inlining. */
+struct mk__chunks {
+    size_t chunk_size;  /* the standard size, the only one kept as a spare */
+    size_t max_spare;   /* spares kept at most */
+    size_t chunks;      /* mapped, spares included */
+    size_t spare;       /* of which spares */
+    size_t peak_chunks; /* high-water mark of chunks */
+    size_t mapped;      /* bytes mapped */
+    void *spares;       /* linked through each spare's first word */
+    bool size_aligned;  /* fresh chunks aligned to chunk_size (else to a page) */
+};
 
 MK__EXTERN_C_BEGIN
 

@@ -97,10 +97,8 @@ struct mk_fifo {
     unsigned slow;              /* nonzero: every call takes the slow path */
     bool tracked;               /* chunks keep a bitmap of block starts */
     unsigned flags;
-    size_t chunk_size, max_spare;
-    size_t chunks, spare, peak_chunks, mapped;
-    struct mk__fifo_chunk *all;    /* every chunk in use (not spares) */
-    struct mk__fifo_chunk *spares; /* empty chunks kept for reuse */
+    struct mk__chunks src;      /* chunk_size, spares, counts (common.h) */
+    struct mk__fifo_chunk *all; /* every chunk in use (not spares) */
 };
 
 /* Creates a FIFO; config may be NULL for the defaults. NULL with errno EINVAL (bad
@@ -117,14 +115,12 @@ MK_API void mk__fifo_chunk_empty(mk_fifo_t *fifo, struct mk__fifo_chunk *c);
  * NULL with errno ENOMEM. Fast path: a bump in the current chunk. */
 static inline void *mk_fifo_alloc_aligned(mk_fifo_t *fifo, size_t size, size_t align)
 {
-    uintptr_t p = (fifo->pos + (align - 1)) & ~(uintptr_t)(align - 1);
-    size_t n = (size + (MK_FIFO_GRAIN - 1)) & ~(size_t)(MK_FIFO_GRAIN - 1);
+    /* The chunk's end is page-aligned, pos a multiple of the grain (mk__bump). */
+    void *p = mk__bump(&fifo->pos, fifo->end, size, align, MK_FIFO_GRAIN);
 
-    /* n - 1 wraps for size 0 (it needs a grain) and for overflow: both go slow. */
-    if (MK_LIKELY(p <= fifo->end && n - 1 < fifo->end - p)) {
-        fifo->pos = p + n;
+    if (MK_LIKELY(p != NULL)) {
         fifo->cur_blocks++;
-        return (void *)p;
+        return p;
     }
     return mk__fifo_alloc_slow(fifo, size, align);
 }

@@ -86,11 +86,9 @@ struct mk_ring {
     bool sealed;           /* the last frame was sealed (for the error message) */
     unsigned slow;         /* nonzero: every allocation takes the slow path */
     unsigned flags;
-    size_t chunk_size, max_spare;
-    size_t chunks, spare, peak_chunks, mapped;
+    struct mk__chunks src;               /* chunk_size, spares, counts (common.h) */
     struct mk__ring_chunk *cur;          /* the chunk allocations bump through, or NULL */
     struct mk__ring_chunk *oldest_chunk; /* chunks in use, oldest first ... */
-    struct mk__ring_chunk *spares;       /* empty chunks kept for reuse */
     mk_ring_frame_t *oldest, *newest;    /* frames not yet reclaimed, oldest first */
 };
 
@@ -118,15 +116,10 @@ MK_API void *mk__ring_alloc_slow(mk_ring_t *ring, size_t size, size_t align);
  * MK_RING_GRAIN), or NULL with errno ENOMEM. Fast path: a bump, no atomics. */
 static inline void *mk_ring_alloc_aligned(mk_ring_t *ring, size_t size, size_t align)
 {
-    uintptr_t p = (ring->pos + (align - 1)) & ~(uintptr_t)(align - 1);
-    size_t n = (size + (MK_RING_GRAIN - 1)) & ~(size_t)(MK_RING_GRAIN - 1);
+    /* The chunk's end is page-aligned, pos a multiple of the grain (mk__bump). */
+    void *p = mk__bump(&ring->pos, ring->end, size, align, MK_RING_GRAIN);
 
-    /* n - 1 wraps for size 0 (it needs a grain) and for overflow: both go slow. */
-    if (MK_LIKELY(p <= ring->end && n - 1 < ring->end - p)) {
-        ring->pos = p + n;
-        return (void *)p;
-    }
-    return mk__ring_alloc_slow(ring, size, align);
+    return MK_LIKELY(p != NULL) ? p : mk__ring_alloc_slow(ring, size, align);
 }
 
 /* Returns size bytes of the open frame aligned like malloc's (16). */

@@ -162,26 +162,18 @@ MK_API void *mk__stack_alloc_slow(mk_stack_t *st, size_t size, size_t align);
 
 /*
  * Allocates `size` bytes aligned to `align` (a power of two) in the innermost frame.
- * Fast path: take the bump pointer (aligned further only for align > 8, a branch that
- * folds away for constant alignments), check the rounded size fits below `limit`,
- * bump. `limit` is 0 whenever the slow path must see the call, so that check is the
- * only branch.
+ * Fast path: a bump below `limit` (mk__bump: the chunk's end is page-aligned and the
+ * bump pointer 8-aligned, so two compares decide). `limit` is 0 whenever the slow
+ * path must see the call. A bad alignment goes to the slow path to be reported (the
+ * check folds away for constant alignments).
  */
 static inline void *mk_stack_alloc_aligned(mk_stack_t *st, size_t size, size_t align)
 {
-    uintptr_t p = align <= MK_STACK_GRAIN
-                      ? st->pos
-                      : (st->pos + align - 1) & ~(uintptr_t)(align - 1);
-    /* Round up to the grain; 0 takes one grain so every block has its own address. */
-    size_t n = (size + MK_STACK_GRAIN - 1 + (size == 0)) & ~(size_t)(MK_STACK_GRAIN - 1);
+    void *p;
 
-    /* p < limit also fails when limit is 0; n >= size fails if rounding wrapped; a
-     * bad alignment goes to the slow path to be reported (folds for constants). */
-    if (MK_LIKELY(p < st->limit && n <= st->limit - p && n >= size &&
-                  (align & (align - 1)) == 0)) {
-        st->pos = p + n;
-        return (void *)p;
-    }
+    if (MK_LIKELY((align & (align - 1)) == 0 &&
+                  (p = mk__bump(&st->pos, st->limit, size, align, MK_STACK_GRAIN))))
+        return p;
     return mk__stack_alloc_slow(st, size, align);
 }
 

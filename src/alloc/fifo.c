@@ -55,9 +55,10 @@ mk_fifo_t *mk_fifo_create(const mk_fifo_config_t *config)
         errno = ENOMEM;
         return NULL;
     }
-    fifo->chunk_size = cfg.chunk_size;
+    /* Chunks aligned to their size: masking a block's address finds its header. */
+    mk__chunks_init(&fifo->src, cfg.chunk_size,
+                    cfg.max_spare_chunks ? cfg.max_spare_chunks : 1, true);
     fifo->chunk_mask = ~(uintptr_t)(cfg.chunk_size - 1);
-    fifo->max_spare = cfg.max_spare_chunks ? cfg.max_spare_chunks : 1;
     fifo->flags = cfg.flags;
     fifo->slow = cfg.flags & MK_FIFO_DEBUG;
 #ifdef MK_ASAN
@@ -80,7 +81,7 @@ mk_fifo_t *mk_fifo_create(const mk_fifo_config_t *config)
  * twice: every start since the chunk was reset, then the live ones. */
 static size_t payload_offset(const mk_fifo_t *fifo)
 {
-    size_t bitmap = fifo->tracked ? 2 * (fifo->chunk_size / MK_FIFO_GRAIN / 8) : 0;
+    size_t bitmap = fifo->tracked ? 2 * (fifo->src.chunk_size / MK_FIFO_GRAIN / 8) : 0;
 
     return mk__align_up(sizeof(chunk_t) + bitmap, 64);
 }
@@ -121,36 +122,21 @@ static void chunk_reset(mk_fifo_t *fifo, chunk_t *c)
 /* A chunk of `size` bytes (a multiple of chunk_size), in use: spare or fresh. */
 static chunk_t *chunk_get(mk_fifo_t *fifo, size_t size)
 {
-    chunk_t *c = fifo->spares;
+    bool fresh;
+    chunk_t *c = mk__chunks_get(&fifo->src, size, &fresh);
 
-    if (c && size == fifo->chunk_size) {
-        chunk_unlink(&fifo->spares, c);
-        fifo->spare--;
-    } else {
-        if (!(c = mk__pages_map(size, fifo->chunk_size)))
-            return NULL;
+    if (!c)
+        return NULL;
+    if (fresh) { /* a spare keeps these (its first word, freed, is reset below) */
         c->fifo = fifo;
         c->size = size;
         c->magic = CHUNK_MAGIC;
         c->payload = (uintptr_t)c + payload_offset(fifo);
         c->starts = fifo->tracked ? (uint8_t *)(c + 1) : NULL;
-        fifo->chunks++;
-        fifo->mapped += size;
-        if (fifo->chunks > fifo->peak_chunks)
-            fifo->peak_chunks = fifo->chunks;
     }
     chunk_reset(fifo, c);
     chunk_link(&fifo->all, c);
     return c;
-}
-
-static void chunk_unmap(mk_fifo_t *fifo, chunk_t *c)
-{
-    fifo->chunks--;
-    fifo->mapped -= c->size;
-    /* ASan's shadow outlives the mapping: leave it clean for whoever maps next. */
-    MK_UNPOISON(c, c->size);
-    mk__pages_unmap(c, c->size);
 }
 
 /* c (not the current chunk) has no live block: keep it as a spare or unmap it. */
@@ -158,13 +144,9 @@ void mk__fifo_chunk_empty(mk_fifo_t *fifo, chunk_t *c)
 {
     assert(c != fifo->cur && c->freed == c->blocks);
     chunk_unlink(&fifo->all, c);
-    if (c->size == fifo->chunk_size && fifo->spare < fifo->max_spare) {
-        chunk_reset(fifo, c);
-        chunk_link(&fifo->spares, c);
-        fifo->spare++;
-        return;
-    }
-    chunk_unmap(fifo, c);
+    if (c->size == fifo->src.chunk_size && fifo->src.spare < fifo->src.max_spare)
+        chunk_reset(fifo, c); /* it will be a spare: poisoned meanwhile */
+    mk__chunks_put(&fifo->src, c, c->size);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -178,7 +160,7 @@ static size_t start_bit(const chunk_t *c, uintptr_t p)
 /* The live-start bitmap follows the all-starts one. */
 static uint8_t *live_map(const mk_fifo_t *fifo, const chunk_t *c)
 {
-    return c->starts + fifo->chunk_size / MK_FIFO_GRAIN / 8;
+    return c->starts + fifo->src.chunk_size / MK_FIFO_GRAIN / 8;
 }
 
 static bool bit_get(const uint8_t *map, size_t b)
@@ -214,7 +196,7 @@ static void start_unmark_live(const mk_fifo_t *fifo, chunk_t *c, uintptr_t p)
 static uintptr_t block_end(const mk_fifo_t *fifo, const chunk_t *c, uintptr_t p)
 {
     uintptr_t top = c == fifo->cur ? fifo->pos : c->top;
-    uintptr_t starts_end = (uintptr_t)c + fifo->chunk_size; /* the bitmap's reach */
+    uintptr_t starts_end = (uintptr_t)c + fifo->src.chunk_size; /* the bitmap's reach */
     uintptr_t lim = top < starts_end ? top : starts_end;
 
     for (uintptr_t q = p + MK_FIFO_GRAIN; q < lim; q += MK_FIFO_GRAIN)
@@ -282,9 +264,9 @@ static void *alloc_large(mk_fifo_t *fifo, size_t n, size_t size, size_t align)
     size_t bytes;
     chunk_t *c;
 
-    if (head + n < n || head >= fifo->chunk_size)
+    if (head + n < n || head >= fifo->src.chunk_size)
         goto nomem;
-    bytes = mk__align_up(head + n, fifo->chunk_size);
+    bytes = mk__align_up(head + n, fifo->src.chunk_size);
     if (bytes < head + n || !(c = chunk_get(fifo, bytes)))
         goto nomem;
     c->blocks = 1;
@@ -301,7 +283,7 @@ void *mk__fifo_alloc_slow(mk_fifo_t *fifo, size_t size, size_t align)
     uintptr_t p;
     chunk_t *c;
 
-    if (!mk__is_pow2(align) || align < MK_FIFO_GRAIN || align > fifo->chunk_size / 4)
+    if (!mk__is_pow2(align) || align < MK_FIFO_GRAIN || align > fifo->src.chunk_size / 4)
         mk__die("mk_fifo_alloc_aligned: alignment %zu is not a power of two in [%d, "
                 "chunk size / 4]",
                 align, MK_FIFO_GRAIN);
@@ -312,7 +294,7 @@ void *mk__fifo_alloc_slow(mk_fifo_t *fifo, size_t size, size_t align)
     if ((p = cur_bump(fifo, n, align)))
         return block_out(fifo, fifo->cur, p, size);
     /* Would the block fit in an empty chunk at all? */
-    if (payload_offset(fifo) + align + n > fifo->chunk_size)
+    if (payload_offset(fifo) + align + n > fifo->src.chunk_size)
         return alloc_large(fifo, n, size, align);
     /* The current chunk is full. If all its blocks were freed, start it over. */
     if (fifo->cur && fifo->cur->freed == fifo->cur_blocks) {
@@ -323,7 +305,7 @@ void *mk__fifo_alloc_slow(mk_fifo_t *fifo, size_t size, size_t align)
             memset(fifo->cur->starts, 0,
                    fifo->cur->payload - (uintptr_t)fifo->cur->starts);
     } else {
-        if (!(c = chunk_get(fifo, fifo->chunk_size))) {
+        if (!(c = chunk_get(fifo, fifo->src.chunk_size))) {
             errno = ENOMEM;
             return NULL; /* the current chunk stays as it was */
         }
@@ -427,10 +409,10 @@ void mk_fifo_stats(mk_fifo_t *fifo, mk_fifo_stats_t *out)
         live += (c == fifo->cur ? fifo->cur_blocks : c->blocks) - c->freed;
     *out = (mk_fifo_stats_t){
         .live_blocks = live,
-        .chunks = fifo->chunks,
-        .spare_chunks = fifo->spare,
-        .peak_chunks = fifo->peak_chunks,
-        .mapped_bytes = fifo->mapped,
+        .chunks = fifo->src.chunks,
+        .spare_chunks = fifo->src.spare,
+        .peak_chunks = fifo->src.peak_chunks,
+        .mapped_bytes = fifo->src.mapped,
     };
 }
 
@@ -440,12 +422,11 @@ void mk_fifo_destroy(mk_fifo_t *fifo)
 
     if (!fifo)
         return;
-    for (chunk_t **list = &fifo->all; list;
-         list = list == &fifo->all ? &fifo->spares : NULL)
-        for (c = *list; c; c = next) {
-            next = c->next;
-            chunk_unmap(fifo, c);
-        }
+    for (c = fifo->all; c; c = next) {
+        next = c->next;
+        mk__chunks_unmap(&fifo->src, c, c->size);
+    }
+    mk__chunks_trim(&fifo->src, 0);
     if (fifo->slow & FIFO_VALGRIND)
         VALGRIND_DESTROY_MEMPOOL(fifo);
     free(fifo);

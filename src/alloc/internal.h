@@ -47,6 +47,18 @@
 /* Prints "memkit: <message>" on stderr and aborts. For broken API contracts only. */
 __attribute__((noreturn, format(printf, 1, 2), cold)) void mk__die(const char *fmt, ...);
 
+/* The allocators' internal invariants: checked in debug builds and in the
+ * sanitizer and fuzz builds (MK_CHECK_INVARIANTS, set by CMake), compiled out
+ * in release builds, where the fast paths cannot afford them. */
+#if !defined(NDEBUG) || defined(MK_CHECK_INVARIANTS)
+#define MK_ASSERT(cond)                                                                  \
+    ((cond)                                                                              \
+         ? (void)0                                                                       \
+         : mk__die("internal invariant broken: %s (%s:%d)", #cond, __FILE__, __LINE__))
+#else
+#define MK_ASSERT(cond) ((void)0)
+#endif
+
 /* Size of a huge page, and the size from which chunks are huge-page aligned. */
 #define MK_HUGE_PAGE ((size_t)2 << 20)
 
@@ -78,5 +90,23 @@ __attribute__((cold)) void mk__set_access(void *p, size_t n, bool usable, bool v
 
 /* True when MEMKIT_BYPASS is set to a value other than "0" (read once). */
 bool mk__bypass_enabled(void);
+
+/* ---- chunks.c: equal-sized chunks with a spare list (struct mk__chunks) ---- */
+
+/* Sets up a source of chunk_size chunks keeping up to max_spare spares. */
+void mk__chunks_init(struct mk__chunks *src, size_t chunk_size, size_t max_spare,
+                     bool size_aligned);
+/* A chunk of size bytes (a multiple of the page size): a spare when size is the
+ * standard size and one is kept (*fresh false: the chunk holds what it held when
+ * put back, its first word aside), else fresh zeroed pages (*fresh true). NULL with
+ * errno set. */
+void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh);
+/* An empty chunk of size bytes comes back: kept as a spare when it has the standard
+ * size and there is room (true), else unmapped. */
+bool mk__chunks_put(struct mk__chunks *src, void *c, size_t size);
+/* Unmaps a chunk, in use or not a spare. */
+void mk__chunks_unmap(struct mk__chunks *src, void *c, size_t size);
+/* Unmaps spares beyond keep. */
+void mk__chunks_trim(struct mk__chunks *src, size_t keep);
 
 #endif /* MEMKIT_ALLOC_INTERNAL_H */

@@ -91,8 +91,8 @@ mk_ring_t *mk_ring_create(const mk_ring_config_t *config)
         errno = ENOMEM;
         return NULL;
     }
-    ring->chunk_size = cfg.chunk_size;
-    ring->max_spare = cfg.max_spare_chunks ? cfg.max_spare_chunks : 2;
+    mk__chunks_init(&ring->src, cfg.chunk_size,
+                    cfg.max_spare_chunks ? cfg.max_spare_chunks : 2, false);
     ring->flags = cfg.flags;
 #ifdef MK_ASAN
     ring->slow |= RING_ASAN;
@@ -104,45 +104,23 @@ mk_ring_t *mk_ring_create(const mk_ring_config_t *config)
 
 static chunk_t *chunk_get(mk_ring_t *ring, size_t size)
 {
-    chunk_t *c = ring->spares;
+    bool fresh;
+    chunk_t *c = mk__chunks_get(&ring->src, size, &fresh);
 
-    if (c && size == ring->chunk_size) {
-        ring->spares = c->next;
-        ring->spare--;
-    } else {
-        if (!(c = mk__pages_map(size, 0)))
-            return NULL;
-        c->size = size;
-        ring->chunks++;
-        ring->mapped += size;
-        if (ring->chunks > ring->peak_chunks)
-            ring->peak_chunks = ring->chunks;
-    }
+    if (!c)
+        return NULL;
+    c->size = size;
     c->next = NULL;
     ring_poison(ring, (uintptr_t)c + CHUNK_HEAD, size - CHUNK_HEAD);
     return c;
 }
 
-static void chunk_unmap(mk_ring_t *ring, chunk_t *c)
-{
-    ring->chunks--;
-    ring->mapped -= c->size;
-    /* ASan's shadow outlives the mapping: leave it clean for whoever maps next. */
-    MK_UNPOISON(c, c->size);
-    mk__pages_unmap(c, c->size);
-}
-
 /* A chunk whose frames are all released: spare or back to the OS. */
 static void chunk_recycle(mk_ring_t *ring, chunk_t *c)
 {
-    if (c->size == ring->chunk_size && ring->spare < ring->max_spare) {
+    if (c->size == ring->src.chunk_size && ring->src.spare < ring->src.max_spare)
         ring_poison(ring, (uintptr_t)c + CHUNK_HEAD, c->size - CHUNK_HEAD);
-        c->next = ring->spares;
-        ring->spares = c;
-        ring->spare++;
-        return;
-    }
-    chunk_unmap(ring, c);
+    mk__chunks_put(&ring->src, c, c->size);
 }
 
 /* Appends c to the chunks in use and makes it current. */
@@ -188,13 +166,7 @@ void mk_ring_reclaim(mk_ring_t *ring)
         ring->pos = (uintptr_t)ring->cur + CHUNK_HEAD;
         ring_poison(ring, ring->pos, ring->cur_end - ring->pos);
     }
-    while (ring->spare > ring->max_spare) {
-        chunk_t *c = ring->spares;
-
-        ring->spares = c->next;
-        ring->spare--;
-        chunk_unmap(ring, c);
-    }
+    mk__chunks_trim(&ring->src, ring->src.max_spare);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -229,8 +201,8 @@ static uintptr_t room(mk_ring_t *ring, size_t n, size_t align)
     need = CHUNK_HEAD + align + n;
     if (need < n)
         return 0;
-    size = need <= ring->chunk_size ? ring->chunk_size
-                                    : mk__align_up(need, ring->chunk_size);
+    size = need <= ring->src.chunk_size ? ring->src.chunk_size
+                                        : mk__align_up(need, ring->src.chunk_size);
     if (size < need || !(c = chunk_get(ring, size)))
         return 0;
     cur_set(ring, c);
@@ -247,7 +219,7 @@ void *mk__ring_alloc_slow(mk_ring_t *ring, size_t size, size_t align)
     if (!ring->open)
         mk__die(ring->sealed ? "mk_ring_alloc: the frame is sealed; open a new frame"
                              : "mk_ring_alloc: no open frame (call mk_ring_open first)");
-    if (!mk__is_pow2(align) || align < MK_RING_GRAIN || align > ring->chunk_size / 4)
+    if (!mk__is_pow2(align) || align < MK_RING_GRAIN || align > ring->src.chunk_size / 4)
         mk__die("mk_ring_alloc_aligned: alignment %zu is not a power of two in [%d, "
                 "chunk size / 4]",
                 align, MK_RING_GRAIN);
@@ -346,10 +318,10 @@ void mk_ring_stats(mk_ring_t *ring, mk_ring_stats_t *out)
         frames += f == ring->open || !frame_released(f);
     *out = (mk_ring_stats_t){
         .frames = frames,
-        .chunks = ring->chunks,
-        .spare_chunks = ring->spare,
-        .peak_chunks = ring->peak_chunks,
-        .mapped_bytes = ring->mapped,
+        .chunks = ring->src.chunks,
+        .spare_chunks = ring->src.spare,
+        .peak_chunks = ring->src.peak_chunks,
+        .mapped_bytes = ring->src.mapped,
     };
 }
 
@@ -361,11 +333,8 @@ void mk_ring_destroy(mk_ring_t *ring)
         return;
     for (c = ring->oldest_chunk; c; c = next) {
         next = c->next;
-        chunk_unmap(ring, c);
+        mk__chunks_unmap(&ring->src, c, c->size);
     }
-    for (c = ring->spares; c; c = next) {
-        next = c->next;
-        chunk_unmap(ring, c);
-    }
+    mk__chunks_trim(&ring->src, 0);
     free(ring);
 }

@@ -110,9 +110,63 @@ _Static_assert(sizeof(block_t) == 32, "block header layout");
 /* ------------------------------------------------------------------------ */
 /* blocks                                                                    */
 
+/* ---- the size word: usable bytes | FREE | PREV_FREE ----
+ * Its flag bits are read and written only through these (the hot paths pass
+ * words they loaded once, to keep loads off their dependency chains). */
+
+static inline size_t word_size(size_t w)
+{
+    return w & ~FLAGS;
+}
+
+static inline bool word_free(size_t w)
+{
+    return w & FREE;
+}
+
+static inline bool word_prev_free(size_t w)
+{
+    return w & PREV_FREE;
+}
+
+/* The flags of w, or only its PREV_FREE, to carry into a new word. */
+static inline size_t word_flags(size_t w)
+{
+    return w & FLAGS;
+}
+
+static inline size_t word_prev_flag(size_t w)
+{
+    return w & PREV_FREE;
+}
+
+/* A word of n usable bytes (8 mod 16, or 0 for the sentinel) with flags. */
+static inline size_t make_word(size_t n, size_t flags)
+{
+    MK_ASSERT((n & FLAGS) == 0 && (flags & ~FLAGS) == 0);
+    return n | flags;
+}
+
+static inline size_t word_with(size_t w, size_t flag)
+{
+    MK_ASSERT(flag == FREE || flag == PREV_FREE);
+    return w | flag;
+}
+
+static inline size_t word_without(size_t w, size_t flag)
+{
+    MK_ASSERT(flag == FREE || flag == PREV_FREE);
+    return w & ~flag;
+}
+
+static inline bool is_free(const block_t *b)
+{
+    return word_free(b->size);
+}
+
 static inline size_t bsize(const block_t *b)
 {
-    return b->size & ~FLAGS;
+    return word_size(b->size);
 }
 
 static inline void *payload(const block_t *b)
@@ -357,8 +411,8 @@ HOT block_t *split_head(block_t **head, block_t *b, size_t n, bool poison)
     block_t *r = (block_t *)((char *)b + HDR + n), *after = b->next_free;
 
     open_up(poison, &r->size, 24);
-    r->size = (rest - HDR) | FREE; /* PREV_FREE clear: b is used now */
-    next_phys(r)->prev_phys = r;   /* r's next already has PREV_FREE (b was free) */
+    r->size = make_word(rest - HDR, FREE); /* PREV_FREE clear: b is used now */
+    next_phys(r)->prev_phys = r; /* r's next already has PREV_FREE (b was free) */
     r->next_free = after;
     r->prev_free = NULL;
     if (after)
@@ -366,7 +420,7 @@ HOT block_t *split_head(block_t **head, block_t *b, size_t n, bool poison)
     *head = r;
     /* Opened only now: for Valgrind, opening marks b's links undefined. */
     open_up(poison, payload(b), n);
-    b->size = n | (b->size & PREV_FREE);
+    b->size = make_word(n, word_prev_flag(b->size));
     /* r's body lies inside b's old body, which was poisoned. */
     return r;
 }
@@ -400,8 +454,8 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
         if (listed)
             steps += list_unlink(t, b, fl, sl);
         open_up(poison, payload(b), bsize(b));
-        b->size &= ~FREE;
-        next_phys(b)->size &= ~PREV_FREE;
+        b->size = word_without(b->size, FREE);
+        next_phys(b)->size = word_without(next_phys(b)->size, PREV_FREE);
         return steps;
     }
     block_t *r = (block_t *)((char *)b + HDR + n);
@@ -411,14 +465,14 @@ HOT unsigned carve(mk_tlsf_t *t, block_t *b, size_t n, bool listed, unsigned fl,
     if (listed && rfl == fl && rsl == sl)
         return carve_in_class(t, b, n, fl, sl, poison);
     open_up(poison, &r->size, 24);
-    r->size = (rest - HDR) | FREE;
+    r->size = make_word(rest - HDR, FREE);
     next_phys(r)->prev_phys = r;
     if (listed)
         steps += list_unlink(t, b, fl, sl);
     steps += list_push(t, r, rfl, rsl);
     remember_wild(t, r, rfl, rsl); /* r heads its list */
     open_up(poison, payload(b), n);
-    b->size = n | (b->size & PREV_FREE);
+    b->size = make_word(n, word_prev_flag(b->size));
     return steps + 1;
 }
 
@@ -434,19 +488,19 @@ static unsigned split_used(mk_tlsf_t *t, block_t *b, size_t n)
         return steps;
     r = (block_t *)((char *)b + HDR + n);
     open_up(t->poison, &r->size, 24);
-    r->size = (rest - HDR) | FREE;
-    b->size = n | (b->size & FLAGS);
+    r->size = make_word(rest - HDR, FREE);
+    b->size = make_word(n, word_flags(b->size));
     next = next_phys(r);
     /* r's body was b's payload: poison it, and a merged neighbour's header. */
     char *body_end = (char *)next;
-    if (next->size & FREE) {
+    if (is_free(next)) {
         steps += list_remove(t, next);
         r->size += bsize(next) + HDR;
         body_end = (char *)next + 32;
         next = next_phys(r);
     }
     next->prev_phys = r;
-    next->size |= PREV_FREE;
+    next->size = word_with(next->size, PREV_FREE);
     steps += list_insert(t, r);
     poison_span(t->poison, (char *)r + 32, body_end);
     steps++;
@@ -460,12 +514,12 @@ static unsigned split_used(mk_tlsf_t *t, block_t *b, size_t n)
 HOT unsigned free_alone(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns,
                         bool poison)
 {
-    b->size = bs | FREE;
+    b->size = word_with(bs, FREE);
     open_up(poison, &next->prev_phys, sizeof next->prev_phys);
     next->prev_phys = b;
-    next->size = ns | PREV_FREE;
+    next->size = word_with(ns, PREV_FREE);
     poison_span(poison, (char *)b + 32, (char *)next);
-    return list_insert_size(t, b, bs & ~FLAGS);
+    return list_insert_size(t, b, word_size(bs));
 }
 
 /* Only the next block is free: b absorbs it and takes its place in its list when
@@ -474,16 +528,16 @@ HOT unsigned free_alone(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size
 HOT unsigned merge_next(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns,
                         bool poison)
 {
-    size_t total = (bs & ~FLAGS) + HDR + (ns & ~FLAGS);
+    size_t total = word_size(bs) + HDR + word_size(ns);
     unsigned xfl, xsl, steps = 1;
     block_t *after;
 
-    mapping_insert(ns & ~FLAGS, &xfl, &xsl);
-    if (same_class(ns & ~FLAGS, total))
+    mapping_insert(word_size(ns), &xfl, &xsl);
+    if (same_class(word_size(ns), total))
         steps += list_replace(t, next, b, xfl, xsl);
     else
         steps += list_unlink(t, next, xfl, xsl) + list_insert_size(t, b, total);
-    b->size = total | FREE; /* PREV_FREE clear: the previous block is used */
+    b->size = make_word(total, FREE); /* PREV_FREE clear: the previous block is used */
     /* The block after next already has PREV_FREE; its back pointer is next's last
      * word, a store and no load, which keeps its line out of the chain of misses. */
     after = (block_t *)((char *)b + HDR + total);
@@ -501,22 +555,22 @@ static __attribute__((noinline)) unsigned
 merge_prev(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns, bool poison)
 {
     block_t *f = b->prev_phys;
-    size_t total = bsize(f) + HDR + (bs & ~FLAGS);
+    size_t total = bsize(f) + HDR + word_size(bs);
     unsigned ofl, osl, fl, sl, steps = 1;
 
     mapping_insert(bsize(f), &ofl, &osl);
-    if (ns & FREE) {
+    if (word_free(ns)) {
         unsigned xfl, xsl;
 
-        mapping_insert(ns & ~FLAGS, &xfl, &xsl);
+        mapping_insert(word_size(ns), &xfl, &xsl);
         steps += 1 + list_unlink(t, next, xfl, xsl);
-        total += HDR + (ns & ~FLAGS);
+        total += HDR + word_size(ns);
     }
     mapping_insert(total, &fl, &sl);
     if (fl != ofl || sl != osl)
         steps += list_unlink(t, f, ofl, osl) + list_push(t, f, fl, sl);
-    f->size = total | FREE; /* PREV_FREE clear: f's previous block is used */
-    if (ns & FREE) {
+    f->size = make_word(total, FREE); /* PREV_FREE clear: f's previous block is used */
+    if (word_free(ns)) {
         block_t *after = next_phys(f);
         open_up(poison, &after->prev_phys, sizeof after->prev_phys);
         after->prev_phys = f;
@@ -524,7 +578,7 @@ merge_prev(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns, bool p
     } else {
         open_up(poison, &next->prev_phys, sizeof next->prev_phys);
         next->prev_phys = f;
-        next->size = ns | PREV_FREE;
+        next->size = word_with(ns, PREV_FREE);
         poison_span(poison, (char *)b, (char *)next);
     }
     return steps;
@@ -534,12 +588,12 @@ merge_prev(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns, bool p
 HOT unsigned release(mk_tlsf_t *t, block_t *b, bool poison)
 {
     size_t bs = b->size;
-    block_t *next = (block_t *)((char *)b + HDR + (bs & ~FLAGS));
+    block_t *next = (block_t *)((char *)b + HDR + word_size(bs));
     size_t ns = next->size;
 
-    if (bs & PREV_FREE)
+    if (word_prev_free(bs))
         return merge_prev(t, b, bs, next, ns, poison);
-    if (ns & FREE)
+    if (word_free(ns))
         return merge_next(t, b, bs, next, ns, poison);
     return free_alone(t, b, bs, next, ns, poison);
 }
@@ -562,8 +616,8 @@ HOT unsigned defer_release(mk_tlsf_t *t, block_t *b)
     __builtin_prefetch(b, 1);
     if (mid) {
         size_t s = mid->size;
-        __builtin_prefetch((char *)mid + HDR + (s & ~FLAGS), 1);
-        if (s & PREV_FREE)
+        __builtin_prefetch((char *)mid + HDR + word_size(s), 1);
+        if (word_prev_free(s))
             __builtin_prefetch(mid->prev_phys, 1);
     }
     return old ? release(t, old, false) : 0;
@@ -611,8 +665,8 @@ static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
     r->bytes = end - start;
     r->mapped = mapped;
     t->regions = r;
-    b->size = ((uintptr_t)sentinel - (uintptr_t)b - HDR) | FREE;
-    sentinel->size = PREV_FREE;
+    b->size = make_word((uintptr_t)sentinel - (uintptr_t)b - HDR, FREE);
+    sentinel->size = make_word(0, PREV_FREE);
     sentinel->prev_phys = b;
     list_insert(t, b);
     poison_body(t->poison, b);
@@ -787,7 +841,7 @@ static size_t debug_verify(mk_tlsf_t *t, const void *p, const char *who)
 
     if (!r || (uintptr_t)p % ALIGN)
         mk__die("%s: %p is not a block of this heap (foreign pointer)", who, p);
-    if (b->size & FREE)
+    if (is_free(b))
         mk__die("%s: %p is already free (double free)", who, p);
     end = (char *)payload(b) + bsize(b);
     if (bsize(b) < BLOCK_MIN || (uintptr_t)end > (uintptr_t)r + r->bytes ||
@@ -943,9 +997,9 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
         /* Split the front off as a free block; b2 starts gap bytes later. */
         block_t *b2 = (block_t *)((char *)b + gap);
         open_up(t->poison, b2, 32);
-        b2->size = (bsize(b) - gap) | FREE | PREV_FREE;
+        b2->size = make_word(bsize(b) - gap, FREE | PREV_FREE);
         b2->prev_phys = b;
-        b->size = (gap - HDR) | FREE | (b->size & PREV_FREE);
+        b->size = make_word(gap - HDR, FREE | word_prev_flag(b->size));
         steps += list_insert(t, b) + 1;
         /* The front's body lies inside b's old body, which was poisoned. */
         b = b2;
@@ -995,7 +1049,7 @@ static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n, unsigned *steps)
         *steps += split_used(t, b, n);
         return true;
     }
-    if (!(next->size & FREE) || have + HDR + bsize(next) < n)
+    if (!is_free(next) || have + HDR + bsize(next) < n)
         return false;
     /* Grow into the free next block: b takes n bytes of it, and what is left
      * (when it can be a block) stays free where next was. */
@@ -1005,14 +1059,14 @@ static bool resize_in_place(mk_tlsf_t *t, block_t *b, size_t n, unsigned *steps)
     open_up(t->poison, (char *)payload(b) + have, n - have);
     if (rest < BLOCK_MIN + HDR) {
         open_up(t->poison, (char *)payload(b) + n, rest);
-        b->size = total | (b->size & FLAGS);
-        next_phys(b)->size &= ~PREV_FREE;
+        b->size = make_word(total, word_flags(b->size));
+        next_phys(b)->size = word_without(next_phys(b)->size, PREV_FREE);
         return true;
     }
     block_t *r = (block_t *)((char *)b + HDR + n);
     open_up(t->poison, &r->size, 24);
-    r->size = (rest - HDR) | FREE;
-    b->size = n | (b->size & FLAGS);
+    r->size = make_word(rest - HDR, FREE);
+    b->size = make_word(n, word_flags(b->size));
     next_phys(r)->prev_phys = r; /* its PREV_FREE is set: next was free */
     *steps += list_insert(t, r) + 1;
     /* Only next's old header can lie in r's body unpoisoned; the rest was body. */
@@ -1087,25 +1141,25 @@ static bool check_regions(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char 
 
         for (;;) {
             size_t s = bsize(b);
-            bool pf = b->size & PREV_FREE;
+            bool pf = word_prev_free(b->size);
 
             if ((uintptr_t)b % ALIGN || (uintptr_t)b + 16 > end)
                 FAIL("block %p: misaligned or outside its region", (void *)b);
-            if (pf != (prev && (prev->size & FREE)))
+            if (pf != (prev && is_free(prev)))
                 FAIL("block %p: PREV_FREE does not match its previous block", (void *)b);
             if (pf && b->prev_phys != prev)
                 FAIL("block %p: prev_phys points to %p, not %p", (void *)b,
                      (void *)b->prev_phys, (void *)prev);
             if (s == 0) {
-                if (b->size & FREE)
+                if (is_free(b))
                     FAIL("sentinel %p is marked free", (void *)b);
                 break;
             }
             if (s < BLOCK_MIN || s % ALIGN != HDR)
                 FAIL("block %p: bad size %zu", (void *)b, s);
-            if ((b->size & FREE) && (prev && (prev->size & FREE)))
+            if (is_free(b) && (prev && is_free(prev)))
                 FAIL("blocks %p and %p are free neighbours", (void *)prev, (void *)b);
-            if (b->size & FREE) {
+            if (is_free(b)) {
                 unsigned fl, sl;
                 mapping_insert(s, &fl, &sl);
                 counts[fl][sl]++;
@@ -1142,7 +1196,7 @@ static bool check_lists(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char *w
                 FAIL("sl_bitmap[%u] bit %u does not match its list", fl, sl);
             for (block_t *b = t->lists[fl][sl]; b; prev = b, b = b->next_free) {
                 unsigned f, s;
-                if (!region_of(t, (uintptr_t)payload(b)) || !(b->size & FREE))
+                if (!region_of(t, (uintptr_t)payload(b)) || !is_free(b))
                     FAIL("list [%u][%u] holds %p, not a free block", fl, sl, (void *)b);
                 mapping_insert(bsize(b), &f, &s);
                 if (f != fl || s != sl || b->prev_free != prev)
@@ -1185,7 +1239,7 @@ void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out)
         s.region_bytes += r->bytes;
         for (block_t *b = (block_t *)((uintptr_t)r + REGION_HEAD); bsize(b);
              b = next_phys(b))
-            if (b->size & FREE) {
+            if (is_free(b)) {
                 s.free_blocks++;
                 s.free_bytes += bsize(b);
                 if (bsize(b) > s.largest_free)

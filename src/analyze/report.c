@@ -590,11 +590,13 @@ void mk_report_process_of(mk_report_process_t *p, const mk_report_t *one,
     p->path = path;
     p->pid = tr->header.pid;
     const char *cmd = tr->header.cmdline[0] ? tr->header.cmdline : tr->header.exe;
-    if (strlen(cmd) < sizeof p->command)
-        snprintf(p->command, sizeof p->command, "%s", cmd);
-    else
-        snprintf(p->command, sizeof p->command, "%.*s...", (int)sizeof p->command - 4,
-                 cmd);
+    size_t n = strlen(cmd);
+    if (n < sizeof p->command) {
+        memcpy(p->command, cmd, n + 1);
+    } else { /* cut, and marked so */
+        memcpy(p->command, cmd, sizeof p->command - 4);
+        memcpy(p->command + sizeof p->command - 4, "...", 4);
+    }
     p->calls = one->prof.allocation_calls;
     p->peak_bytes = one->prof.max_allocated;
     p->total_bytes = one->prof.total_allocated;

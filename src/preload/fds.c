@@ -7,9 +7,9 @@
  * put them (3, 4, 5...), they shift every number the program's own open()
  * returns, and a program that closes every descriptor (daemons, shells
  * before exec) closes them, then gets their numbers for its own files.
- * What followed, before this file: libunwind found its pipe broken and
- * closed the program's file to make a new pipe, and the trace's next record
- * would have been written into the program's file.
+ * Left there, libunwind, finding its pipe broken, closes the program's file
+ * to make a new pipe, and the trace's next record goes into the program's
+ * file.
  *
  * So the tracer's descriptors are "private":
  *   - they move above the numbers programs use (F_DUPFD from mk_fd_base,

@@ -44,24 +44,17 @@ static inline void note_brk(mk_thread_t *t)
  *
  * malloc and free, the hottest, come in two bodies behind a one-test
  * dispatch: --summary-only's (summary_malloc, summary_free) and everyone
- * else's (general_malloc, general_free). In one body, the general path's
- * slow branches (thread state creation, stack capture, flushing) make the
- * compiler save six registers on every call; apart, the summary path saves
- * four, and the churn benchmark under --summary-only runs about 7% faster
- * (docs/PERFORMANCE.md). Both bodies take the caller's return address from
- * the exported function: they may or may not be tail calls.
+ * else's (general_malloc, general_free). Apart, the summary path does not
+ * pay for the general path's slow branches (thread states, stack capture,
+ * flushing), which make the compiler save six registers on every call.
+ * Both bodies take the caller's return address from the exported function:
+ * they may or may not be tail calls.
  *
- * The summary path's four functions start on a 64-byte boundary
- * (MK_HOT_ALIGN): where the linker happened to put them moved the churn
- * benchmark under --summary-only by 5% between builds whose code was the
- * same instruction for instruction (a 32-byte shift; fetch works in 64-byte
- * blocks). Aligned, they run at the better end, whatever moves around them.
- *
- * They also go without the frame pointer that the rest of the library keeps
- * (for profilers): stacks are captured with libunwind's DWARF tables, never
- * by walking frame pointers, and the summary bodies then save three
- * registers and no frame; 0.969x and (order reversed) 1/1.046x of the build
- * with it, 21 pairs each (docs/PERFORMANCE.md). */
+ * The summary path's functions start on a 64-byte boundary (MK_HOT_ALIGN),
+ * so that where the linker puts them does not move their speed (fetch works
+ * in 64-byte blocks), and omit the frame pointer the rest of the library
+ * keeps for profilers: stacks come from libunwind's DWARF tables, never from
+ * frame pointers. The figures are in docs/PERFORMANCE.md. */
 #define MK_HOT_ALIGN __attribute__((aligned(64), optimize("omit-frame-pointer")))
 
 static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)

@@ -4,7 +4,7 @@
  * A signal whose default action ends the process (Ctrl-C's SIGINT, SIGTERM
  * from kill or timeout, SIGPIPE from `| head`, a crash's SIGSEGV, abort()'s
  * SIGABRT) runs no exit code, so the events still in the threads' buffers
- * were lost: for a program that allocates little, every one of them. Where
+ * would be lost: for a program that allocates little, every one of them. Where
  * the program leaves such a signal at its default action, the tracer puts a
  * handler in its place that ends the trace as _exit does, restores the
  * default action and lets the signal take it: the process ends as it would

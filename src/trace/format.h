@@ -206,9 +206,8 @@ enum mk_stream {
 #define MK_S_COUNT_V1 MK_S_RECENT /* version 1 had neither RECENT nor NEWADDR_HI */
 
 /* The most events the tracer puts in one EVENTS record (each may come with
- * one stack definition); readers size their buffers by it. Traces written
- * before this bound was on events rather than on the TAG stream's bytes may
- * hold up to twice as many. */
+ * one stack definition); readers size their buffers by it. Older traces,
+ * whose bound was on the TAG stream's bytes, may hold up to twice as many. */
 #define MK_RECORD_ITEMS (256u << 10)
 
 /* Why an END record was written: exit (destructors ran), _exit, exec, or a

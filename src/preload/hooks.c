@@ -54,7 +54,7 @@ static inline void note_brk(mk_thread_t *t)
  * so that where the linker puts them does not move their speed (fetch works
  * in 64-byte blocks), and omit the frame pointer the rest of the library
  * keeps for profilers: stacks come from libunwind's DWARF tables, never from
- * frame pointers. The figures are in docs/PERFORMANCE.md. */
+ * frame pointers. The figures are in docs/PERFORMANCE-LOG.md. */
 #define MK_HOT_ALIGN __attribute__((aligned(64), optimize("omit-frame-pointer")))
 
 static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)

@@ -220,7 +220,8 @@ bool mk_findings_compute(mk_report_t *r)
         if (!add(r, &cap, f))
             return false;
     }
-    qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving);
+    if (r->nfindings > 1) /* findings may be NULL when there is none */
+        qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving);
     return true;
 }
 

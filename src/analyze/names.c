@@ -346,7 +346,7 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
 static uint32_t stack_pcs(const mk_trace_t *tr, uint32_t stack, const uint64_t **pcs,
                           uint64_t *one)
 {
-    if (tr->summary.present) {
+    if (tr->summary.present && !(tr->header.flags & MK_TF_SITE_STACKS)) {
         *one = stack - 1 < tr->summary.nsites ? tr->summary.sites[stack - 1].pc : 0;
         *pcs = one;
         return *one != 0;

@@ -634,9 +634,10 @@ void mk_profile_finish(mk_profile_t *p)
     }
 }
 
-/* A --summary-only trace carries its totals and its sites (by calling
- * instruction): site i becomes stack i + 1. */
-static bool from_summary(mk_profile_t *p, const mk_trace_t *tr)
+/* A trace's SUMMARY: its totals, and its sites. A --summary-only trace's
+ * sites are calling instructions: site i becomes stack i + 1. With
+ * site_stacks they are the trace's own stack ids. */
+static bool from_summary(mk_profile_t *p, const mk_trace_t *tr, bool site_stacks)
 {
     const mk_trace_summary_t *s = &tr->summary;
     memcpy(p->calls, s->counts, sizeof p->calls);
@@ -646,6 +647,7 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr)
     p->live_blocks = s->live_blocks;
     p->live_bytes = s->live_bytes;
     p->from_summary = true;
+    p->site_stacks = site_stacks;
     derive_totals(p);
     p->frees = s->frees_live;
     p->total_allocated = 0;
@@ -654,12 +656,44 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr)
             mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
             p->total_allocated += s->bytes[k];
     for (size_t i = 0; i < s->nsites; i++) {
-        mk_stack_agg_t *a = mk_profile_agg(p, (uint32_t)i + 1);
+        uint64_t id = site_stacks ? s->sites[i].pc : i + 1;
+        if (id > UINT32_MAX)
+            continue; /* damage: no stack id is that large */
+        mk_stack_agg_t *a = mk_profile_agg(p, (uint32_t)id);
         if (!a)
             return false;
-        a->calls = s->sites[i].calls;
-        a->bytes = s->sites[i].bytes;
+        a->calls += s->sites[i].calls;
+        a->bytes += s->sites[i].bytes;
     }
+    return true;
+}
+
+/* A SUMMARY beside the events (MK_TF_SITE_STACKS): its sites are stack ids,
+ * whose definitions come from the EVENTS records' DEFS streams, the events
+ * themselves skipped. False when there is no summary to read (a process
+ * killed before it and before any checkpoint): tr is then rewound for the
+ * replay. */
+static bool summary_pass(mk_profile_t *p, mk_trace_t *tr)
+{
+    uint64_t start = tr->offset;
+    unsigned type;
+    const uint8_t *raw;
+    size_t len;
+    while (mk_trace_next(tr, &type, &raw, &len) == 1) {
+        bool ok = type == MK_REC_EVENTS ? mk_trace_decode_stacks(tr, raw, len)
+                                        : mk_trace_absorb(tr, type, raw, len);
+        if (!ok)
+            break;
+    }
+    if (!tr->summary.present && !mk_trace_summary_from_parts(tr))
+        return false;
+    if (!tr->summary.present) {
+        tr->offset = start;
+        tr->damage[0] = 0; /* the replay finds the same fault again */
+        return false;
+    }
+    if (!from_summary(p, tr, true))
+        p->oom = true;
     return true;
 }
 
@@ -670,6 +704,9 @@ static bool walk_event(void *ctx, const mk_event_t *ev)
 
 bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
 {
+    bool site_stacks = tr->header.flags & MK_TF_SITE_STACKS;
+    if (site_stacks && p->opts.summary_first && summary_pass(p, tr))
+        return !p->oom;
     /* Times are whole ticks: events of two threads in one tick, or the next,
      * are not ordered by time. ns_per_tick is known once the walk calibrated
      * it; until then the default is close enough for a window. */
@@ -679,9 +716,11 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * the stack table during the walk, they run on two threads. */
     bool ok = p->opts.stack_pass ? mk_trace_walk(tr, walk_event, p)
                                  : mk_trace_walk_pipelined(tr, walk_event, p);
-    if (!mk_trace_summary_from_parts(tr)) /* a SUMMARY never written: checkpoints */
+    /* The events are the whole story where there are any; a SUMMARY beside
+     * them is the same run counted in process. */
+    if (!site_stacks && !mk_trace_summary_from_parts(tr)) /* checkpoints only */
         ok = false;
-    if (tr->summary.present) {
+    if (!site_stacks && tr->summary.present) {
         for (size_t i = 0; i < p->nstacks; i++)
             free(p->stacks[i].order.seq);
         p->nstacks = 0;
@@ -689,7 +728,7 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
         free(p->stack_index.slots);
         p->stack_index.slots = NULL;
         p->stack_index.cap = p->stack_index.used = 0;
-        return from_summary(p, tr);
+        return from_summary(p, tr, false);
     }
     mk_profile_finish(p);
     return ok && !p->oom;

@@ -89,6 +89,8 @@ typedef struct mk_profile_opts {
     void *filter_ctx;
     int64_t thread;          /* only this thread (as numbered in the trace); -1: all */
     uint64_t from_ns, to_ns; /* window, to_ns 0: to the end */
+    bool summary_first;      /* a trace with a SUMMARY beside its events
+                              * (MK_TF_SITE_STACKS): read that, skip the events */
 } mk_profile_opts_t;
 
 typedef struct mk_thread_state mk_thread_state_t;
@@ -108,6 +110,7 @@ typedef struct mk_profile {
     uint64_t temporaries, tiny;
     uint64_t events, threads, last_time; /* threads: how many had events */
     bool from_summary;                   /* a --summary-only trace: no per-event data */
+    bool site_stacks;                    /* from_summary, its sites whole stacks */
     bool filtered;                       /* opts narrowed the events */
     uint32_t size_hist[MK_HIST_BUCKETS];
     uint32_t life_hist[MK_HIST_BUCKETS];

@@ -273,7 +273,10 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
     r->names = mk_names_for_trace(r->tr, !r->opts.no_symbols);
     if (r->names && r->opts.share_names)
         mk_names_share(r->names, r->opts.share_names);
-    mk_profile_opts_t po = {.thread = r->opts.thread};
+    bool narrowed = r->opts.module || r->opts.function || r->opts.file ||
+                    r->opts.thread >= 0 || r->opts.from_s > 0 || r->opts.to_s > 0;
+    mk_profile_opts_t po = {.thread = r->opts.thread,
+                            .summary_first = r->opts.summary_first && !narrowed};
     if (r->opts.module || r->opts.function || r->opts.file) {
         po.stack_pass = filter_stack;
         po.filter_ctx = flt;

@@ -29,6 +29,9 @@ typedef struct mk_report_opts {
     double cost_ns;               /* malloc+free cost; 0: measure it on this machine */
     bool no_symbols;              /* frames as module+offset: no debug information read */
     bool totals_only;             /* no sites, rollups or findings (nothing symbolized) */
+    bool summary_first; /* a trace with a SUMMARY beside its events (memkit trace's
+                         * own): the summary's totals and sites, no replay, so
+                         * no findings, temporaries or peak holders */
 } mk_report_opts_t;
 
 void mk_report_opts_default(mk_report_opts_t *o);

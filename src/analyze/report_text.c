@@ -65,6 +65,15 @@ static void totals(const text_t *t)
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
     fprintf(out, "Peak live blocks: %" PRIu64 "\n", p->peak_blocks);
+    /* Counted in process, the peak of several threads is sampled (the tracer's
+     * summary.h gives the bound); the replay of the events has it exact. */
+    uint64_t threads = t->r->tr && t->r->tr->end.present ? t->r->tr->end.threads : 0;
+    if (p->from_summary && threads > 1)
+        fprintf(out,
+                "Peak note: sampled across %" PRIu64 " threads, at most %" PRIu64
+                " KB and %" PRIu64 " blocks below the true peak%s\n",
+                threads, threads * 16, threads * 64,
+                p->site_stacks ? " (memkit report replays it exact)" : "");
     /* A process killed by SIGKILL (or still running) did not exit: what its
      * trace leaves live is not known to leak. */
     const mk_trace_t *cut =
@@ -180,7 +189,7 @@ static void top_list(const text_t *t, int top)
     if (!n || top <= 0)
         return;
     fprintf(t->out, "Top call sites by allocations%s:\n",
-            r->prof.from_summary ? " (calling instruction)" : "");
+            r->prof.from_summary && !r->prof.site_stacks ? " (calling instruction)" : "");
     size_t shown = n < (size_t)top ? n : (size_t)top;
     /* Each stack's line, named once: which shown row it belongs to. */
     int *row_of = r->nlines ? malloc((r->nsites ? r->nsites : 1) * sizeof *row_of) : NULL;
@@ -453,6 +462,9 @@ void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
     if (brief) {
         top_list(&t, top);
         findings(&t, 3, true);
+        if (r->prof.site_stacks) /* the tracer's own totals: nothing was replayed */
+            fprintf(out, "Findings, temporaries and the peak's holders: memkit report "
+                         "replays the trace for them\n");
         return;
     }
     if (r->kind == MK_INPUT_MEMDEBUG && r->md.unrecognized)

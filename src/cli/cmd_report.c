@@ -287,6 +287,7 @@ int mk_summarize_trace(const char *path, FILE *out, int top)
     mk_report_t r;
     mk_report_opts_t o;
     mk_report_opts_default(&o);
+    o.summary_first = true; /* the tracer's own summary where it wrote one */
     int rc = mk_load_input(&r, path, &o);
     if (rc != MK_EXIT_OK && !r.tr)
         return rc;
@@ -301,6 +302,7 @@ int mk_read_process(const char *path, mk_report_process_t *p)
     mk_report_opts_t o;
     mk_report_opts_default(&o);
     o.totals_only = true;
+    o.summary_first = true;
     memset(p, 0, sizeof *p);
     p->path = path;
     int rc = mk_load_input(&r, path, &o);

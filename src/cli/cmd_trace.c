@@ -154,6 +154,9 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     set_env("MEMKIT_TRACE_DEPTH", depth);
     set_env("MEMKIT_TRACE_SUMMARY_ONLY", o->summary_only ? "1" : "0");
     set_env("MEMKIT_TRACE_SYSCALLS", o->syscalls ? "1" : "0");
+    /* The summary printed at the end is counted while the program runs, beside
+     * its events, so that printing it replays nothing; -q prints none. */
+    set_env("MEMKIT_TRACE_SUMMARY", o->quiet ? "0" : "1");
     if (o->mallopt)
         set_env("MEMKIT_MALLOPT", o->mallopt);
     restore_given(); /* what we were given, not the default (waited_signals) */

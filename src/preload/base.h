@@ -65,6 +65,9 @@ typedef struct mk_real_fns {
 typedef struct mk_config {
     int depth;         /* frames kept per stack; 1 = caller only (--no-stacks) */
     bool summary_only; /* aggregate in process, write one SUMMARY record */
+    bool summary_too;  /* events, and the summary aggregated beside them with
+                        * sites keyed by stack id (memkit trace without -q
+                        * prints it without replaying the trace) */
     bool syscalls;     /* record mmap/munmap/mremap/brk/sbrk too */
     char prefix[4096]; /* trace path prefix: <prefix>.<pid>[.<n>].mkt */
     char run_id[64];   /* ties the traces of one `memkit trace` run together */

@@ -11,7 +11,7 @@
 static const char *const traced_vars[] = {
     "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
     "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
-    "MEMKIT_MALLOPT",
+    "MEMKIT_MALLOPT",     "MEMKIT_TRACE_SUMMARY",
 };
 #define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
 _Static_assert(N_TRACED_VARS == MK_CHILD_ENV_VARS, "child_env.h counts them");

@@ -43,18 +43,19 @@
  * stacks start at the frame that returns there) and fp the recording
  * function's frame (its cache key). The encoding is writer.h's. */
 
-static inline __attribute__((always_inline)) void put_alloc(mk_thread_t *t, unsigned kind,
-                                                            size_t size, size_t align,
-                                                            const void *p, uintptr_t ra,
-                                                            uintptr_t fp)
+/* Returns the event's stack id (0: none, or not recorded). */
+static inline __attribute__((always_inline)) uint32_t
+put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
+          uintptr_t ra, uintptr_t fp)
 {
     if (!mk_room(t))
-        return;
+        return 0;
     uint32_t stack =
         mk_stack_id(t, ra, fp); /* may write a definition: before the event */
     if (MK_UNLIKELY(
             !mk_writer_alloc(&t->w, mk_ticks(), kind, size, align, (uintptr_t)p, stack)))
         mk_index_failed();
+    return stack;
 }
 
 static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsigned kind,
@@ -65,16 +66,17 @@ static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsig
     mk_writer_free(&t->w, mk_ticks(), kind, (uintptr_t)p);
 }
 
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) uint32_t
 put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const void *p,
             uintptr_t ra, uintptr_t fp)
 {
     if (!mk_room(t))
-        return;
+        return 0;
     uint32_t stack = mk_stack_id(t, ra, fp);
     if (MK_UNLIKELY(!mk_writer_realloc(&t->w, mk_ticks(), kind, size, (uintptr_t)old,
                                        (uintptr_t)p, stack)))
         mk_index_failed();
+    return stack;
 }
 
 static inline __attribute__((always_inline)) void
@@ -85,27 +87,45 @@ put_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p, const void
     mk_writer_sysmap(&t->w, mk_ticks(), kind, size, (uintptr_t)p, (uintptr_t)old);
 }
 
-/* ---- the record_* functions: one event, in either mode ----
+/* ---- the record_* functions: one event, in any mode ----
  *
- * Each leaves errno as it found it. --summary-only's event path cannot touch
- * it (its slow paths keep it themselves), so only the events' path pays. */
+ * --summary-only aggregates; full tracing records the event, and with the
+ * summary too (memkit trace without -q) also aggregates it, its site the
+ * event's stack id. Each leaves errno as it found it: the summary's path
+ * cannot touch it (its slow paths keep it themselves), so only the events'
+ * path pays. */
 
 static inline __attribute__((always_inline)) void
 record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
              uintptr_t ra)
 {
-    if (mk_st.cfg.summary_only)
+    if (mk_st.cfg.summary_only) {
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
-    else
-        KEEP_ERRNO(t, put_alloc(t, kind, size, align, p, ra, HOOK_FRAME()));
+        return;
+    }
+    uint32_t stack;
+    KEEP_ERRNO(t, stack = put_alloc(t, kind, size, align, p, ra, HOOK_FRAME()));
+    if (MK_UNLIKELY(mk_st.cfg.summary_too))
+        mk_summary_alloc(t, kind, size, (uintptr_t)p, stack);
 }
 
 static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
 {
-    if (mk_st.cfg.summary_only)
-        mk_summary_free(t, kind, (uintptr_t)p);
-    else
+    if (!mk_st.cfg.summary_only)
         KEEP_ERRNO(t, put_free(t, kind, p));
+    if (mk_st.cfg.summary_only || MK_UNLIKELY(mk_st.cfg.summary_too))
+        mk_summary_free(t, kind, (uintptr_t)p);
+}
+
+/* The summary's half of a realloc: a failed one leaves the old block; one
+ * that returns NULL for size 0 freed it. */
+static inline __attribute__((always_inline)) void
+summary_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
+                const void *p, uintptr_t site)
+{
+    if (old && (p || size == 0))
+        mk_summary_free(t, MK_K_NONE, (uintptr_t)old);
+    mk_summary_alloc(t, kind, size, (uintptr_t)p, site);
 }
 
 static inline __attribute__((always_inline)) void
@@ -113,24 +133,23 @@ record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, cons
                uintptr_t ra)
 {
     if (mk_st.cfg.summary_only) {
-        /* A failed realloc leaves the old block; one that returns NULL for size
-         * 0 freed it. */
-        if (old && (p || size == 0))
-            mk_summary_free(t, MK_K_NONE, (uintptr_t)old);
-        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
-    } else {
-        KEEP_ERRNO(t, put_realloc(t, kind, size, old, p, ra, HOOK_FRAME()));
+        summary_realloc(t, kind, size, old, p, ra);
+        return;
     }
+    uint32_t stack;
+    KEEP_ERRNO(t, stack = put_realloc(t, kind, size, old, p, ra, HOOK_FRAME()));
+    if (MK_UNLIKELY(mk_st.cfg.summary_too))
+        summary_realloc(t, kind, size, old, p, stack);
 }
 
 static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
                                  const void *p, const void *old)
 {
-    if (mk_st.cfg.summary_only) {
+    if (!mk_st.cfg.summary_only)
+        KEEP_ERRNO(t, put_sysmap(t, kind, size, p, old));
+    if (mk_st.cfg.summary_only || mk_st.cfg.summary_too) {
         t->counts[kind]++;
         t->bytes[kind] += size;
-    } else {
-        KEEP_ERRNO(t, put_sysmap(t, kind, size, p, old));
     }
 }
 

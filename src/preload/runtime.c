@@ -34,6 +34,8 @@ static void read_config(mk_config_t *c)
     }
     c->summary_only = (v = getenv("MEMKIT_TRACE_SUMMARY_ONLY")) && *v == '1';
     c->syscalls = (v = getenv("MEMKIT_TRACE_SYSCALLS")) && *v == '1';
+    c->summary_too =
+        !c->summary_only && (v = getenv("MEMKIT_TRACE_SUMMARY")) && *v == '1';
     v = getenv("MEMKIT_TRACE_PREFIX");
     if (!v || !*v)
         v = "memkit";
@@ -126,7 +128,7 @@ static void write_end(int reason)
 static void end_image(int reason)
 {
     mk_threads_flush_all();
-    if (mk_st.cfg.summary_only)
+    if (mk_st.cfg.summary_only || mk_st.cfg.summary_too)
         mk_summary_write();
     write_end(reason);
 }

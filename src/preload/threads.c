@@ -164,7 +164,7 @@ mk_thread_t *mk_thread_get(void)
     reset_buffer(t);
     reset_index(t);
     mk_self = t;
-    if (mk_st.cfg.summary_only && mk_summary_thread_added(t))
+    if ((mk_st.cfg.summary_only || mk_st.cfg.summary_too) && mk_summary_thread_added(t))
         mk_quiesce_others();
     pthread_setspecific(thread_key, t); /* thread_exit flushes it */
     return t;

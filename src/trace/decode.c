@@ -414,6 +414,43 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     return !c.err || cut;
 }
 
+bool mk_trace_decode_stacks(mk_trace_t *tr, const uint8_t *raw, size_t len)
+{
+    mk_cursor_t c = {raw, raw + len, 0};
+    (void)mk_get_varint(&c); /* thread */
+    (void)mk_get_varint(&c); /* tid */
+    (void)mk_get_u64(&c);    /* anchor ns */
+    (void)mk_get_u64(&c);    /* anchor tick */
+    int count = tr->header.version == 1   ? MK_S_COUNT_V1
+                : tr->header.version == 2 ? MK_S_COUNT_V2
+                                          : MK_S_COUNT;
+    uint64_t nstreams = mk_get_varint(&c), before = 0, defs = 0;
+    if (nstreams != (uint64_t)count)
+        c.err = 1;
+    for (int i = 0; i < count && !c.err; i++) {
+        uint64_t n = mk_get_varint(&c);
+        if (i < MK_S_DEFS)
+            before += n;
+        else if (i == MK_S_DEFS)
+            defs = n;
+    }
+    /* The streams follow the head in order; DEFS holds only definitions. */
+    if (c.err || before > (uint64_t)(c.end - c.p) ||
+        defs > (uint64_t)(c.end - c.p) - before) {
+        mk_trace_damage(tr, "malformed events in the record ending at offset %" PRIu64,
+                        tr->offset);
+        return false;
+    }
+    mk_cursor_t d = {c.p + before, c.p + before + defs, 0};
+    while (d.p < d.end)
+        if (!define_stack(tr, &d)) {
+            mk_trace_damage(tr, "malformed stack in the record ending at offset %" PRIu64,
+                            tr->offset);
+            return false;
+        }
+    return true;
+}
+
 const mk_stack_def_t *mk_trace_stack(const mk_trace_t *tr, uint32_t id)
 {
     if (id == 0 || id >= tr->stacks_cap || !tr->stacks[id].frames)

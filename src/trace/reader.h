@@ -29,6 +29,9 @@ typedef struct mk_trace_header {
 #define MK_TF_SUMMARY_ONLY 2u
 #define MK_TF_SYSCALLS     4u
 #define MK_TF_TSC          8u
+/* Events and a SUMMARY beside them whose sites are stack ids (memkit trace
+ * prints that summary without replaying the events). */
+#define MK_TF_SITE_STACKS 16u
 
 typedef struct mk_module {
     uint64_t base, lo, hi; /* load bias; lowest and highest mapped address */
@@ -201,6 +204,11 @@ void mk_decoder_free(mk_decoder_t *d);
 typedef bool (*mk_event_fn)(void *ctx, const mk_event_t *ev);
 bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
                             size_t len, mk_event_fn fn, void *ctx);
+
+/* The stack definitions of an EVENTS record into tr, its events skipped
+ * (for a trace whose SUMMARY names its sites by stack: MK_TF_SITE_STACKS).
+ * False if the record is malformed (tr->damage says so). */
+bool mk_trace_decode_stacks(mk_trace_t *tr, const uint8_t *raw, size_t len);
 
 /* Reads the whole trace: every thread's events merged in time order, with
  * the module map, stacks, end and summary absorbed.

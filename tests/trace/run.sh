@@ -294,6 +294,54 @@ io)
         expect "I/O bytes: 3000 read, 7000 written"
     done
     ;;
+counted)
+    # memkit trace prints the summary the tracer counted while the program
+    # ran, beside its events, and replays nothing: its totals equal the
+    # replay's of the same trace exactly, for one thread and for several.
+    # The peak is exact with one thread; with several it is sampled, within
+    # the bound the summary states. Findings are left to memkit report.
+    for prog in basic threads; do
+        rm -f "$work"/t.*
+        trace -- "$progs/$prog"
+        expect_status 0
+        expect "Findings, temporaries and the peak's holders: memkit report replays the trace for them"
+        grep -q '^Temporaries: ' "$out" && fail "$prog: temporaries counted without a replay"
+        sed -n '/^Mallocs: /,/^Leaks at exit: /p' "$out" |
+            grep -Ev '^(Maximum allocated|Peak live blocks|Peak note): ' >"$work/counted"
+        counted_peak=$(sed -n 's/^Maximum allocated: //p' "$out")
+        counted_blocks=$(sed -n 's/^Peak live blocks: //p' "$out")
+        note=$(grep -c '^Peak note: ' "$out")
+        n=$(sed -n 's/^Peak note: sampled across \([0-9]*\) threads.*/\1/p' "$out")
+        "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "$prog: report failed"
+        grep -q '^Temporaries: ' "$out" || fail "$prog: the report did not replay the events"
+        sed -n '/^Mallocs: /,/^Leaks at exit: /p' "$out" |
+            grep -Ev '^(Maximum allocated|Peak live blocks|Peak note): ' >"$work/replayed"
+        cmp -s "$work/counted" "$work/replayed" ||
+            fail "$prog: counted totals differ from the replay's: $(diff "$work/counted" "$work/replayed" | tr '\n' ' ')"
+        peak=$(sed -n 's/^Maximum allocated: //p' "$out")
+        blocks=$(sed -n 's/^Peak live blocks: //p' "$out")
+        if [ "$prog" = basic ]; then
+            [ "$counted_peak" = "$peak" ] && [ "$counted_blocks" = "$blocks" ] ||
+                fail "basic: peak $counted_peak ($counted_blocks blocks), replayed $peak ($blocks)"
+            [ "$note" -eq 0 ] || fail "basic: a sampling note for one thread"
+        else
+            # The bound the note states: 16 KiB and 64 blocks per thread state.
+            [ "$note" -eq 1 ] && [ "${n:-0}" -ge 2 ] || fail "threads: no sampling note"
+            n=${n:-1}
+            [ "$counted_peak" -le "$peak" ] && [ "$((peak - counted_peak))" -le $((n * 16384)) ] ||
+                fail "threads: peak $counted_peak not within $n x 16 KiB under $peak"
+            [ "$counted_blocks" -le "$blocks" ] && [ "$((blocks - counted_blocks))" -le $((n * 64)) ] ||
+                fail "threads: peak blocks $counted_blocks not within $n x 64 under $blocks"
+        fi
+    done
+    # -q prints nothing and counts nothing beside the events: its report
+    # replays them, as every report does.
+    rm -f "$work"/t.*
+    trace -q -- "$progs/basic"
+    grep -v '^Trace: ' "$out" | grep -q . && fail "-q printed more than the trace's name"
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report of the -q trace failed"
+    expect "Allocation calls: 30"
+    ;;
 callers)
     # The top call sites are places in the code, not stacks: one malloc
     # reached from two callers is one site, in either mode; with stacks, its

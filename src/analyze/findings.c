@@ -185,7 +185,7 @@ bool mk_findings_compute(mk_report_t *r)
     if (p->from_summary)
         return true; /* no lifetimes in a summary */
     for (size_t i = 0; i < r->nsites; i++) {
-        const mk_stack_agg_t *a = &r->sites[i].agg;
+        const mk_stack_agg_t *a = r->sites[i].agg;
         uint32_t stack = r->sites[i].stack;
         mk_finding_t f;
         if (a->calls >= min &&

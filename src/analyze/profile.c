@@ -57,6 +57,22 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 
 /* ---- small helpers ---- */
 
+/* Room for one more aggregate. Not mk_grow: an aggregate is zeroed when it
+ * is made, so the doubled array's untouched tail costs address space, not
+ * memory (a compiler's trace has tens of thousands of stacks). */
+static bool grow_stacks(mk_profile_t *p)
+{
+    if (p->nstacks < p->stacks_cap)
+        return true;
+    size_t cap = p->stacks_cap ? 2 * p->stacks_cap : 64;
+    mk_stack_agg_t *s = realloc(p->stacks, cap * sizeof *s);
+    if (!s)
+        return false;
+    p->stacks = s;
+    p->stacks_cap = cap;
+    return true;
+}
+
 mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack)
 {
     /* Hot loops allocate from one stack again and again: remember the last. */
@@ -67,12 +83,12 @@ mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack)
     if (!e)
         return NULL;
     if (fresh) {
-        if (!mk_grow((void **)&p->stacks, &p->stacks_cap, p->nstacks + 1,
-                     sizeof *p->stacks)) {
+        if (!grow_stacks(p)) {
             mk_kv_remove(&p->stack_index, e);
             return NULL;
         }
         e->a = p->nstacks++;
+        memset(&p->stacks[e->a], 0, sizeof *p->stacks);
         p->stacks[e->a].stack = stack;
     }
     p->last_agg = (uint32_t)e->a;
@@ -611,6 +627,30 @@ static void derive_totals(mk_profile_t *p)
                           c[MK_K_PVALLOC];
 }
 
+/* What only the replay of events needs (live blocks, threads, frees held
+ * back, each stack's order window): gone once the profile is whole, before
+ * the report builds its rows beside the aggregates. */
+static void release_events(mk_profile_t *p)
+{
+    for (size_t i = 0; i < p->nstacks; i++) {
+        free(p->stacks[i].order.seq);
+        p->stacks[i].order = (mk_order_window_t){0};
+    }
+    free(p->live.slots);
+    free(p->blocks);
+    free(p->thr);
+    free(p->thread_index.slots);
+    free(p->pending);
+    p->live = p->thread_index = mk_kv_heap_table();
+    p->blocks = NULL;
+    p->blocks_cap = p->blocks_used = 0;
+    p->free_block = 0;
+    p->thr = NULL;
+    p->nthr = p->thr_cap = 0;
+    p->pending = NULL;
+    p->npending = p->pending_cap = 0;
+}
+
 void mk_profile_finish(mk_profile_t *p)
 {
     p->free_unknown += p->npending; /* held to the end: never allocated */
@@ -632,6 +672,7 @@ void mk_profile_finish(mk_profile_t *p)
         a->peak_bytes = changed ? a->snap_bytes : a->live_bytes;
         a->peak_blocks = changed ? a->snap_blocks : a->live_blocks;
     }
+    release_events(p);
 }
 
 /* A trace's SUMMARY: its totals, and its sites. A --summary-only trace's
@@ -736,25 +777,9 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
 
 void mk_profile_release_replay(mk_profile_t *p)
 {
-    for (size_t i = 0; i < p->nstacks; i++)
-        free(p->stacks[i].order.seq);
-    free(p->stacks);
+    release_events(p);
     free(p->stack_index.slots);
-    free(p->live.slots);
-    free(p->blocks);
-    free(p->thr);
-    free(p->thread_index.slots);
-    free(p->pending);
-    p->stacks = NULL;
-    p->nstacks = p->stacks_cap = 0;
-    p->stack_index = p->live = p->thread_index = mk_kv_heap_table();
-    p->blocks = NULL;
-    p->blocks_cap = p->blocks_used = 0;
-    p->free_block = 0;
-    p->thr = NULL;
-    p->nthr = p->thr_cap = 0;
-    p->pending = NULL;
-    p->npending = p->pending_cap = 0;
+    p->stack_index = mk_kv_heap_table();
     p->last_agg = UINT32_MAX;
 }
 

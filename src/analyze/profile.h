@@ -154,9 +154,9 @@ typedef struct mk_profile {
  * memory ran out. The replay's, and the merged report's. */
 mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack);
 
-/* Frees what only the replay needs (the per-stack aggregates, live blocks,
- * thread states), keeping the totals, histograms, timeline and pairs: the
- * report calls it once its rows hold copies of the aggregates. */
+/* Frees what only the replay needs (live blocks, thread states, the stack
+ * index), keeping the totals, the per-stack aggregates (the report's site
+ * rows point at them), histograms, timeline and pairs. */
 void mk_profile_release_replay(mk_profile_t *p);
 
 /* Starts an empty profile; opts may be NULL (everything counts). */

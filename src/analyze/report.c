@@ -109,10 +109,10 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
 static int by_calls(const void *a, const void *b)
 {
     const mk_row_t *x = a, *y = b;
-    if (x->agg.calls != y->agg.calls)
-        return x->agg.calls < y->agg.calls ? 1 : -1;
-    if (x->agg.bytes != y->agg.bytes)
-        return x->agg.bytes < y->agg.bytes ? 1 : -1;
+    if (x->agg->calls != y->agg->calls)
+        return x->agg->calls < y->agg->calls ? 1 : -1;
+    if (x->agg->bytes != y->agg->bytes)
+        return x->agg->bytes < y->agg->bytes ? 1 : -1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
@@ -135,12 +135,15 @@ const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, 
 /* Rolls the stack rows up by name into *out (names are copied, freed with
  * the rows). Rows are found by the name's hash; a hash shared by two names
  * falls back to a search. */
-static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
+static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
+                     mk_stack_agg_t **sums_out)
 {
     mk_kv_table_t index = mk_kv_heap_table();
     mk_row_t *rows = NULL;
-    size_t n = 0, cap = 0;
+    mk_stack_agg_t *sums = NULL; /* rows[j]'s sum is sums[j] until the sort */
+    size_t n = 0, cap = 0, sums_cap = 0;
     *out = NULL;
+    *sums_out = NULL;
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
         const char *name =
@@ -157,7 +160,8 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
                 ;
         if (j == n) {
             char *copy = strdup(name);
-            if (!copy || !mk_grow((void **)&rows, &cap, n + 1, sizeof *rows)) {
+            if (!copy || !mk_grow((void **)&rows, &cap, n + 1, sizeof *rows) ||
+                !mk_grow((void **)&sums, &sums_cap, n + 1, sizeof *sums)) {
                 free(copy);
                 break;
             }
@@ -166,18 +170,21 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out)
                 e->a = n;
             n++;
         }
-        agg_add(&rows[j].agg, &r->sites[i].agg);
+        agg_add(&sums[j], r->sites[i].agg);
     }
     free(index.slots);
+    for (size_t j = 0; j < n; j++) /* sums has stopped moving */
+        rows[j].agg = &sums[j];
     if (rows)
         qsort(rows, n, sizeof *rows, by_calls);
     *out = rows;
+    *sums_out = sums;
     return n;
 }
 
 static bool build_rows(mk_report_t *r)
 {
-    const mk_profile_t *p = &r->prof;
+    mk_profile_t *p = &r->prof;
     size_t want = 0;
     for (size_t i = 0; i < p->nstacks; i++)
         want += p->stacks[i].calls || p->stacks[i].leaked_blocks;
@@ -185,18 +192,17 @@ static bool build_rows(mk_report_t *r)
     if (want && !r->sites)
         return false;
     for (size_t i = 0; i < p->nstacks; i++) {
-        const mk_stack_agg_t *a = &p->stacks[i];
+        mk_stack_agg_t *a = &p->stacks[i];
         if (!a->calls && !a->leaked_blocks)
             continue;
         mk_row_t *row = &r->sites[r->nsites++];
         row->stack = a->stack;
-        row->agg = *a;
-        row->agg.order = (mk_order_window_t){0};
+        row->agg = a;
     }
     if (r->sites)
         qsort(r->sites, r->nsites, sizeof *r->sites, by_calls);
-    r->nfunctions = rollup(r, false, &r->functions);
-    r->nlines = rollup(r, true, &r->lines);
+    r->nfunctions = rollup(r, false, &r->functions, &r->function_aggs);
+    r->nlines = rollup(r, true, &r->lines, &r->line_aggs);
     return true;
 }
 
@@ -463,8 +469,8 @@ static void finish(mk_report_t *r, const char *path)
                  "%s: out of memory finding patterns; the findings are partial", path);
     if (r->nfindings) /* else this machine's cost is not measured */
         mk_findings_price(r, mk_report_cost_ns(r));
-    /* The rows and findings hold what is left to show: the replay's
-     * per-stack state goes (a large trace's biggest part of the report). */
+    /* The rows and findings hold what is left to show (the site rows point at
+     * the profile's aggregates): the replay's own state goes. */
     mk_profile_release_replay(&r->prof);
 }
 
@@ -678,6 +684,8 @@ void mk_report_free(mk_report_t *r)
     free(r->sites);
     free_rows(r->functions, r->nfunctions);
     free_rows(r->lines, r->nlines);
+    free(r->function_aggs);
+    free(r->line_aggs);
     free(r->findings);
     mk_profile_free(&r->prof);
     mk_names_free(r->names);

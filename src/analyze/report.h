@@ -39,9 +39,11 @@ void mk_report_opts_default(mk_report_opts_t *o);
 /* A row: one stack, or every stack with the same allocating function or
  * source line. agg sums its stacks (without their order windows). */
 typedef struct mk_row {
-    uint32_t stack;   /* the stack, or the row's busiest stack */
-    const char *name; /* the function or line; NULL for a stack row */
-    mk_stack_agg_t agg;
+    uint32_t stack;      /* the stack, or the row's busiest stack */
+    const char *name;    /* the function or line; NULL for a stack row */
+    mk_stack_agg_t *agg; /* a stack row: the profile's own aggregate (no copy:
+                          * a compiler's trace has tens of thousands);
+                          * a roll-up: the sum of its stacks' */
 } mk_row_t;
 
 enum mk_finding_kind {
@@ -89,6 +91,7 @@ typedef struct mk_report {
     bool partial;                        /* damaged or cut: what came before the fault */
     char problem[512];                   /* the warning about partial input, "" if none */
     mk_row_t *sites, *functions, *lines; /* by calls, most first */
+    mk_stack_agg_t *function_aggs, *line_aggs; /* the roll-ups' sums */
     size_t nsites, nfunctions, nlines;
     mk_finding_t *findings; /* by saving, most first */
     size_t nfindings;

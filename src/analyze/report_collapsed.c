@@ -32,7 +32,7 @@ static uint64_t weight_of(const mk_stack_agg_t *a, enum mk_weight w)
 void mk_render_collapsed(mk_report_t *r, FILE *out, enum mk_weight w)
 {
     for (size_t i = 0; i < r->nsites; i++) {
-        uint64_t v = weight_of(&r->sites[i].agg, w);
+        uint64_t v = weight_of(r->sites[i].agg, w);
         if (!v)
             continue;
         uint32_t depth;

@@ -223,7 +223,7 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
             mk_json_key(j, "frames");
             frames(j, r, rw[i].stack);
         }
-        agg_fields(j, &rw[i].agg);
+        agg_fields(j, rw[i].agg);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);

@@ -152,7 +152,7 @@ static void site_callers(const text_t *t, const int *row_of, int row)
         if (row_of[i] != row)
             continue;
         const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
-        if (depth < 2 || !r->sites[i].agg.calls)
+        if (depth < 2 || !r->sites[i].agg->calls)
             continue;
         const char *label = mk_frame_long(&f[1], buf, sizeof buf);
         size_t j = 0;
@@ -163,7 +163,7 @@ static void site_callers(const text_t *t, const int *row_of, int row)
                 continue;
             snprintf(callers[n++].label, sizeof callers->label, "%s", label);
         }
-        callers[j].calls += r->sites[i].agg.calls;
+        callers[j].calls += r->sites[i].agg->calls;
     }
     if (n > 1) {
         qsort(callers, n, sizeof *callers, by_caller_calls);
@@ -207,7 +207,7 @@ static void top_list(const text_t *t, int top)
         const mk_frame_t *f = mk_names_stack(r->names, rows[i].stack, &depth);
         char where[1024];
         fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
-                rows[i].agg.calls, rows[i].agg.bytes,
+                rows[i].agg->calls, rows[i].agg->bytes,
                 depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
         if (row_of)
             site_callers(t, row_of, (int)i);
@@ -280,7 +280,7 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
     size_t shown = n < (size_t)top ? n : (size_t)top;
     label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
-        const mk_stack_agg_t *g = &rows[i].agg;
+        const mk_stack_agg_t *g = rows[i].agg;
         uint64_t life = mk_hist_median(g->life_hist);
         if (lines)
             snprintf(e, sizeof e, "%" PRIu64, life);
@@ -299,9 +299,9 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
 static int by_peak(const void *x, const void *y)
 {
     const mk_row_t *a = x, *b = y;
-    return a->agg.peak_bytes < b->agg.peak_bytes   ? 1
-           : a->agg.peak_bytes > b->agg.peak_bytes ? -1
-                                                   : 0;
+    return a->agg->peak_bytes < b->agg->peak_bytes   ? 1
+           : a->agg->peak_bytes > b->agg->peak_bytes ? -1
+                                                     : 0;
 }
 
 /* qsort_r's comparison of row pointers by a comparison of rows */
@@ -315,9 +315,9 @@ static int by_row_pointer(const void *x, const void *y, void *cmp)
 static int by_leaked(const void *x, const void *y)
 {
     const mk_row_t *a = x, *b = y;
-    return a->agg.leaked_bytes < b->agg.leaked_bytes   ? 1
-           : a->agg.leaked_bytes > b->agg.leaked_bytes ? -1
-                                                       : 0;
+    return a->agg->leaked_bytes < b->agg->leaked_bytes   ? 1
+           : a->agg->leaked_bytes > b->agg->leaked_bytes ? -1
+                                                         : 0;
 }
 
 /* The first n rows of sites in cmp's order, copied (rows are large: the
@@ -359,14 +359,14 @@ static void peak_and_leaks(const text_t *t, int top)
              mk_fmt_count(r->prof.peak_blocks, c, sizeof c), b);
     heading(t, head);
     size_t shown = 0;
-    while (shown < want && rows[shown].agg.peak_bytes)
+    while (shown < want && rows[shown].agg->peak_bytes)
         shown++;
     label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
         char label[1024];
         fprintf(t->out, "%10s in %8s blocks  %s\n",
-                mk_fmt_bytes(rows[i].agg.peak_bytes, a, sizeof a),
-                mk_fmt_count(rows[i].agg.peak_blocks, c, sizeof c),
+                mk_fmt_bytes(rows[i].agg->peak_bytes, a, sizeof a),
+                mk_fmt_count(rows[i].agg->peak_blocks, c, sizeof c),
                 labels ? labels[i] : mk_row_label(r, &rows[i], label, sizeof label));
     }
     free(labels);
@@ -377,10 +377,10 @@ static void peak_and_leaks(const text_t *t, int top)
                  mk_fmt_count(r->prof.live_blocks, c, sizeof c),
                  mk_fmt_bytes(r->prof.live_bytes, a, sizeof a));
         heading(t, head);
-        for (size_t i = 0; i < want && rows[i].agg.leaked_blocks; i++) {
+        for (size_t i = 0; i < want && rows[i].agg->leaked_blocks; i++) {
             fprintf(t->out, "%10s in %8s blocks\n",
-                    mk_fmt_bytes(rows[i].agg.leaked_bytes, a, sizeof a),
-                    mk_fmt_count(rows[i].agg.leaked_blocks, c, sizeof c));
+                    mk_fmt_bytes(rows[i].agg->leaked_bytes, a, sizeof a),
+                    mk_fmt_count(rows[i].agg->leaked_blocks, c, sizeof c));
             stack_lines(t, rows[i].stack, 6, "    ");
         }
     }

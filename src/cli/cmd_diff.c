@@ -85,8 +85,8 @@ static size_t match_sites(mk_report_t *b, mk_report_t *a, change_t **out)
         }
     }
     for (size_t i = 0; i < n; i++)
-        c[i].delta = (int64_t)(c[i].after ? c[i].after->agg.calls : 0) -
-                     (int64_t)(c[i].before ? c[i].before->agg.calls : 0);
+        c[i].delta = (int64_t)(c[i].after ? c[i].after->agg->calls : 0) -
+                     (int64_t)(c[i].before ? c[i].before->agg->calls : 0);
     if (c)
         qsort(c, n, sizeof *c, by_delta);
     *out = c;
@@ -172,8 +172,8 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         k++;
         const char *site = label_of(c[i].after ? a : b, &c[i], label, sizeof label);
         fprintf(out, "%14s %14s %14s  %s%s\n",
-                mk_fmt_count(c[i].before ? c[i].before->agg.calls : 0, x, sizeof x),
-                mk_fmt_count(c[i].after ? c[i].after->agg.calls : 0, y, sizeof y),
+                mk_fmt_count(c[i].before ? c[i].before->agg->calls : 0, x, sizeof x),
+                mk_fmt_count(c[i].after ? c[i].after->agg->calls : 0, y, sizeof y),
                 c[i].delta < 0
                     ? (z[0] = '-',
                        mk_fmt_count((uint64_t)-c[i].delta, z + 1, sizeof z - 1), z)
@@ -214,13 +214,13 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         mk_json_key(&j, "stack");
         mk_json_string(&j, c[i].key);
         mk_json_key(&j, "before_calls");
-        mk_json_uint(&j, c[i].before ? c[i].before->agg.calls : 0);
+        mk_json_uint(&j, c[i].before ? c[i].before->agg->calls : 0);
         mk_json_key(&j, "after_calls");
-        mk_json_uint(&j, c[i].after ? c[i].after->agg.calls : 0);
+        mk_json_uint(&j, c[i].after ? c[i].after->agg->calls : 0);
         mk_json_key(&j, "before_bytes");
-        mk_json_uint(&j, c[i].before ? c[i].before->agg.bytes : 0);
+        mk_json_uint(&j, c[i].before ? c[i].before->agg->bytes : 0);
         mk_json_key(&j, "after_bytes");
-        mk_json_uint(&j, c[i].after ? c[i].after->agg.bytes : 0);
+        mk_json_uint(&j, c[i].after ? c[i].after->agg->bytes : 0);
         mk_json_end_object(&j);
     }
     mk_json_end_array(&j);

@@ -47,6 +47,7 @@ struct mk_names {
      * once per process. */
     mk_names_t *shared;
     mk_kv_table_t module_pcs; /* hash of (path, offset) -> a = index, b = count */
+    mk_kv_table_t stack_keys; /* a merged stack's frames_key -> a = its id */
 };
 
 static bool strings_grow(mk_names_t *n)
@@ -105,6 +106,7 @@ mk_names_t *mk_names_new(void)
         n->pcs = mk_kv_heap_table();
         n->stack_index = mk_kv_heap_table();
         n->module_pcs = mk_kv_heap_table();
+        n->stack_keys = mk_kv_heap_table();
     }
     return n;
 }
@@ -150,6 +152,7 @@ void mk_names_free(mk_names_t *n)
     free(n->stacks);
     free(n->stack_index.slots);
     free(n->module_pcs.slots);
+    free(n->stack_keys.slots);
     free(n);
 }
 
@@ -214,47 +217,75 @@ static mk_frame_t adopt_frame(mk_names_t *n, const mk_frame_t *f)
     return frame_of(n, &s);
 }
 
+/* A merged stack's key: its adopted frames, whose strings are n's own
+ * (interned: one pointer per distinct string), so equal frames are equal
+ * words. As the report names frames: the offset counts only where the
+ * function is unknown. salt moves a key whose hash another stack took. */
+static uint64_t frames_key(const mk_frame_t *f, uint32_t depth, uint64_t salt)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (salt << 32) ^ depth;
+    for (uint32_t i = 0; i < depth; i++) {
+        uint64_t w[5] = {(uintptr_t)f[i].function, (uintptr_t)f[i].file,
+                         (uint64_t)(uint32_t)f[i].line, (uintptr_t)f[i].module,
+                         f[i].function ? 0 : f[i].offset};
+        for (int k = 0; k < 5; k++)
+            h = (h ^ w[k]) * 0x100000001b3ull;
+    }
+    return h | 1; /* 0 is the table's empty slot */
+}
+
+static bool same_frames(const mk_frame_t *a, const mk_frame_t *b, uint32_t depth)
+{
+    for (uint32_t i = 0; i < depth; i++)
+        if (a[i].function != b[i].function || a[i].file != b[i].file ||
+            a[i].line != b[i].line || a[i].module != b[i].module ||
+            (!a[i].function && a[i].offset != b[i].offset))
+            return false;
+    return true;
+}
+
 uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth)
 {
-    char *key = NULL;
-    size_t key_len = 0;
-    FILE *k = open_memstream(&key, &key_len);
-    if (!k)
+    mk_frame_t *copy = calloc(depth ? depth : 1, sizeof *copy);
+    if (!copy)
         return 0;
-    for (uint32_t i = 0; i < depth; i++) {
-        const mk_frame_t *f = &frames[i];
-        fprintf(k, "%s\x1f%s\x1f%d\x1f%s\x1f", f->function ? f->function : "",
-                f->file ? f->file : "", f->line, f->module ? f->module : "");
-        if (!f->function)
-            fprintf(k, "%" PRIx64, f->offset);
-        fputc('\x1e', k);
-    }
-    if (fclose(k) != 0) {
-        free(key);
-        return 0;
-    }
-    interned_t *e = intern(n, key, key_len);
-    if (!e || e->id) {
-        free(key);
-        return e ? e->id : 0;
-    }
-    uint32_t id = n->next_location + 1;
-    stack_names_t *s = stack_slot(n, id, true);
-    mk_frame_t *copy = s ? calloc(depth ? depth : 1, sizeof *copy) : NULL;
-    if (!copy) {
-        free(key);
-        return 0;
-    }
     for (uint32_t i = 0; i < depth; i++)
         copy[i] = adopt_frame(n, &frames[i]);
-    s = stack_slot(n, id, false); /* interning may have grown the tables */
-    *s = (stack_names_t){copy, depth, true};
-    e = intern(n, key, key_len); /* found again, not added: the key is there */
-    if (e)
-        e->id = id;
-    free(key);
-    n->next_location = id;
-    return id;
+    for (uint64_t salt = 0;; salt++) {
+        bool fresh;
+        mk_kv_t *e = mk_kv_put(&n->stack_keys, frames_key(copy, depth, salt), &fresh);
+        if (!e)
+            break;
+        if (!fresh) {
+            const stack_names_t *s = stack_slot(n, (uint32_t)e->a, false);
+            if (s && s->depth == depth && same_frames(s->frames, copy, depth)) {
+                free(copy);
+                return (uint32_t)e->a;
+            }
+            continue; /* another stack's hash: the next salt */
+        }
+        uint32_t id = n->next_location + 1;
+        stack_names_t *s = stack_slot(n, id, true);
+        if (!s) {
+            mk_kv_remove(&n->stack_keys, e);
+            break;
+        }
+        *s = (stack_names_t){copy, depth, true};
+        e->a = id; /* stack_slot grew another table: e still stands */
+        n->next_location = id;
+        return id;
+    }
+    free(copy);
+    return 0;
+}
+
+void mk_names_drop_stack(mk_names_t *n, uint32_t stack)
+{
+    stack_names_t *s = stack_slot(n, stack, false);
+    if (!s)
+        return;
+    free(s->frames);
+    *s = (stack_names_t){NULL, 0, false};
 }
 
 /* Inlined functions at one address, at most (deeper chains are cut). */

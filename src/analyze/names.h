@@ -42,6 +42,11 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
  * when memory ran out. */
 uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth);
 
+/* Frees the frames of a stack resolved before (mk_names_stack): a process
+ * merged into a run's report needs each only once. Asked again, it is
+ * resolved again. */
+void mk_names_drop_stack(mk_names_t *n, uint32_t stack);
+
 /* Lets n (a trace's names) share symbolized frames with the other traces
  * of a run through shared (a names object that outlives n: the merged
  * report's), by module file and offset. */

@@ -524,6 +524,7 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
         uint32_t depth;
         const mk_frame_t *frames = mk_names_stack(one->names, a->stack, &depth);
         uint32_t id = mk_names_add_stack(m->names, frames, depth);
+        mk_names_drop_stack(one->names, a->stack); /* copied: its frames go */
         mk_stack_agg_t *to = id ? mk_profile_agg(d, id) : NULL;
         if (!to)
             return false;

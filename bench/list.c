@@ -24,6 +24,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 typedef struct node {
     struct node *next;
@@ -85,10 +86,33 @@ static int list_mk_stack(mk_stack_t *st, uint64_t n, mk_bench_round *r)
     return 0;
 }
 
+/* The ceiling: the same loop with no allocator at all, a pointer bumped
+ * through memory faulted in before the clock starts (what is left is the
+ * stores and the bandwidth). Its "free" is forgetting the list: no free
+ * rate. */
+static int list_bump_ceiling(node_t *mem, uint64_t n, mk_bench_round *r)
+{
+    node_t *head = NULL, *node;
+    node_t *volatile keep; /* the list is used: its stores stay */
+    double t0, t1;
+
+    t0 = mk_bench_now();
+    for (uint64_t i = 0; i < n; i++) {
+        node = &mem[i];
+        node->next = head;
+        head = node;
+    }
+    t1 = mk_bench_now();
+    keep = head;
+    (void)keep;
+    *r = (mk_bench_round){.allocs = n, .frees = 0, .alloc_s = t1 - t0, .free_s = 0};
+    return 0;
+}
+
 static bool list_supports(mk_bench_api api)
 {
     return api == MK_API_MALLOC || api == MK_API_MK_STACK || api == MK_API_MK_POOL ||
-           api == MK_API_MK_FIFO || api == MK_API_MK_TLSF;
+           api == MK_API_MK_FIFO || api == MK_API_MK_TLSF || api == MK_API_BUMP_CEILING;
 }
 
 static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out)
@@ -97,8 +121,16 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     mk_pool_t *pool = NULL;
     mk_fifo_t *fifo = NULL;
     mk_tlsf_t *tlsf = NULL;
+    node_t *ceiling = NULL;
     bool retain = !getenv("MEMKIT_BENCH_DEFAULT_POLICY");
     int rc = 0;
+
+    if (api == MK_API_BUMP_CEILING) {
+        ceiling = mmap(NULL, scale * sizeof(node_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (ceiling == MAP_FAILED)
+            return -1;
+    }
 
     if (api == MK_API_MK_STACK) {
         if (!(st = mk_stack_create()))
@@ -139,6 +171,9 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
             rc = list_round(&(mk_bench_heap){.api = MK_API_MK_TLSF, .tlsf = tlsf}, scale,
                             &out[i]);
             break;
+        case MK_API_BUMP_CEILING:
+            rc = list_bump_ceiling(ceiling, scale, &out[i]);
+            break;
         default:
             rc = -1;
             break;
@@ -148,6 +183,8 @@ static int list_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round
     mk_pool_destroy(pool);
     mk_fifo_destroy(fifo);
     mk_tlsf_destroy(tlsf);
+    if (ceiling)
+        munmap(ceiling, scale * sizeof(node_t));
     return rc;
 }
 

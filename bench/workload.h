@@ -35,7 +35,9 @@ typedef enum mk_bench_api {
     MK_API_MK_FIFO,
     MK_API_MK_RING,
     MK_API_MK_TLSF,
-    MK_API_MK_LOCALBUF, /* local buffers (memkit/localbuf.h): no allocator object */
+    MK_API_MK_LOCALBUF,  /* local buffers (memkit/localbuf.h): no allocator object */
+    MK_API_BUMP_CEILING, /* no allocator: a pointer bump over memory faulted in
+                          * before the clock starts, the loop's ceiling */
 } mk_bench_api;
 
 typedef struct mk_workload {

@@ -786,6 +786,7 @@ void mk_profile_release_replay(mk_profile_t *p)
 void mk_profile_free(mk_profile_t *p)
 {
     mk_profile_release_replay(p);
+    free(p->stacks);
     free(p->pairs.slots);
     memset(p, 0, sizeof *p);
 }

@@ -70,8 +70,8 @@ static void totals(const text_t *t)
     uint64_t threads = t->r->tr && t->r->tr->end.present ? t->r->tr->end.threads : 0;
     if (p->from_summary && threads > 1)
         fprintf(out,
-                "Peak note: sampled across %" PRIu64 " threads, at most %" PRIu64
-                " KB and %" PRIu64 " blocks below the true peak%s\n",
+                "Peak note: sampled across %" PRIu64 " threads, within %" PRIu64
+                " KB and %" PRIu64 " blocks of the exact peak%s\n",
                 threads, threads * 16, threads * 64,
                 p->site_stacks ? " (memkit report replays it exact)" : "");
     /* A process killed by SIGKILL (or still running) did not exit: what its

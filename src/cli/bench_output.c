@@ -40,9 +40,14 @@ static void print_title(const mk_bench_config *c, FILE *out)
 }
 
 /* "median [min-max]" in millions per second; a rate too large for the column
- * (mk_stack frees a whole frame with one pop) keeps only its median. */
+ * (mk_stack frees a whole frame with one pop) keeps only its median; "-" for
+ * a phase the run does not have. */
 static void format_rate(char *buf, size_t len, mk_stat s)
 {
+    if (s.max == 0) { /* no such phase (bump-ceiling's free) */
+        snprintf(buf, len, "-");
+        return;
+    }
     if (snprintf(buf, len, "%.1f [%.1f-%.1f]", s.median / 1e6, s.min / 1e6, s.max / 1e6) >
         24)
         snprintf(buf, len, "%.4g", s.median / 1e6);

@@ -40,6 +40,7 @@ const mk_bench_allocator mk_bench_allocators[] = {
     {"mk_ring", MK_API_MK_RING, NULL, NULL, NULL, false},
     {"mk_tlsf", MK_API_MK_TLSF, NULL, NULL, NULL, false},
     {"mk_localbuf", MK_API_MK_LOCALBUF, NULL, NULL, NULL, false},
+    {"bump-ceiling", MK_API_BUMP_CEILING, NULL, NULL, NULL, false},
 };
 const size_t mk_bench_n_allocators =
     sizeof mk_bench_allocators / sizeof mk_bench_allocators[0];

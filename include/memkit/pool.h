@@ -142,12 +142,19 @@ static inline void mk_pool_free(mk_pool_t *pool, void *p)
     s = (struct mk__pool_slab *)((uintptr_t)p & pool->slab_mask);
     *(void **)p = s->free;
     s->free = p;
-    /* The current slab emptied is no change to act on (an alloc/free
-     * ping-pong stays inline); another slab emptied, or one that was full
-     * (unlisted), goes to the slow path. pool->cur is stable here: in
-     * thread-safe mode pool->slow sends every free to the slow path. */
-    if (MK_UNLIKELY((--s->used == 0 && s != pool->cur) || !s->listed))
-        mk__pool_slab_changed(pool, s);
+    if (MK_LIKELY(--s->used != 0 && s->listed))
+        return;
+    /* The current slab emptied goes back to bump allocation, inline (an
+     * alloc/free ping-pong stays here): bumping has no dependent load, where
+     * popping a free list loads each item's link. Another slab emptied, or
+     * one that was full (unlisted), goes to the slow path. pool->cur is
+     * stable here: in thread-safe mode pool->slow sends every free there. */
+    if (s->used == 0 && s == pool->cur) {
+        s->free = NULL;
+        s->bump = (uintptr_t)s + pool->items_offset;
+        return;
+    }
+    mk__pool_slab_changed(pool, s);
 }
 
 MK_API void mk_pool_stats(mk_pool_t *pool, mk_pool_stats_t *out);

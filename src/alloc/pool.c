@@ -215,6 +215,10 @@ static void slab_release(mk_pool_t *pool, slab_t *s)
 /* Called when a free made slab `s` empty, or gave a full slab its first free item. */
 void mk__pool_slab_changed(mk_pool_t *pool, slab_t *s)
 {
+    if (s->used == 0) { /* emptied: it serves by bumping again, no free list */
+        s->free = NULL;
+        s->bump = (uintptr_t)s + pool->items_offset;
+    }
     if (!s->listed) {
         s->listed = true;
         partial_push(pool, s);

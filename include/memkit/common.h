@@ -62,19 +62,28 @@
 /*
  * The bump fast path of the stack, FIFO and ring: size bytes (0 takes one grain, so
  * every block has its own address) aligned to align, taken from [*pos, end); NULL when
- * they do not fit, and the caller's slow path decides. Requires *pos and end to be
- * multiples of grain (a power of two no larger than any align passed), which makes two
- * branches enough: with p < end and size <= end - p, the size rounded up to the grain
- * still fits (end - p is a multiple of the grain) and cannot wrap. end 0 sends every
- * call to the slow path. align must be a power of two (callers check or fold it).
+ * they do not fit, and the caller's slow path decides. *pos and end are multiples of
+ * grain (a power of two no larger than any align passed), and align a power of two
+ * (callers check or fold it).
+ *
+ * One compare decides, against end - n, which does not change in a loop of one size
+ * (the compiler hoists it), signed so that it fails when end is 0 (the slow path's
+ * signal: -n is below every address) or the aligned position passed end. Addresses
+ * are below 2^63, so they compare as positive. A size whose rounding would wrap (over
+ * PTRDIFF_MAX) goes to the slow path; for a constant size the test folds away. A
+ * block handed out is never NULL (a position of 0 comes only with an end of 0), which
+ * lets the compiler drop the caller's NULL test on this path.
  */
 static inline void *mk__bump(uintptr_t *pos, uintptr_t end, size_t size, size_t align,
                              size_t grain)
 {
     uintptr_t p = align <= grain ? *pos : (*pos + align - 1) & ~(uintptr_t)(align - 1);
+    size_t n = (size + grain - 1 + (size == 0)) & ~(size_t)(grain - 1);
 
-    if (MK_LIKELY(p < end && size <= end - p)) {
-        *pos = p + ((size + grain - 1 + (size == 0)) & ~(uintptr_t)(grain - 1));
+    if (MK_LIKELY(size <= (size_t)PTRDIFF_MAX && (intptr_t)p <= (intptr_t)(end - n))) {
+        if (p == 0)
+            __builtin_unreachable();
+        *pos = p + n;
         return (void *)p;
     }
     return NULL;

@@ -15,6 +15,9 @@ extern const mk_workload mk_workload_malloc_free;
 extern const mk_workload mk_workload_local_array;
 extern const mk_workload mk_workload_pmr_vector;
 extern const mk_workload mk_workload_pmr_map;
+extern const mk_workload mk_workload_cxx_vector;
+extern const mk_workload mk_workload_cxx_map;
+extern const mk_workload mk_workload_cxx_string;
 
 const mk_workload *const mk_workloads[] = {
     &mk_workload_list,
@@ -27,6 +30,9 @@ const mk_workload *const mk_workloads[] = {
     &mk_workload_local_array,
     &mk_workload_pmr_vector,
     &mk_workload_pmr_map,
+    &mk_workload_cxx_vector,
+    &mk_workload_cxx_map,
+    &mk_workload_cxx_string,
     NULL,
 };
 

@@ -2,6 +2,7 @@
 // by tests/cxx/headers.sh with g++ and clang++ at -std=c++17 and c++20
 // (clang++ accepts C11's _Alignof as an extension; g++ does not, so only
 // this test notices a header that slips back to it).
+#include <memkit/allocators.hpp>
 #include <memkit/memkit.h>
 #include <memkit/pmr.hpp>
 #include <memkit/small_vector.hpp>
@@ -21,6 +22,20 @@ int main()
         wide *w = mk_stack_new(st, wide, 2);
         int *z = mk_stack_new0(st, int, 4);
         failures += (reinterpret_cast<uintptr_t>(w) % alignof(wide) != 0) + (z[3] != 0);
+    }
+    {
+        /* the stack's cursor and the C++ allocators, in every compiler and mode */
+        mk_stack_push(st);
+        mk_stack_cursor_t c = mk_stack_cursor_open(st);
+        wide *w = mk_stack_cursor_new(&c, wide, 1);
+        mk_stack_cursor_close(&c);
+        failures += reinterpret_cast<uintptr_t>(w) % alignof(wide) != 0;
+        mk_stack_pop(st);
+        memkit::frame f(st);
+        memkit::frame_allocator<wide> fa(f);
+        wide *x = fa.allocate(3);
+        failures += reinterpret_cast<uintptr_t>(x) % alignof(wide) != 0;
+        fa.deallocate(x, 3);
     }
     mk_stack_destroy(st);
     {

@@ -29,7 +29,9 @@ extern "C" {
 
 #include <memkit/allocators.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -48,6 +50,10 @@ double vector_round(mk_bench_api api, std::uint64_t vectors, unsigned &sink)
 {
     double t0 = mk_bench_now();
     if (api == MK_API_MK_STACK) {
+        /* The thread's stack keeps its chunks between frames, as malloc keeps
+         * its heap (bench/list.c says why; --default-policy measures without). */
+        if (!std::getenv("MEMKIT_BENCH_DEFAULT_POLICY"))
+            mk_stack_set_retain(mk_tstack(), SIZE_MAX);
         for (std::uint64_t k = 0; k < vectors; k++) {
             memkit::frame f;
             std::vector<int, memkit::frame_allocator<int>> v(f);

@@ -142,7 +142,7 @@ expect_status 2 "bad --threads" "$memkit" bench malloc-free --quick --threads 0
 expect_status 0 "bench all --quick --json" "$memkit" bench --quick --json --rounds 2 \
     --threads 1 --size 64
 cp "$tmp/out" "$tmp/all.jsonl"
-[ "$(wc -l <"$tmp/all.jsonl")" -eq 10 ] && ok || bad "one JSON line per workload"
+[ "$(wc -l <"$tmp/all.jsonl")" -eq 13 ] && ok || bad "one JSON line per workload"
 if [ -z "$schema" ]; then
     echo "SKIP: schema check (no schema path given)"
     skipped=1

@@ -717,10 +717,17 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr, bool site_stacks
 static bool summary_pass(mk_profile_t *p, mk_trace_t *tr)
 {
     uint64_t start = tr->offset;
+    mk_record_head_t h;
     unsigned type;
     const uint8_t *raw;
     size_t len;
-    while (mk_trace_next(tr, &type, &raw, &len) == 1) {
+    while (mk_trace_next_head(tr, &h) == 1) {
+        if (h.type == MK_REC_EVENTS && p->opts.counts_only)
+            continue; /* not even decompressed */
+        uint64_t next = tr->offset;
+        if (mk_trace_record_at(tr, h.offset, &type, &raw, &len) != 1)
+            break;
+        tr->offset = next;
         bool ok = type == MK_REC_EVENTS ? mk_trace_decode_stacks(tr, raw, len)
                                         : mk_trace_absorb(tr, type, raw, len);
         if (!ok)

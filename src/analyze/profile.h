@@ -91,6 +91,8 @@ typedef struct mk_profile_opts {
     uint64_t from_ns, to_ns; /* window, to_ns 0: to the end */
     bool summary_first;      /* a trace with a SUMMARY beside its events
                               * (MK_TF_SITE_STACKS): read that, skip the events */
+    bool counts_only;        /* with summary_first: the totals alone, so the
+                              * EVENTS records are not even decompressed */
 } mk_profile_opts_t;
 
 typedef struct mk_thread_state mk_thread_state_t;

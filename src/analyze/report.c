@@ -282,7 +282,8 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
     bool narrowed = r->opts.module || r->opts.function || r->opts.file ||
                     r->opts.thread >= 0 || r->opts.from_s > 0 || r->opts.to_s > 0;
     mk_profile_opts_t po = {.thread = r->opts.thread,
-                            .summary_first = r->opts.summary_first && !narrowed};
+                            .summary_first = r->opts.summary_first && !narrowed,
+                            .counts_only = r->opts.counts_only};
     if (r->opts.module || r->opts.function || r->opts.file) {
         po.stack_pass = filter_stack;
         po.filter_ctx = flt;

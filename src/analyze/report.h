@@ -32,6 +32,7 @@ typedef struct mk_report_opts {
     bool summary_first; /* a trace with a SUMMARY beside its events (memkit trace's
                          * own): the summary's totals and sites, no replay, so
                          * no findings, temporaries or peak holders */
+    bool counts_only;   /* with summary_first: totals only (a process table) */
 } mk_report_opts_t;
 
 void mk_report_opts_default(mk_report_opts_t *o);

@@ -303,6 +303,7 @@ int mk_read_process(const char *path, mk_report_process_t *p)
     mk_report_opts_default(&o);
     o.totals_only = true;
     o.summary_first = true;
+    o.counts_only = true; /* a row of the process table: no stack is named */
     memset(p, 0, sizeof *p);
     p->path = path;
     int rc = mk_load_input(&r, path, &o);

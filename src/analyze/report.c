@@ -139,11 +139,20 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
                      mk_stack_agg_t **sums_out)
 {
     mk_kv_table_t index = mk_kv_heap_table();
-    mk_row_t *rows = NULL;
-    mk_stack_agg_t *sums = NULL; /* rows[j]'s sum is sums[j] until the sort */
-    size_t n = 0, cap = 0, sums_cap = 0;
+    /* At most a row per site: room for that much, touched only as rows come
+     * (a sum is zeroed when its row is made), so the untouched rest costs
+     * address space, not memory. */
+    size_t room = r->nsites ? r->nsites : 1;
+    mk_row_t *rows = malloc(room * sizeof *rows);
+    mk_stack_agg_t *sums = malloc(room * sizeof *sums); /* rows[j]'s, until the sort */
+    size_t n = 0;
     *out = NULL;
     *sums_out = NULL;
+    if (!rows || !sums) {
+        free(rows);
+        free(sums);
+        return 0;
+    }
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
         const char *name =
@@ -160,12 +169,10 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
                 ;
         if (j == n) {
             char *copy = strdup(name);
-            if (!copy || !mk_grow((void **)&rows, &cap, n + 1, sizeof *rows) ||
-                !mk_grow((void **)&sums, &sums_cap, n + 1, sizeof *sums)) {
-                free(copy);
+            if (!copy)
                 break;
-            }
             rows[n] = (mk_row_t){.stack = r->sites[i].stack, .name = copy};
+            memset(&sums[n], 0, sizeof sums[n]);
             if (fresh)
                 e->a = n;
             n++;
@@ -461,6 +468,8 @@ static int sniff(const char *src, const char *path, bool *is_log, char *err,
 /* Rows, roll-ups and findings, once the profile is whole. */
 static void finish(mk_report_t *r, const char *path)
 {
+    if (r->tr)
+        mk_trace_drop_buffers(r->tr); /* the replay is done */
     if (!build_rows(r))
         snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
                  path);

@@ -295,6 +295,14 @@ int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type,
     return 1;
 }
 
+void mk_trace_drop_buffers(mk_trace_t *tr)
+{
+    free(tr->raw);
+    free(tr->stored);
+    tr->raw = tr->stored = NULL;
+    tr->raw_cap = tr->stored_cap = 0;
+}
+
 int mk_trace_next(mk_trace_t *tr, unsigned *type, const uint8_t **raw, size_t *len)
 {
     if (tr->damage[0])

@@ -155,6 +155,10 @@ void mk_trace_close(mk_trace_t *tr);
  * of the file). */
 int mk_trace_next(mk_trace_t *tr, unsigned *type, const uint8_t **raw, size_t *len);
 
+/* Frees the buffers records are read into (they come back on the next read):
+ * a report drops them once its replay is done. */
+void mk_trace_drop_buffers(mk_trace_t *tr);
+
 /* Reads the record at a file offset again (for the merge). */
 int mk_trace_record_at(mk_trace_t *tr, uint64_t offset, unsigned *type,
                        const uint8_t **raw, size_t *len);

@@ -69,6 +69,40 @@ static void test_typed_alignment(void)
     mk_stack_destroy(st);
 }
 
+/* The bump fast path (common.h) on its own, at its edges: a block that ends
+ * exactly at end fits, one byte more does not; end 0 refuses everything; a
+ * size whose rounding would wrap, or above PTRDIFF_MAX, goes slow; an
+ * alignment that carries the position past end refuses; size 0 takes a grain. */
+static void test_bump_edges(void)
+{
+    _Alignas(512) static uint8_t area[256];
+    uintptr_t base = (uintptr_t)area, end = base + sizeof area, pos;
+
+    pos = base;
+    CHECK(mk__bump(&pos, end, 256, 8, 8) == (void *)base && pos == end);
+    pos = base;
+    CHECK(mk__bump(&pos, end, 257, 8, 8) == NULL && pos == base);
+    pos = base + 8;
+    CHECK(mk__bump(&pos, end, 248, 8, 8) != NULL && pos == end);
+    pos = base + 8;
+    CHECK(mk__bump(&pos, end, 249, 8, 8) == NULL);
+    pos = base;
+    CHECK(mk__bump(&pos, 0, 8, 8, 8) == NULL && pos == base); /* end 0: slow path */
+    pos = base;
+    CHECK(mk__bump(&pos, end, SIZE_MAX, 8, 8) == NULL);
+    CHECK(mk__bump(&pos, end, SIZE_MAX - 7, 8, 8) == NULL); /* rounds to 0: wraps */
+    CHECK(mk__bump(&pos, end, (size_t)PTRDIFF_MAX + 1, 8, 8) == NULL);
+    pos = base + 8;
+    CHECK(mk__bump(&pos, end, 8, 512, 8) == NULL); /* aligned past end */
+    pos = base + 8;
+    void *p = mk__bump(&pos, end, 8, 64, 8);
+    CHECK(p == (void *)(base + 64) && pos == base + 72);
+    pos = base;
+    CHECK(mk__bump(&pos, end, 0, 8, 8) == (void *)base && pos == base + 8);
+    pos = base;
+    CHECK(mk__bump(&pos, end, 1, 16, 16) == (void *)base && pos == base + 16);
+}
+
 static void test_zero_and_overflow(void)
 {
     mk_stack_t *st = mk_stack_create();
@@ -564,6 +598,7 @@ int main(void)
     test_push_pop_basics();
     test_idle_chunk();
     test_typed_alignment();
+    test_bump_edges();
     test_zero_and_overflow();
     test_realloc();
     test_large_and_many_chunks();

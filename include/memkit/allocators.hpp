@@ -89,14 +89,15 @@ class frame
     void *allocate(std::size_t bytes, std::size_t align)
     {
         if (st_->frame != frame_) /* mk_stack allocates in the innermost frame */
-            detail::die("memkit::frame_allocator: allocation while a newer frame is "
-                        "open on its stack (the block would be freed by that frame's "
-                        "pop)");
+            detail::die("memkit::frame: allocation while a newer frame is open on its "
+                        "stack (the block would be freed by that frame's pop)");
         void *p = mk_stack_alloc_aligned(st_, bytes, align);
         if (!p)
             throw std::bad_alloc();
         return p;
     }
+    /* Nothing: the frame's pop releases every block at once. */
+    void deallocate(void *, std::size_t, std::size_t) noexcept {}
     mk_stack_t *stack() const noexcept
     {
         return st_;
@@ -109,7 +110,8 @@ class frame
 
 /* A pool per block size up to max_block (256 bytes by default), up to 8 sizes:
  * what node containers allocate, one node at a time. Larger or more requests,
- * arrays (a hash table's buckets) and over-aligned ones go to operator new. */
+ * arrays (a hash table's buckets) and over-aligned ones go to operator new
+ * (pool_resource sends them upstream instead, through pool_of). */
 class pool_set
 {
   public:
@@ -129,7 +131,7 @@ class pool_set
 
     void *allocate(std::size_t bytes, std::size_t align)
     {
-        if (mk_pool_t *pool = pool_for(bytes, align, true)) {
+        if (mk_pool_t *pool = pool_of(bytes, align, true)) {
             void *p = mk_pool_alloc(pool);
             if (!p)
                 throw std::bad_alloc();
@@ -140,21 +142,15 @@ class pool_set
     /* The same size and alignment as the allocation: the same decision. */
     void deallocate(void *p, std::size_t bytes, std::size_t align) noexcept
     {
-        if (mk_pool_t *pool = pool_for(bytes, align, false))
+        if (mk_pool_t *pool = pool_of(bytes, align, false))
             mk_pool_free(pool, p);
         else
             ::operator delete(p, std::align_val_t(align));
     }
 
-  private:
-    struct slot {
-        std::size_t size;
-        mk_pool_t *pool;
-    };
-
-    /* The pool of this size; made on first use when `create`. NULL: operator new.
+    /* The pool of this size; made on first use when `create`. NULL: not pooled.
      * The last size found is checked first: a container uses one node size. */
-    mk_pool_t *pool_for(std::size_t bytes, std::size_t align, bool create)
+    mk_pool_t *pool_of(std::size_t bytes, std::size_t align, bool create)
     {
         if (MK_LIKELY(n_ && slot_[last_].size == bytes) && align <= MK_MALLOC_ALIGN)
             return slot_[last_].pool;
@@ -179,6 +175,12 @@ class pool_set
         return pool;
     }
 
+  private:
+    struct slot {
+        std::size_t size;
+        mk_pool_t *pool;
+    };
+
     std::size_t max_block_;
     bool debug_;
     slot slot_[max_sizes];
@@ -189,11 +191,10 @@ class pool_set
 class fifo
 {
   public:
-    explicit fifo(bool debug = debug_default)
+    explicit fifo(bool debug = debug_default) : fifo(debug_config(debug)) {}
+    /* config as mk_fifo_create's (NULL: the defaults). */
+    explicit fifo(const mk_fifo_config_t *config) : fifo_(mk_fifo_create(config))
     {
-        mk_fifo_config_t cfg{};
-        cfg.flags = debug ? MK_FIFO_DEBUG : 0;
-        fifo_ = mk_fifo_create(&cfg);
         if (!fifo_)
             throw std::bad_alloc();
     }
@@ -223,6 +224,12 @@ class fifo
     }
 
   private:
+    static const mk_fifo_config_t *debug_config(bool debug)
+    {
+        static const mk_fifo_config_t on = {0, 0, MK_FIFO_DEBUG};
+        return debug ? &on : nullptr;
+    }
+
     mk_fifo_t *fifo_;
 };
 
@@ -231,8 +238,9 @@ class fifo
 
 namespace detail
 {
-/* What the three allocators share: a pointer to their arena, the traits, the
- * size check. Derived holds the arena-specific allocate and deallocate. */
+/* What the three allocators share: a pointer to their arena, the traits, and
+ * allocate/deallocate through the arena. Each allocator adds its constructors
+ * (the converting one is what rebinding needs). */
 template <class T, class Arena> class arena_allocator
 {
   public:
@@ -242,6 +250,16 @@ template <class T, class Arena> class arena_allocator
     using propagate_on_container_swap = std::true_type;
     using is_always_equal = std::false_type;
 
+    T *allocate(std::size_t n)
+    {
+        if (n > std::size_t(-1) / sizeof(T))
+            throw std::bad_array_new_length();
+        return static_cast<T *>(a_->allocate(n * sizeof(T), alignof(T)));
+    }
+    void deallocate(T *p, std::size_t n) noexcept
+    {
+        a_->deallocate(p, n * sizeof(T), alignof(T));
+    }
     Arena *arena() const noexcept
     {
         return a_;
@@ -250,13 +268,6 @@ template <class T, class Arena> class arena_allocator
   protected:
     explicit arena_allocator(Arena *a) noexcept : a_(a) {}
 
-    static std::size_t bytes(std::size_t n)
-    {
-        if (n > std::size_t(-1) / sizeof(T))
-            throw std::bad_array_new_length();
-        return n * sizeof(T);
-    }
-
     Arena *a_;
 };
 } // namespace detail
@@ -264,60 +275,45 @@ template <class T, class Arena> class arena_allocator
 /* From a frame: deallocation does nothing, the frame's pop releases it all. */
 template <class T> class frame_allocator : public detail::arena_allocator<T, frame>
 {
-    using base = detail::arena_allocator<T, frame>;
-
   public:
-    frame_allocator(frame &f) noexcept : base(&f) {} // NOLINT: implicit on purpose
+    frame_allocator(frame &f) noexcept // NOLINT: implicit on purpose
+        : detail::arena_allocator<T, frame>(&f)
+    {
+    }
     template <class U>
-    frame_allocator(const frame_allocator<U> &o) noexcept : base(o.arena())
+    frame_allocator(const frame_allocator<U> &o) noexcept
+        : detail::arena_allocator<T, frame>(o.arena())
     {
     }
-    T *allocate(std::size_t n)
-    {
-        return static_cast<T *>(this->a_->allocate(base::bytes(n), alignof(T)));
-    }
-    void deallocate(T *, std::size_t) noexcept {}
 };
 
 /* From a pool_set: one node at a time from the pool of its size. */
 template <class T> class pool_allocator : public detail::arena_allocator<T, pool_set>
 {
-    using base = detail::arena_allocator<T, pool_set>;
-
   public:
-    pool_allocator(pool_set &s) noexcept : base(&s) {} // NOLINT: implicit on purpose
+    pool_allocator(pool_set &s) noexcept // NOLINT: implicit on purpose
+        : detail::arena_allocator<T, pool_set>(&s)
+    {
+    }
     template <class U>
-    pool_allocator(const pool_allocator<U> &o) noexcept : base(o.arena())
+    pool_allocator(const pool_allocator<U> &o) noexcept
+        : detail::arena_allocator<T, pool_set>(o.arena())
     {
-    }
-    T *allocate(std::size_t n)
-    {
-        return static_cast<T *>(this->a_->allocate(base::bytes(n), alignof(T)));
-    }
-    void deallocate(T *p, std::size_t n) noexcept
-    {
-        this->a_->deallocate(p, n * sizeof(T), alignof(T));
     }
 };
 
 /* From a fifo. */
 template <class T> class fifo_allocator : public detail::arena_allocator<T, fifo>
 {
-    using base = detail::arena_allocator<T, fifo>;
-
   public:
-    fifo_allocator(fifo &f) noexcept : base(&f) {} // NOLINT: implicit on purpose
+    fifo_allocator(fifo &f) noexcept // NOLINT: implicit on purpose
+        : detail::arena_allocator<T, fifo>(&f)
+    {
+    }
     template <class U>
-    fifo_allocator(const fifo_allocator<U> &o) noexcept : base(o.arena())
+    fifo_allocator(const fifo_allocator<U> &o) noexcept
+        : detail::arena_allocator<T, fifo>(o.arena())
     {
-    }
-    T *allocate(std::size_t n)
-    {
-        return static_cast<T *>(this->a_->allocate(base::bytes(n), alignof(T)));
-    }
-    void deallocate(T *p, std::size_t n) noexcept
-    {
-        this->a_->deallocate(p, n * sizeof(T), alignof(T));
     }
 };
 

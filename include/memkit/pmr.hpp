@@ -37,6 +37,7 @@
 #ifndef MEMKIT_PMR_HPP
 #define MEMKIT_PMR_HPP
 
+#include <memkit/allocators.hpp>
 #include <memkit/memkit.h>
 
 #include <cstddef>
@@ -98,70 +99,46 @@ class stack_resource : public detail::unique_resource
     explicit stack_resource(mk_stack_t *st = mk_tstack(),
                             const char *file = __builtin_FILE(),
                             int line = __builtin_LINE())
-        : st_(st), frame_(mk_stack_push_at(st, file, line))
+        : frame_(st, file, line)
     {
-    }
-    ~stack_resource() override
-    {
-        mk_stack_pop_frame(frame_);
     }
 
     mk_stack_t *stack() const noexcept
     {
-        return st_;
+        return frame_.stack();
     }
 
   protected:
+    /* frame aborts if a newer frame is open on the stack (the block would die
+     * with it) */
     void *do_allocate(std::size_t bytes, std::size_t align) override
     {
-        /* our frame must be the innermost: mk_stack allocates in the innermost */
-        if (st_->frame != frame_)
-            frame_not_innermost();
-        void *p = mk_stack_alloc_aligned(st_, bytes, align);
-        if (!p)
-            throw std::bad_alloc();
-        return p;
+        return frame_.allocate(bytes, align);
     }
     void do_deallocate(void *, std::size_t, std::size_t) override {}
 
   private:
-    [[noreturn]] static void frame_not_innermost();
-    mk_stack_t *st_;
-    mk_stack_frame_t *frame_;
+    memkit::frame frame_;
 };
-
-inline void stack_resource::frame_not_innermost()
-{
-    std::fputs(
-        "memkit: memkit::stack_resource: allocation while a newer frame is open on "
-        "its stack (the block would be freed by that frame's pop)\n",
-        stderr);
-    std::abort();
-}
 
 /* ------------------------------------------------------------------------ */
 
 class pool_resource : public detail::unique_resource
 {
   public:
-    static constexpr int max_sizes = 8;
+    static constexpr int max_sizes = pool_set::max_sizes;
 
     /* Pools for every size up to max_block; others go to upstream. */
     explicit pool_resource(
         std::pmr::memory_resource *upstream = std::pmr::get_default_resource(),
         std::size_t max_block = 256)
-        : upstream_(upstream), max_block_(max_block)
+        : upstream_(upstream), pools_(max_block, false)
     {
     }
     /* Exactly one pooled size. */
     pool_resource(std::size_t block_size, std::pmr::memory_resource *upstream)
-        : upstream_(upstream), max_block_(block_size), only_(block_size)
+        : upstream_(upstream), pools_(block_size, false), only_(block_size)
     {
-    }
-    ~pool_resource() override
-    {
-        for (int i = 0; i < n_; i++)
-            mk_pool_destroy(slot_[i].pool);
     }
 
     std::pmr::memory_resource *upstream_resource() const noexcept
@@ -172,7 +149,7 @@ class pool_resource : public detail::unique_resource
   protected:
     void *do_allocate(std::size_t bytes, std::size_t align) override
     {
-        if (mk_pool_t *pool = pool_for(bytes, align, true)) {
+        if (mk_pool_t *pool = pool_of(bytes, align, true)) {
             void *p = mk_pool_alloc(pool);
             if (!p)
                 throw std::bad_alloc();
@@ -183,43 +160,21 @@ class pool_resource : public detail::unique_resource
     void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
     {
         /* the same size and alignment as the allocation: the same decision */
-        if (mk_pool_t *pool = pool_for(bytes, align, false))
+        if (mk_pool_t *pool = pool_of(bytes, align, false))
             mk_pool_free(pool, p);
         else
             upstream_->deallocate(p, bytes, align);
     }
 
   private:
-    struct slot {
-        std::size_t size;
-        mk_pool_t *pool;
-    };
-
-    /* The pool of this size; created on first use when `create`. NULL: upstream. */
-    mk_pool_t *pool_for(std::size_t bytes, std::size_t align, bool create)
+    mk_pool_t *pool_of(std::size_t bytes, std::size_t align, bool create)
     {
-        if (bytes == 0 || bytes > max_block_ || align > MK_MALLOC_ALIGN ||
-            (only_ && bytes != only_))
-            return nullptr;
-        for (int i = 0; i < n_; i++)
-            if (slot_[i].size == bytes)
-                return slot_[i].pool;
-        if (!create || n_ == max_sizes)
-            return nullptr;
-        mk_pool_config_t cfg{};
-        cfg.item_size = bytes;
-        cfg.align = MK_MALLOC_ALIGN;
-        mk_pool_t *pool = mk_pool_create(&cfg);
-        if (!pool)
-            throw std::bad_alloc();
-        slot_[n_++] = slot{bytes, pool};
-        return pool;
+        return only_ && bytes != only_ ? nullptr : pools_.pool_of(bytes, align, create);
     }
 
     std::pmr::memory_resource *upstream_;
-    std::size_t max_block_, only_ = 0;
-    slot slot_[max_sizes];
-    int n_ = 0;
+    pool_set pools_;
+    std::size_t only_ = 0;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -227,39 +182,25 @@ class pool_resource : public detail::unique_resource
 class fifo_resource : public detail::unique_resource
 {
   public:
-    explicit fifo_resource(const mk_fifo_config_t *config = nullptr)
-        : fifo_(mk_fifo_create(config))
-    {
-        if (!fifo_)
-            throw std::bad_alloc();
-    }
-    ~fifo_resource() override
-    {
-        mk_fifo_destroy(fifo_);
-    }
+    explicit fifo_resource(const mk_fifo_config_t *config = nullptr) : fifo_(config) {}
 
     mk_fifo_t *fifo() const noexcept
     {
-        return fifo_;
+        return fifo_.get();
     }
 
   protected:
     void *do_allocate(std::size_t bytes, std::size_t align) override
     {
-        /* every fifo block is 8-aligned already; smaller requests ask for that */
-        void *p = mk_fifo_alloc_aligned(fifo_, bytes,
-                                        align < MK_FIFO_GRAIN ? MK_FIFO_GRAIN : align);
-        if (!p)
-            throw std::bad_alloc();
-        return p;
+        return fifo_.allocate(bytes, align);
     }
-    void do_deallocate(void *p, std::size_t, std::size_t) override
+    void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
     {
-        mk_fifo_free(fifo_, p);
+        fifo_.deallocate(p, bytes, align);
     }
 
   private:
-    mk_fifo_t *fifo_;
+    memkit::fifo fifo_;
 };
 
 /* ------------------------------------------------------------------------ */

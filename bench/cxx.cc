@@ -75,16 +75,10 @@ bool vector_supports(mk_bench_api api)
 
 int vector_run(mk_bench_api api, std::uint64_t scale, int rounds, mk_bench_round *out)
 {
-    std::uint64_t vectors = scale / vector_len ? scale / vector_len : 1;
-    unsigned sink = 0;
-    for (int r = 0; r < rounds; r++) {
-        double t = vector_round(api, vectors, sink);
-        out[r] = mk_bench_round{};
-        out[r].allocs = out[r].frees = vectors * vector_len;
-        out[r].alloc_s = out[r].free_s = t;
-    }
-    __asm__ volatile("" : : "r"(sink));
-    return 0;
+    return memkit_bench::vector_rounds(scale, rounds, out,
+                                       [api](std::uint64_t vectors, unsigned &sink) {
+                                           return vector_round(api, vectors, sink);
+                                       });
 }
 
 /* ---- cxx-map ---- */

@@ -6,6 +6,10 @@
 #ifndef MEMKIT_BENCH_PMR_KERNELS_HPP
 #define MEMKIT_BENCH_PMR_KERNELS_HPP
 
+extern "C" {
+#include "workload.h"
+}
+
 #include <cstdint>
 
 namespace memkit_bench
@@ -20,6 +24,24 @@ template <class Vector> inline unsigned fill(Vector &v, std::uint64_t seed)
         v.push_back(static_cast<int>(seed + i));
     __asm__ volatile("" : : "r"(v.data()) : "memory");
     return static_cast<unsigned>(v[vector_len / 2]);
+}
+
+/* The vector workloads' rounds: round(vectors, sink) builds that many vectors
+ * and returns its seconds; both rate columns are push_backs per second. */
+template <class Round>
+inline int vector_rounds(std::uint64_t scale, int rounds, mk_bench_round *out,
+                         Round round)
+{
+    std::uint64_t vectors = scale / vector_len ? scale / vector_len : 1;
+    unsigned sink = 0;
+    for (int r = 0; r < rounds; r++) {
+        double t = round(vectors, sink);
+        out[r] = mk_bench_round{};
+        out[r].allocs = out[r].frees = vectors * vector_len;
+        out[r].alloc_s = out[r].free_s = t;
+    }
+    __asm__ volatile("" : : "r"(sink));
+    return 0;
 }
 
 /* One op: erase key k if present, else insert it; keys in [0, 65536) from a

@@ -184,6 +184,9 @@ bool mk_findings_compute(mk_report_t *r)
     const mk_profile_t *p = &r->prof;
     if (p->from_summary)
         return true; /* no lifetimes in a summary */
+    if (p->sampled)
+        return true; /* orders and temporaries need every event: no finding from
+                      * a sample (report_text.c says so) */
     for (size_t i = 0; i < r->nsites; i++) {
         const mk_stack_agg_t *a = r->sites[i].agg;
         uint32_t stack = r->sites[i].stack;

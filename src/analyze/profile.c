@@ -11,6 +11,7 @@
 #include "profile.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ struct mk_block {
     uint64_t seq;         /* allocation number within its stack (order window) */
     uint32_t agg, thread; /* agg: index of its stack's aggregate */
     uint32_t chain;       /* reallocs that led to this block */
+    uint32_t weight;      /* allocations it stands for: 1, or 1/p if sampled */
 };
 
 /* Per thread: its latest allocation, and its latest free not yet paired. */
@@ -287,35 +289,36 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     drop_block(p, bi);
     if (was)
         *was = b;
-    p->live_bytes -= size;
-    p->live_blocks--;
+    uint64_t w = b.weight;
+    p->live_bytes -= size * w;
+    p->live_blocks -= w;
 
     mk_stack_agg_t *a = &p->stacks[b.agg];
     touch(p, a);
-    a->live_bytes -= size;
-    a->live_blocks--;
+    a->live_bytes -= size * w;
+    a->live_blocks -= w;
     if (how == DIES_REPLACED) {
         order_take(&a->order, b.seq);
         return true;
     }
-    a->frees++;
+    a->frees += w;
     if (how == DIES_REALLOCATED) {
         order_take(&a->order, b.seq);
         return true;
     }
     uint64_t life = ev->time >= b.time ? ev->time - b.time : 0;
     unsigned hb = mk_hist_bucket(life);
-    a->lifetime_ns += life;
-    a->life_hist[hb]++;
-    p->life_hist[hb]++;
+    a->lifetime_ns += life * w;
+    a->life_hist[hb] += (uint32_t)w;
+    p->life_hist[hb] += (uint32_t)w;
     unsigned ord = order_take(&a->order, b.seq);
     if (ord) {
-        a->ordered_frees++;
-        a->lifo_frees += (ord & 2) != 0;
-        a->fifo_frees += (ord & 4) != 0;
+        a->ordered_frees += w;
+        a->lifo_frees += (ord & 2) ? w : 0;
+        a->fifo_frees += (ord & 4) ? w : 0;
     }
     if (ev->thread != b.thread) {
-        a->cross_thread++;
+        a->cross_thread += w;
         return true;
     }
     mk_thread_state_t *t = thread_of(p, ev->thread);
@@ -324,8 +327,8 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
         return true;
     }
     if (t->last_alloc == b.serial) {
-        a->temporaries++;
-        p->temporaries++;
+        a->temporaries += w;
+        p->temporaries += w;
     }
     /* Two blocks allocated one after the other and now freed one after the
      * other (either way round) were probably one object in two pieces. */
@@ -344,6 +347,96 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     return true;
 }
 
+/* ---- sampled traces ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* How many allocations a sampled one of this size stands for: 1/p, p its
+ * chance to be sampled (format.h), rounded down or up at random (by a hash
+ * of its serial, so every report of a trace agrees) with the odds that keep
+ * the sum's expectation; its variance joins the stack's. The hash takes in
+ * the trace's seed: traces of one program sample different blocks with the
+ * same serials, and their roundings must be independent too. A weight must be
+ * whole: blocks, frees and histograms count in whole blocks. */
+static uint64_t sample_weight(mk_profile_t *p, mk_stack_agg_t *a, uint64_t size)
+{
+    if (!size)
+        return 1; /* never sampled by the tracer; a damaged trace's */
+    double q = -expm1(-(double)size / (double)p->sample_mean);
+    double w = 1.0 / q, var = (1.0 - q) / (q * q);
+    a->samples++;
+    a->calls_var += var;
+    a->bytes_var += var * (double)size * (double)size;
+    if (w >= (double)UINT32_MAX)
+        return UINT32_MAX;
+    uint64_t whole = (uint64_t)w;
+    double u = (double)(mix64(p->serial ^ mix64(p->sample_seed)) >> 11) * 0x1p-53;
+    return whole + (u < w - (double)whole);
+}
+
+/* The growth points (profile.h): the trace's snapshots, thinned to at most
+ * MK_GROWTH_MAX, or MK_GROWTH_POINTS even times over its run when it has
+ * none and its length is known. */
+static void growth_setup(mk_profile_t *p, const mk_trace_t *tr)
+{
+    const mk_trace_sampling_t *s = &tr->sampling;
+    size_t n = s->nsnapshots;
+    uint64_t span = tr->end.present ? tr->end.duration_ns : 0;
+    if (!n && !span)
+        return;
+    size_t step = n > MK_GROWTH_MAX ? (n + MK_GROWTH_MAX - 1) / MK_GROWTH_MAX : 1;
+    size_t k = n ? (n + step - 1) / step : MK_GROWTH_POINTS;
+    p->growth.times = calloc(k, sizeof *p->growth.times);
+    if (!p->growth.times) {
+        p->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < k; i++)
+        p->growth.times[i] = n ? s->snapshots[i * step] : span / k * (i + 1);
+    p->growth.n = k;
+    p->growth.snapshots = n > 0;
+}
+
+/* The stacks' live bytes at every growth point up to time t. */
+static void growth_take(mk_profile_t *p, uint64_t t)
+{
+    mk_growth_t *g = &p->growth;
+    for (; g->next < g->n && g->times[g->next] <= t; g->next++)
+        for (size_t i = 0; i < p->nstacks; i++) {
+            mk_stack_agg_t *a = &p->stacks[i];
+            if (!a->growth && !a->live_bytes)
+                continue;
+            if (!a->growth && !(a->growth = calloc(g->n, sizeof *a->growth))) {
+                p->oom = true;
+                continue;
+            }
+            a->growth[g->next] = a->live_bytes;
+        }
+}
+
+/* On the first event (the walk has read the trace's small records by then)
+ * or at the end: is the trace sampled, and where are its growth points? */
+static void meet_trace(mk_profile_t *p)
+{
+    const mk_trace_t *tr = p->tr;
+    p->met_trace = true;
+    if (!tr)
+        return;
+    if (tr->sampling.present) {
+        p->sampled = true;
+        p->sample_mean = tr->sampling.mean;
+        p->sample_seed = tr->sampling.seed;
+    }
+    if (p->opts.growth)
+        growth_setup(p, tr);
+}
+
 /* A block is born at ev (an allocation, or a realloc's new block with the
  * old block's record in `from`). Returns false when memory ran out. */
 static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *from,
@@ -354,29 +447,31 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
     if (!a || !t)
         return false;
     uint64_t size = ev->size;
+    uint64_t w = p->sampled ? sample_weight(p, a, size) : 1;
+    p->born_weight = w;
     if (!a->calls || size < a->min_size)
         a->min_size = size;
     if (size > a->max_size)
         a->max_size = size;
-    a->calls++;
-    a->bytes += size;
-    a->size_hist[mk_hist_bucket(size)]++;
-    p->size_hist[mk_hist_bucket(size)]++;
+    a->calls += w;
+    a->bytes += size * w;
+    a->size_hist[mk_hist_bucket(size)] += (uint32_t)w;
+    p->size_hist[mk_hist_bucket(size)] += (uint32_t)w;
     if (size < MK_TINY_SIZE) {
-        a->tiny++;
-        p->tiny++;
+        a->tiny += w;
+        p->tiny += w;
     }
     if (!a->first_thread)
         a->first_thread = ev->thread + 1;
     else if (a->first_thread != ev->thread + 1)
         a->multi_thread = true;
     if (from && size > from_size) {
-        a->realloc_grows++;
+        a->realloc_grows += w;
         if (from->chain)
-            a->realloc_steps++;
+            a->realloc_steps += w;
     }
     if (!ev->addr) {
-        p->failed++;
+        p->failed += w;
         return true;
     }
 
@@ -405,22 +500,23 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         .agg = (uint32_t)(a - p->stacks),
         .thread = ev->thread,
         .chain = from ? from->chain + 1 : 0,
+        .weight = (uint32_t)w,
     };
     t->last_alloc = p->serial;
     l->a = size;
     l->b = bi;
 
     touch(p, a);
-    a->live_bytes += size;
-    a->live_blocks++;
+    a->live_bytes += size * w;
+    a->live_blocks += w;
     if (a->live_blocks > a->max_live_blocks)
         a->max_live_blocks = a->live_blocks;
     if (!order_push(&a->order, a->seq))
         return false;
 
-    p->live_bytes += size;
-    p->live_blocks++;
-    p->total_allocated += size;
+    p->live_bytes += size * w;
+    p->live_blocks += w;
+    p->total_allocated += size * w;
     if (p->live_bytes > p->max_allocated) {
         p->max_allocated = p->live_bytes;
         p->peak_time = ev->time;
@@ -515,7 +611,7 @@ static bool on_alloc(mk_profile_t *p, const mk_event_t *ev)
         return false;
     if (p->npending && ev->addr)
         take_pending(p, ev);
-    timeline_note(p, ev->time, 1, ev->size);
+    timeline_note(p, ev->time, p->born_weight, ev->size * p->born_weight);
     return true;
 }
 
@@ -563,7 +659,7 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
     }
     if (!block_born(p, ev, moved ? &old : NULL, old_size))
         return false;
-    timeline_note(p, ev->time, 1, ev->size);
+    timeline_note(p, ev->time, p->born_weight, ev->size * p->born_weight);
     return true;
 }
 
@@ -572,6 +668,10 @@ bool mk_profile_event(mk_profile_t *p, const mk_event_t *ev)
     unsigned k = ev->kind;
     if (k >= MK_K_COUNT || !passes(p, ev))
         return true;
+    if (__builtin_expect(!p->met_trace, 0))
+        meet_trace(p);
+    if (p->growth.next < p->growth.n && ev->time >= p->growth.times[p->growth.next])
+        growth_take(p, ev->time);
     p->events++;
     mk_thread_state_t *t = thread_of(p, ev->thread);
     if (!t) {
@@ -651,19 +751,46 @@ static void release_events(mk_profile_t *p)
     p->npending = p->pending_cap = 0;
 }
 
+/* A sampled trace's totals by kind are its exact counts; the frees it
+ * could not see are not unknown, only unsampled. */
+static void take_exact_counts(mk_profile_t *p)
+{
+    const mk_trace_sampling_t *s = &p->tr->sampling;
+    memcpy(p->calls, s->counts, sizeof p->calls);
+    memcpy(p->bytes, s->bytes, sizeof p->bytes);
+    p->free_null = p->calls[MK_K_NONE]; /* format.h: the free(NULL)s */
+    p->calls[MK_K_NONE] = 0;
+    p->free_unknown = p->failed = 0;
+    p->total_allocated = 0;
+    for (int k = 0; k < MK_K_COUNT; k++)
+        if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
+            mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
+            p->total_allocated += s->bytes[k];
+}
+
 void mk_profile_finish(mk_profile_t *p)
 {
+    if (!p->met_trace)
+        meet_trace(p);
+    growth_take(p, UINT64_MAX); /* points after the last event: the heap as it ended */
     p->free_unknown += p->npending; /* held to the end: never allocated */
     p->npending = 0;
+    if (p->sampled)
+        take_exact_counts(p);
     derive_totals(p);
+    if (p->sampled) /* memanalyze's Frees: of blocks, not of NULL */
+        p->frees =
+            p->calls[MK_K_FREE] -
+            (p->free_null < p->calls[MK_K_FREE] ? p->free_null : p->calls[MK_K_FREE]);
     /* What is still live is leaked at the end; charge it to its stacks. */
     for (size_t i = 0; i < p->live.cap; i++) {
         const mk_kv_t *l = &p->live.slots[i];
         if (!l->key)
             continue;
-        mk_stack_agg_t *a = &p->stacks[p->blocks[l->b].agg];
-        a->leaked_blocks++;
-        a->leaked_bytes += l->a;
+        const mk_block_t *b = &p->blocks[l->b];
+        mk_stack_agg_t *a = &p->stacks[b->agg];
+        a->leaked_blocks += b->weight;
+        a->leaked_bytes += l->a * b->weight;
     }
     /* Each stack's share of the latest peak (see touch). */
     for (size_t i = 0; i < p->nstacks; i++) {
@@ -759,6 +886,7 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
      * are not ordered by time. ns_per_tick is known once the walk calibrated
      * it; until then the default is close enough for a window. */
     p->tie_ns = (uint64_t)(2 * tr->ns_per_tick) + 1;
+    p->tr = tr;
     p->bucket_shift = 10; /* about a microsecond; doubles as needed */
     /* Decoding and replay take about the same time: with no filter reading
      * the stack table during the walk, they run on two threads. */
@@ -793,6 +921,9 @@ void mk_profile_release_replay(mk_profile_t *p)
 void mk_profile_free(mk_profile_t *p)
 {
     mk_profile_release_replay(p);
+    for (size_t i = 0; i < p->nstacks; i++)
+        free(p->stacks[i].growth);
+    free(p->growth.times);
     free(p->stacks);
     free(p->pairs.slots);
     memset(p, 0, sizeof *p);

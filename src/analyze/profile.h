@@ -67,6 +67,12 @@ typedef struct mk_stack_agg {
     uint32_t life_hist[MK_HIST_BUCKETS]; /* ns */
     uint64_t seq;                        /* blocks allocated so far: the next serial */
     mk_order_window_t order;             /* its live blocks, for lifo/fifo_frees */
+    /* A sampled trace: the variances of the calls and bytes estimates (the
+     * Horvitz-Thompson estimator's, sum of (1 - p) / p^2 x value^2). */
+    double calls_var, bytes_var;
+    uint64_t samples; /* the sampled events behind the estimates */
+    uint64_t *growth; /* live bytes at each growth point (mk_profile_t.growth),
+                       * NULL while it had none at any */
 } mk_stack_agg_t;
 
 /* The heap over time: fixed buckets whose width doubles as the input grows. */
@@ -89,11 +95,24 @@ typedef struct mk_profile_opts {
     void *filter_ctx;
     int64_t thread;          /* only this thread (as numbered in the trace); -1: all */
     uint64_t from_ns, to_ns; /* window, to_ns 0: to the end */
+    bool growth;             /* keep each stack's live bytes at the trace's
+                              * snapshots (or MK_GROWTH_POINTS even times) */
     bool summary_first;      /* a trace with a SUMMARY beside its events
                               * (MK_TF_SITE_STACKS): read that, skip the events */
     bool counts_only;        /* with summary_first: the totals alone, so the
                               * EVENTS records are not even decompressed */
 } mk_profile_opts_t;
+
+/* Growth points when a trace has no snapshots: even times over its run. */
+#define MK_GROWTH_POINTS 8
+/* Snapshots kept at most: more are thinned to every k-th. */
+#define MK_GROWTH_MAX 256
+
+typedef struct mk_growth {
+    uint64_t *times; /* ns since the start, ascending */
+    size_t n, next;  /* points; the next the replay takes */
+    bool snapshots;  /* the points are the trace's own snapshots */
+} mk_growth_t;
 
 typedef struct mk_thread_state mk_thread_state_t;
 typedef struct mk_block mk_block_t;
@@ -112,8 +131,14 @@ typedef struct mk_profile {
     uint64_t temporaries, tiny;
     uint64_t events, threads, last_time; /* threads: how many had events */
     bool from_summary;                   /* a --summary-only trace: no per-event data */
-    bool site_stacks;                    /* from_summary, its sites whole stacks */
-    bool filtered;                       /* opts narrowed the events */
+    /* A --sample trace: each event stands for 1/p like it (p = 1 - exp(-size
+     * / sample_mean)), so the per-stack numbers, the peak and leaks are
+     * estimates; calls and bytes by kind are the exact counts. */
+    bool sampled;
+    uint64_t sample_mean, sample_seed;
+    mk_growth_t growth;
+    bool site_stacks; /* from_summary, its sites whole stacks */
+    bool filtered;    /* opts narrowed the events */
     uint32_t size_hist[MK_HIST_BUCKETS];
     uint32_t life_hist[MK_HIST_BUCKETS];
     mk_timeline_bucket_t timeline[MK_TIMELINE];
@@ -150,6 +175,9 @@ typedef struct mk_profile {
     uint64_t serial; /* allocations so far, all threads */
     uint64_t peak_epoch;
     bool oom;
+    const mk_trace_t *tr; /* the trace replayed (NULL: a curl log) */
+    bool met_trace;       /* meet_trace ran */
+    uint64_t born_weight; /* the weight block_born gave its block */
 } mk_profile_t;
 
 /* The aggregate of a stack, made (zeroed) on its first use; NULL when

@@ -100,6 +100,9 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->cross_thread += s->cross_thread;
     d->realloc_grows += s->realloc_grows;
     d->realloc_steps += s->realloc_steps;
+    d->samples += s->samples;
+    d->calls_var += s->calls_var; /* sites' estimates are independent */
+    d->bytes_var += s->bytes_var;
     for (int i = 0; i < MK_HIST_BUCKETS; i++) {
         d->size_hist[i] += s->size_hist[i];
         d->life_hist[i] += s->life_hist[i];
@@ -290,6 +293,7 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
                     r->opts.thread >= 0 || r->opts.from_s > 0 || r->opts.to_s > 0;
     mk_profile_opts_t po = {.thread = r->opts.thread,
                             .summary_first = r->opts.summary_first && !narrowed,
+                            .growth = r->opts.growth,
                             .counts_only = r->opts.counts_only};
     if (r->opts.module || r->opts.function || r->opts.file) {
         po.stack_pass = filter_stack;
@@ -587,6 +591,10 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
     }
     d->from_summary |= s->from_summary;
     d->filtered |= s->filtered;
+    if (s->sampled && !d->sampled) { /* any sampled process makes the sum an estimate */
+        d->sampled = true;
+        d->sample_mean = s->sample_mean;
+    }
     return true;
 }
 

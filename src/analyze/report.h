@@ -33,6 +33,8 @@ typedef struct mk_report_opts {
                          * own): the summary's totals and sites, no replay, so
                          * no findings, temporaries or peak holders */
     bool counts_only;   /* with summary_first: totals only (a process table) */
+    bool growth;        /* keep each site's live bytes at the growth points
+                         * (profile.h), for mk_report_growth */
 } mk_report_opts_t;
 
 void mk_report_opts_default(mk_report_opts_t *o);
@@ -135,6 +137,19 @@ void mk_report_sort_processes(mk_report_process_t *procs, size_t n);
 int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
                         const mk_report_opts_t *opts, char *err, size_t errlen);
 
+/* A site whose live bytes grow across the growth points (growth.c). */
+typedef struct mk_growth_row {
+    uint32_t stack;
+    const mk_row_t *row;  /* its row in r->sites */
+    double slope;         /* least-squares growth, bytes per second */
+    uint64_t first, last; /* live bytes at the first and the last point */
+    unsigned rises;       /* intervals in which it grew */
+} mk_growth_row_t;
+
+/* The sites that grow, fastest first, into a new array (free it); 0 when
+ * none does or r has fewer than 2 growth points (opts.growth off). */
+size_t mk_report_growth(const mk_report_t *r, mk_growth_row_t **out);
+
 /* Findings (findings.c), run by mk_report_load: computed, ranked by the
  * calls they remove, then priced at cost_ns per malloc+free removed (the
  * caller measures it only when there is a finding to price). */
@@ -178,6 +193,9 @@ double mk_report_cost_ns(mk_report_t *r);
 /* Renderers (report_text.c, report_json.c, report_html.c, report_collapsed.c). */
 /* brief: the summary `memkit trace` prints (totals, top sites, top findings). */
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief);
+/* The growth ranking (memkit report --growth): its points, then the sites
+ * whose live bytes grow, fastest first, with their stacks. */
+void mk_render_growth(mk_report_t *r, FILE *out, int top, bool color);
 /* The table of a run's processes (pid, allocation calls, peak, command),
  * its first max_rows rows and a line counting the rest. */
 void mk_render_processes(FILE *out, const mk_report_process_t *procs, size_t n,

@@ -6,6 +6,8 @@
 #include "json.h"
 #include "report.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MK_REPORT_SCHEMA_VERSION 1
@@ -60,10 +62,22 @@ static void hist(mk_json *j, const char *k, const uint32_t *h)
     mk_json_end_array(j);
 }
 
-static void agg_fields(mk_json *j, const mk_stack_agg_t *a)
+static void key_double(mk_json *j, const char *k, double v)
+{
+    mk_json_key(j, k);
+    mk_json_double(j, v);
+}
+
+static void agg_fields(mk_json *j, const mk_stack_agg_t *a, bool sampled)
 {
     key_uint(j, "calls", a->calls);
     key_uint(j, "bytes", a->bytes);
+    if (sampled) { /* estimates, with one standard error each */
+        key_bool(j, "estimated", true);
+        key_uint(j, "samples", a->samples);
+        key_double(j, "calls_se", sqrt(a->calls_var));
+        key_double(j, "bytes_se", sqrt(a->bytes_var));
+    }
     key_uint(j, "frees", a->frees);
     key_uint(j, "min_size", a->min_size);
     key_uint(j, "max_size", a->max_size);
@@ -113,6 +127,9 @@ static void totals(mk_json *j, mk_report_t *r)
     key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
     key_bool(j, "leaks_unknown", r->leaks_unknown);
     key_uint(j, "failed", p->failed);
+    /* A sampled trace: the counts by kind (mallocs...frees, total_allocated)
+     * are exact; the peak, leaks, temporaries and tiny are estimates. */
+    key_bool(j, "estimated", p->sampled);
     if (r->nprocs > 1) { /* several traces merged */
         mk_json_key(j, "processes");
         mk_json_begin_array(j);
@@ -166,6 +183,18 @@ static void input(mk_json *j, mk_report_t *r)
         mk_json_double(j, r->duration_s);
         mk_json_key(j, "summary_only");
         mk_json_bool(j, r->prof.from_summary);
+        mk_json_key(j, "sampling");
+        if (r->prof.sampled) {
+            const mk_trace_sampling_t *s = &r->tr->sampling;
+            mk_json_begin_object(j);
+            key_uint(j, "mean_bytes", r->prof.sample_mean);
+            key_uint(j, "seed", s->seed);
+            key_uint(j, "samples", r->prof.events);
+            key_uint(j, "snapshots", s->nsnapshots);
+            mk_json_end_object(j);
+        } else {
+            mk_json_null(j);
+        }
         if (r->tr->end.present) {
             key_uint(j, "max_rss_kb", r->tr->end.maxrss_kb);
             key_uint(j, "minor_faults", r->tr->end.minflt);
@@ -223,7 +252,7 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
             mk_json_key(j, "frames");
             frames(j, r, rw[i].stack);
         }
-        agg_fields(j, rw[i].agg);
+        agg_fields(j, rw[i].agg, r->prof.sampled);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);
@@ -284,6 +313,47 @@ static void timeline(mk_json *j, const mk_profile_t *p)
     mk_json_end_object(j);
 }
 
+/* "growth": null, or its points and the growing sites, fastest first, each
+ * with its live bytes at every point. */
+static void growth(mk_json *j, mk_report_t *r, int top)
+{
+    const mk_growth_t *g = &r->prof.growth;
+    mk_json_key(j, "growth");
+    if (g->n < 2) {
+        mk_json_null(j);
+        return;
+    }
+    mk_json_begin_object(j);
+    key_bool(j, "snapshots", g->snapshots);
+    key_bool(j, "estimated", r->prof.sampled);
+    mk_json_key(j, "points_ns");
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < g->n; i++)
+        mk_json_uint(j, g->times[i]);
+    mk_json_end_array(j);
+    mk_growth_row_t *rows;
+    size_t n = mk_report_growth(r, &rows);
+    mk_json_key(j, "sites");
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < n && (top <= 0 || i < (size_t)top); i++) {
+        mk_json_begin_object(j);
+        key_uint(j, "stack", rows[i].stack);
+        mk_json_key(j, "frames");
+        frames(j, r, rows[i].stack);
+        key_double(j, "bytes_per_s", rows[i].slope);
+        key_uint(j, "rises", rows[i].rises);
+        mk_json_key(j, "live_bytes");
+        mk_json_begin_array(j);
+        for (size_t k = 0; k < g->n; k++)
+            mk_json_uint(j, rows[i].row->agg->growth[k]);
+        mk_json_end_array(j);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+    free(rows);
+    mk_json_end_object(j);
+}
+
 void mk_render_json(mk_report_t *r, FILE *out, int top)
 {
     mk_json j = {.out = out};
@@ -304,5 +374,6 @@ void mk_render_json(mk_report_t *r, FILE *out, int top)
     rows(&j, r, "functions", r->functions, r->nfunctions, top);
     rows(&j, r, "lines", r->lines, r->nlines, top);
     findings(&j, r);
+    growth(&j, r, top);
     mk_json_end_object(&j);
 }

@@ -7,6 +7,7 @@
 #include "report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,24 @@ static void glibc_heap(const mk_trace_end_t *e, FILE *out)
     fputc('\n', out);
 }
 
+/* What a sampled trace's numbers are: which are exact, which estimated. */
+static void sampling_note(const text_t *t)
+{
+    const mk_profile_t *p = &t->r->prof;
+    char mean[32], n[32];
+    const mk_trace_t *tr = t->r->tr;
+    fprintf(t->out,
+            "Sampled: one allocation per %s allocated on average, %s sampled events; "
+            "counts by kind are exact, ~ marks estimates\n",
+            mk_fmt_bytes(p->sample_mean, mean, sizeof mean),
+            mk_fmt_count(p->events, n, sizeof n));
+    if (tr && t->r->nprocs < 2 && tr->sampling.nsnapshots)
+        fprintf(t->out,
+                "Snapshots: %zu (memkit report --growth ranks the sites that "
+                "grow)\n",
+                tr->sampling.nsnapshots);
+}
+
 static void totals(const text_t *t)
 {
     const mk_profile_t *p = &t->r->prof;
@@ -58,13 +77,14 @@ static void totals(const text_t *t)
     if (t->r->kind == MK_INPUT_MEMDEBUG)
         fprintf(out, "Sockets: %" PRIu64 "\n", t->r->md.sockets);
     fprintf(out, "Allocations: %" PRIu64 "\n", p->allocations);
-    fprintf(out, "Maximum allocated: %" PRIu64 "\n", p->max_allocated);
+    const char *est = p->sampled ? "~" : ""; /* a sampled trace's estimates */
+    fprintf(out, "Maximum allocated: %s%" PRIu64 "\n", est, p->max_allocated);
     fprintf(out, "Total allocated: %" PRIu64 "\n", p->total_allocated);
     fprintf(out, "News: %" PRIu64 "\n", p->news);
     fprintf(out, "Deletes: %" PRIu64 "\n", p->deletes);
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
-    fprintf(out, "Peak live blocks: %" PRIu64 "\n", p->peak_blocks);
+    fprintf(out, "Peak live blocks: %s%" PRIu64 "\n", est, p->peak_blocks);
     /* Counted in process, the peak of several threads is sampled (the tracer's
      * summary.h gives the bound); the replay of the events has it exact. */
     uint64_t threads = t->r->tr && t->r->tr->end.present ? t->r->tr->end.threads : 0;
@@ -79,15 +99,17 @@ static void totals(const text_t *t)
     const mk_trace_t *cut =
         t->r->kind == MK_INPUT_TRACE && t->r->tr && !t->r->tr->end.present ? t->r->tr
                                                                            : NULL;
-    fprintf(out, "%s: %" PRIu64 " blocks, %" PRIu64 " bytes%s\n",
-            cut ? "Live where the trace ends" : "Leaks at exit", p->live_blocks,
+    fprintf(out, "%s: %s%" PRIu64 " blocks, %s%" PRIu64 " bytes%s\n",
+            cut ? "Live where the trace ends" : "Leaks at exit", est, p->live_blocks, est,
             p->live_bytes,
             cut ? " (no exit: not known to leak)"
             : t->r->leaks_unknown
                 ? " (not known to leak: the program's own free is not seen)"
                 : "");
-    if (!p->from_summary)
+    if (!p->from_summary && !p->sampled)
         fprintf(out, "Temporaries: %" PRIu64 "\n", p->temporaries);
+    if (p->sampled)
+        sampling_note(t);
     if (p->free_unknown || p->failed)
         fprintf(out,
                 "Frees of unknown blocks: %" PRIu64 "; failed allocations: %" PRIu64 "\n",
@@ -206,9 +228,17 @@ static void top_list(const text_t *t, int top)
         uint32_t depth;
         const mk_frame_t *f = mk_names_stack(r->names, rows[i].stack, &depth);
         char where[1024];
-        fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
-                rows[i].agg->calls, rows[i].agg->bytes,
-                depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+        const mk_stack_agg_t *g = rows[i].agg;
+        if (r->prof.sampled)
+            fprintf(t->out,
+                    "  %zu. ~%" PRIu64 " calls (+-%.0f), ~%" PRIu64
+                    " bytes (+-%.0f): %s\n",
+                    i + 1, g->calls, sqrt(g->calls_var), g->bytes, sqrt(g->bytes_var),
+                    depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+        else
+            fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
+                    g->calls, g->bytes,
+                    depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
         if (row_of)
             site_callers(t, row_of, (int)i);
     }
@@ -265,6 +295,17 @@ static label_t *shown_labels(const text_t *t, const mk_row_t *rows, size_t n)
     return labels;
 }
 
+/* A number formatted one byte into its buffer: with "~" before it when the
+ * trace is sampled (and the number not 0). */
+static const char *est_of(const text_t *t, const char *num)
+{
+    if (!t->r->prof.sampled || strcmp(num, "0") == 0 || strcmp(num, "0 B") == 0)
+        return num;
+    char *at = (char *)num - 1;
+    *at = '~';
+    return at;
+}
+
 static void site_table(const text_t *t, const char *title, const mk_row_t *rows, size_t n,
                        int top)
 {
@@ -287,10 +328,11 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
         else
             mk_fmt_ns((double)life, e, sizeof e);
         fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n",
-                mk_fmt_count(g->calls, a, sizeof a), mk_fmt_bytes(g->bytes, b, sizeof b),
-                mk_fmt_bytes(g->peak_bytes, c, sizeof c),
-                mk_fmt_bytes(g->leaked_bytes, d, sizeof d), g->frees ? e : "-",
-                mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s),
+                est_of(t, mk_fmt_count(g->calls, a + 1, sizeof a - 1)),
+                est_of(t, mk_fmt_bytes(g->bytes, b + 1, sizeof b - 1)),
+                est_of(t, mk_fmt_bytes(g->peak_bytes, c + 1, sizeof c - 1)),
+                est_of(t, mk_fmt_bytes(g->leaked_bytes, d + 1, sizeof d - 1)),
+                g->frees ? e : "-", mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s),
                 labels ? labels[i] : mk_row_label(t->r, &rows[i], label, sizeof label));
     }
     free(labels);
@@ -354,8 +396,9 @@ static void peak_and_leaks(const text_t *t, int top)
         mk_fmt_ns((double)r->prof.peak_time, b, sizeof b);
     else
         snprintf(b, sizeof b, "line %" PRIu64, r->prof.peak_time);
-    snprintf(head, sizeof head, "Peak: %s in %s blocks at %s, held by",
-             mk_fmt_bytes(r->prof.max_allocated, a, sizeof a),
+    const char *est = r->prof.sampled ? "~" : "";
+    snprintf(head, sizeof head, "Peak: %s%s in %s%s blocks at %s, held by", est,
+             mk_fmt_bytes(r->prof.max_allocated, a, sizeof a), est,
              mk_fmt_count(r->prof.peak_blocks, c, sizeof c), b);
     heading(t, head);
     size_t shown = 0;
@@ -365,22 +408,23 @@ static void peak_and_leaks(const text_t *t, int top)
     for (size_t i = 0; i < shown; i++) {
         char label[1024];
         fprintf(t->out, "%10s in %8s blocks  %s\n",
-                mk_fmt_bytes(rows[i].agg->peak_bytes, a, sizeof a),
-                mk_fmt_count(rows[i].agg->peak_blocks, c, sizeof c),
+                est_of(t, mk_fmt_bytes(rows[i].agg->peak_bytes, a + 1, sizeof a - 1)),
+                est_of(t, mk_fmt_count(rows[i].agg->peak_blocks, c + 1, sizeof c - 1)),
                 labels ? labels[i] : mk_row_label(r, &rows[i], label, sizeof label));
     }
     free(labels);
 
     if (r->prof.live_blocks) {
         want = top_rows(r, by_leaked, want, rows);
-        snprintf(head, sizeof head, "Leaks: %s blocks, %s still allocated at the end",
-                 mk_fmt_count(r->prof.live_blocks, c, sizeof c),
+        snprintf(head, sizeof head, "Leaks: %s%s blocks, %s%s still allocated at the end",
+                 est, mk_fmt_count(r->prof.live_blocks, c, sizeof c), est,
                  mk_fmt_bytes(r->prof.live_bytes, a, sizeof a));
         heading(t, head);
         for (size_t i = 0; i < want && rows[i].agg->leaked_blocks; i++) {
-            fprintf(t->out, "%10s in %8s blocks\n",
-                    mk_fmt_bytes(rows[i].agg->leaked_bytes, a, sizeof a),
-                    mk_fmt_count(rows[i].agg->leaked_blocks, c, sizeof c));
+            fprintf(
+                t->out, "%10s in %8s blocks\n",
+                est_of(t, mk_fmt_bytes(rows[i].agg->leaked_bytes, a + 1, sizeof a - 1)),
+                est_of(t, mk_fmt_count(rows[i].agg->leaked_blocks, c + 1, sizeof c - 1)));
             stack_lines(t, rows[i].stack, 6, "    ");
         }
     }
@@ -391,6 +435,12 @@ static void findings(const text_t *t, int top, bool brief)
 {
     mk_report_t *r = t->r;
     char a[32], b[32], c[32], head[256];
+    if (!r->nfindings && r->prof.sampled) {
+        if (!brief)
+            heading(t, "Findings: none from a sampled trace (release orders and "
+                       "temporaries need every event: trace without --sample)");
+        return;
+    }
     if (!r->nfindings) {
         if (!brief && !r->prof.from_summary)
             heading(t, "Findings: none (no site shows a pattern a known fix removes)");
@@ -452,6 +502,54 @@ void mk_render_processes(FILE *out, const mk_report_process_t *procs, size_t n,
                 procs[i].calls, procs[i].peak_bytes, procs[i].command);
     if (n > max_rows)
         fprintf(out, "  ... and %zu more processes\n", n - max_rows);
+}
+
+void mk_render_growth(mk_report_t *r, FILE *out, int top, bool color)
+{
+    text_t t = {r, out, color};
+    const mk_growth_t *g = &r->prof.growth;
+    char a[32], b[32], c[32], head[256], label[1024];
+    if (g->n < 2) {
+        fprintf(out,
+                "Growth: needs 2 or more snapshots, and %s has %zu (trace with --sample "
+                "BYTES --snapshot-every T, or send the program SIGUSR2)\n",
+                r->path, g->n);
+        return;
+    }
+    mk_growth_row_t *rows;
+    size_t n = mk_report_growth(r, &rows);
+    const char *est = r->prof.sampled ? "~" : "";
+    mk_fmt_ns((double)g->times[0], a, sizeof a);
+    mk_fmt_ns((double)g->times[g->n - 1], b, sizeof b);
+    snprintf(head, sizeof head,
+             "Growth across %zu %s (%s to %s): %zu site%s whose live "
+             "bytes grow, fastest first",
+             g->n, g->snapshots ? "snapshots" : "points of the run", a, b, n,
+             n == 1 ? "" : "s");
+    fprintf(out, color ? "\033[1m%s\033[0m\n" : "%s\n", head);
+    if (!n) {
+        free(rows);
+        return;
+    }
+    fprintf(out, "%12s %10s %10s %6s  %s\n", "per second", "first", "last", "rises",
+            "site");
+    size_t shown = n < (size_t)top ? n : (size_t)top;
+    for (size_t i = 0; i < shown; i++) {
+        char rate[40], rises[16];
+        snprintf(rate, sizeof rate, "%s%s/s", est,
+                 mk_fmt_bytes((uint64_t)rows[i].slope, c, sizeof c));
+        snprintf(rises, sizeof rises, "%u/%zu", rows[i].rises, g->n - 1);
+        fprintf(out, "%12s %10s %10s %6s  %s\n", rate,
+                est_of(&t, mk_fmt_bytes(rows[i].first, a + 1, sizeof a - 1)),
+                est_of(&t, mk_fmt_bytes(rows[i].last, b + 1, sizeof b - 1)), rises,
+                mk_row_label_with_caller(r, rows[i].row, label, sizeof label));
+    }
+    for (size_t i = 0; i < shown && i < 3; i++) {
+        fprintf(out, "\n%zu. grows %s%s/s:\n", i + 1, est,
+                mk_fmt_bytes((uint64_t)rows[i].slope, c, sizeof c));
+        stack_lines(&t, rows[i].stack, 8, "    ");
+    }
+    free(rows);
 }
 
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)

@@ -1,13 +1,15 @@
 /*
  * args.c - what every subcommand's argument parsing shares: the usage error
- * and counts with k/M/G suffixes (cli.h).
+ * and numbers with their units: counts, byte sizes, durations (cli.h).
  */
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int mk_usage_error(const char *fmt, ...)
 {
@@ -55,5 +57,71 @@ bool mk_parse_count(const char *s, uint64_t *out)
     if (*end || (v && mul > UINT64_MAX / v))
         return false;
     *out = v * mul;
+    return true;
+}
+
+bool mk_parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno)
+        return false;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    default:
+        break;
+    }
+    if (shift) {
+        end++;
+        if (*end == 'i')
+            end++;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || (v >> (64 - shift - 1)) != 0)
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+bool mk_parse_duration(const char *s, uint64_t *ns)
+{
+    char *end;
+    double v, unit = 1e9;
+
+    if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+        return false;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v))
+        return false;
+    if (strcmp(end, "ms") == 0)
+        unit = 1e6;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        unit = 60e9;
+    else if (strcmp(end, "h") == 0)
+        unit = 3600e9;
+    else if (*end && strcmp(end, "s") != 0)
+        return false;
+    if (v * unit >= 1e19)
+        return false;
+    *ns = (uint64_t)(v * unit);
     return true;
 }

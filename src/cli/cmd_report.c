@@ -327,6 +327,9 @@ static const char usage[] =
     "  -o FILE           write to FILE instead of standard output\n"
     "  --top N           rows per table (default 10; json: all unless given)\n"
     "  --weight W        collapsed: calls (default), bytes, peak or leaked\n"
+    "  --growth          the sites whose live bytes grow across the trace's\n"
+    "                    snapshots (--sample with --snapshot-every or SIGUSR2;\n"
+    "                    else 8 even points of the run), fastest first\n"
     "  --module M        only allocations made directly by code in object M\n"
     "                    (what an in-library wrapper like curl's memdebug counts)\n"
     "  --function F      only allocations with F on their stack\n"
@@ -349,6 +352,7 @@ int mk_cmd_report(int argc, char **argv)
     mk_report_opts_t o;
     mk_report_opts_default(&o);
     int top = -1, color = -1, memanalyze = 0;
+    bool growth_only = false;
     enum format fmt = FMT_TEXT;
     enum mk_weight weight = MK_WEIGHT_CALLS;
     const char *outpath = NULL;
@@ -403,6 +407,8 @@ int mk_cmd_report(int argc, char **argv)
                                       w);
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             outpath = argv[++i];
+        } else if (strcmp(a, "--growth") == 0) {
+            growth_only = true;
         } else if (strcmp(a, "--color") == 0) {
             color = 1;
         } else if (strcmp(a, "--no-color") == 0) {
@@ -427,6 +433,10 @@ int mk_cmd_report(int argc, char **argv)
     if (!ninputs)
         return free(inputs),
                mk_usage_error("report: no input given (memkit report TRACE)");
+    if (growth_only && (fmt == FMT_COLLAPSED || memanalyze))
+        return free(inputs), mk_usage_error("report: --growth is text, json or html");
+    /* JSON and the page carry growth whenever the trace has snapshots. */
+    o.growth = growth_only || fmt == FMT_JSON || fmt == FMT_HTML;
     char **paths;
     size_t npaths;
     if (mk_expand_inputs(inputs, (size_t)ninputs, o.pid, &paths, &npaths) != MK_EXIT_OK)
@@ -460,7 +470,10 @@ int mk_cmd_report(int argc, char **argv)
         if (wrote) {
             switch (fmt) {
             case FMT_TEXT:
-                mk_render_text(&r, out, top < 0 ? 10 : top, color, false);
+                if (growth_only)
+                    mk_render_growth(&r, out, top < 0 ? 10 : top, color);
+                else
+                    mk_render_text(&r, out, top < 0 ? 10 : top, color, false);
                 break;
             case FMT_JSON:
                 mk_render_json(&r, out, top < 0 ? 0 : top);

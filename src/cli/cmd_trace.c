@@ -36,6 +36,9 @@ typedef struct trace_opts {
     int depth;
     bool no_stacks, summary_only, syscalls, quiet;
     int top;
+    uint64_t sample;      /* --sample: mean bytes between samples; 0: every event */
+    uint64_t snapshot_ns; /* --snapshot-every */
+    int snapshot_signal;  /* --snapshot-signal; -1: the default (SIGUSR2) */
 } trace_opts_t;
 
 static void usage(FILE *out)
@@ -54,6 +57,21 @@ static void usage(FILE *out)
         "unwinding\n"
         "  --summary-only       aggregate inside the process; no per-event trace\n"
         "  --syscalls           also record mmap, munmap, mremap, brk and sbrk\n"
+        "  --sample BYTES       record a sample of the allocations, one per BYTES "
+        "allocated\n"
+        "                       on average (e.g. 512K; 1 to 1G): for long-running "
+        "programs.\n"
+        "                       Counts by kind stay exact; sites, sizes and leaks "
+        "become\n"
+        "                       estimates (MEMKIT_SAMPLE_SEED=N repeats a run's "
+        "choices)\n"
+        "  --snapshot-every T   with --sample: mark the live heap every T (e.g. 60s, "
+        "5m);\n"
+        "                       memkit report --growth ranks the sites that grow\n"
+        "  --snapshot-signal S  with --sample: S (USR1, USR2 or none; default USR2) "
+        "marks\n"
+        "                       a snapshot, where the program leaves S at its "
+        "default\n"
         "  --top N              call sites in the summary (default 3)\n"
         "  --mallopt LIST       apply glibc mallopt settings in the program first, e.g.\n"
         "                       mmap_threshold=33554432,trim_threshold=-1 (names as in\n"
@@ -157,6 +175,14 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     /* The summary printed at the end is counted while the program runs, beside
      * its events, so that printing it replays nothing; -q prints none. */
     set_env("MEMKIT_TRACE_SUMMARY", o->quiet ? "0" : "1");
+    char num[32];
+    snprintf(num, sizeof num, "%" PRIu64, o->sample);
+    set_env("MEMKIT_TRACE_SAMPLE", num);
+    snprintf(num, sizeof num, "%" PRIu64, o->snapshot_ns);
+    set_env("MEMKIT_TRACE_SNAPSHOT_NS", num);
+    snprintf(num, sizeof num, "%d",
+             o->snapshot_signal < 0 ? SIGUSR2 : o->snapshot_signal);
+    set_env("MEMKIT_TRACE_SNAPSHOT_SIGNAL", num);
     if (o->mallopt)
         set_env("MEMKIT_MALLOPT", o->mallopt);
     restore_given(); /* what we were given, not the default (waited_signals) */
@@ -318,8 +344,9 @@ static const found_t *find_main(const found_t *traces, size_t n, pid_t pid)
 /* Is a one of the options that take a value (given last, it lacks one)? */
 static bool takes_value(const char *a)
 {
-    static const char *const with_value[] = {"-o", "--output", "--depth", "--top",
-                                             "--mallopt"};
+    static const char *const with_value[] = {
+        "-o",        "--output", "--depth",          "--top",
+        "--mallopt", "--sample", "--snapshot-every", "--snapshot-signal"};
     for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
         if (strcmp(a, with_value[k]) == 0)
             return true;
@@ -359,6 +386,32 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
             o->mallopt = argv[++i];
             if (mk_mallopt_parse(o->mallopt, set, err, sizeof err) < 0)
                 return mk_usage_error("trace: --mallopt: %s", err);
+        } else if (strcmp(a, "--sample") == 0 && i + 1 < argc) {
+            if (!mk_parse_bytes(argv[++i], &o->sample) || o->sample == 0 ||
+                o->sample > (1ull << 30))
+                return mk_usage_error("trace: --sample wants a byte count from 1 to 1G "
+                                      "(e.g. 512K), not '%s'",
+                                      argv[i]);
+        } else if (strcmp(a, "--snapshot-every") == 0 && i + 1 < argc) {
+            if (!mk_parse_duration(argv[++i], &o->snapshot_ns) ||
+                o->snapshot_ns < 1000000)
+                return mk_usage_error("trace: --snapshot-every wants a duration of 1ms "
+                                      "or more (e.g. 60s, 5m), not '%s'",
+                                      argv[i]);
+        } else if (strcmp(a, "--snapshot-signal") == 0 && i + 1 < argc) {
+            const char *sig = argv[++i];
+            if (strncmp(sig, "SIG", 3) == 0)
+                sig += 3;
+            if (strcmp(sig, "USR1") == 0)
+                o->snapshot_signal = SIGUSR1;
+            else if (strcmp(sig, "USR2") == 0)
+                o->snapshot_signal = SIGUSR2;
+            else if (strcmp(sig, "none") == 0)
+                o->snapshot_signal = 0;
+            else
+                return mk_usage_error("trace: --snapshot-signal wants USR1, USR2 or "
+                                      "none, not '%s'",
+                                      argv[i]);
         } else if (strcmp(a, "--no-stacks") == 0) {
             o->no_stacks = true;
         } else if (strcmp(a, "--summary-only") == 0) {
@@ -375,13 +428,20 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
     }
     if (i >= argc)
         return mk_usage_error("trace: no command given (memkit trace -- CMD ARGS...)");
+    if ((o->snapshot_ns || o->snapshot_signal >= 0) && !o->sample)
+        return mk_usage_error("trace: snapshots are of a sampled heap: give --sample "
+                              "BYTES too");
+    if (o->sample && o->summary_only)
+        return mk_usage_error("trace: --summary-only counts every call in the process "
+                              "already; --sample records samples with their stacks: "
+                              "choose one");
     *first = i;
     return -1;
 }
 
 int mk_cmd_trace(int argc, char **argv)
 {
-    trace_opts_t o = {.depth = 32, .top = 3};
+    trace_opts_t o = {.depth = 32, .top = 3, .snapshot_signal = -1};
     char preload[PATH_MAX], file[PATH_MAX], prefix[PATH_MAX], run_id[64];
     int first = 0, rc, status;
 

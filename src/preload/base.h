@@ -63,16 +63,20 @@ typedef struct mk_real_fns {
 
 /* Settings, read once from the environment (MEMKIT_TRACE_*). */
 typedef struct mk_config {
-    int depth;         /* frames kept per stack; 1 = caller only (--no-stacks) */
-    bool summary_only; /* aggregate in process, write one SUMMARY record */
-    bool summary_too;  /* events, and the summary aggregated beside them with
-                        * sites keyed by stack id (memkit trace without -q
-                        * prints it without replaying the trace) */
-    bool syscalls;     /* record mmap/munmap/mremap/brk/sbrk too */
-    char prefix[4096]; /* trace path prefix: <prefix>.<pid>[.<n>].mkt */
-    char run_id[64];   /* ties the traces of one `memkit trace` run together */
-    int test_signal;   /* MEMKIT_TRACE_TEST_SIGNAL (tests only): raised once while
-                        * the first EVENTS record is being written */
+    int depth;                  /* frames kept per stack; 1 = caller only (--no-stacks) */
+    bool summary_only;          /* aggregate in process, write one SUMMARY record */
+    bool summary_too;           /* events, and the summary aggregated beside them with
+                                 * sites keyed by stack id (memkit trace without -q
+                                 * prints it without replaying the trace) */
+    bool syscalls;              /* record mmap/munmap/mremap/brk/sbrk too */
+    uint64_t sample_mean;       /* --sample: mean bytes between samples; 0: every event */
+    uint64_t sample_seed;       /* MEMKIT_SAMPLE_SEED, or drawn from the clock */
+    uint64_t snapshot_every_ns; /* --snapshot-every; 0: none */
+    int snapshot_signal;        /* --snapshot-signal; 0: none */
+    char prefix[4096];          /* trace path prefix: <prefix>.<pid>[.<n>].mkt */
+    char run_id[64];            /* ties the traces of one `memkit trace` run together */
+    int test_signal; /* MEMKIT_TRACE_TEST_SIGNAL (tests only): raised once while
+                      * the first EVENTS record is being written */
 } mk_config_t;
 
 /* A thread's tracer state (thread.h). */

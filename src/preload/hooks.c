@@ -176,8 +176,9 @@ MK_EXPORT void *realloc(void *old, size_t n)
     if (!t)
         return MK_LIKELY(mk_real.realloc != NULL) ? mk_real.realloc(old, n)
                                                   : mk_boot_alloc(n);
+    bool old_sampled = sample_realloc_begin(old);
     void *p = mk_real.realloc(old, n);
-    record_realloc(t, MK_K_REALLOC, n, old, p, CALLER());
+    record_realloc(t, MK_K_REALLOC, n, old, old_sampled, p, CALLER());
     note_brk(t);
     mk_leave(t);
     return p;
@@ -197,10 +198,11 @@ MK_EXPORT void *reallocarray(void *old, size_t n, size_t size)
         return mk_real.reallocarray ? mk_real.reallocarray(old, n, size)
                                     : realloc(old, total);
     }
+    bool old_sampled = sample_realloc_begin(old);
     void *p = mk_real.reallocarray(old, n, size);
     size_t total = 0;
     (void)__builtin_mul_overflow(n, size, &total);
-    record_realloc(t, MK_K_REALLOCARRAY, total, old, p, CALLER());
+    record_realloc(t, MK_K_REALLOCARRAY, total, old, old_sampled, p, CALLER());
     mk_leave(t);
     return p;
 }

@@ -8,6 +8,7 @@
 #define MEMKIT_PRELOAD_RECORD_H
 
 #include "runtime.h"
+#include "sampling.h"
 #include "stacks.h"
 #include "summary.h"
 
@@ -87,13 +88,102 @@ put_sysmap(mk_thread_t *t, unsigned kind, size_t size, const void *p, const void
     mk_writer_sysmap(&t->w, mk_ticks(), kind, size, (uintptr_t)p, (uintptr_t)old);
 }
 
+/* ---- --sample: the sampled path (sampling.h) ----
+ *
+ * Every call is counted; an allocation that is sampled joins the set of
+ * sampled blocks and is recorded with its stack, and a free is recorded only
+ * when its block is in the set. */
+
+/* Before a sampled event: the snapshot that is due (this thread takes it),
+ * or the flush of this thread's record for one another thread took. */
+static inline void sample_snapshot(mk_thread_t *t)
+{
+    unsigned gen = atomic_load_explicit(&mk_snapshot_gen, memory_order_relaxed);
+    if (MK_UNLIKELY(mk_snapshot_claim())) {
+        mk_thread_flush(t);
+        t->snapshot_gen = atomic_fetch_add(&mk_snapshot_gen, 1) + 1;
+        mk_samples_write(MK_SAMPLES_SNAPSHOT);
+    } else if (MK_UNLIKELY(t->snapshot_gen != gen)) {
+        mk_thread_flush(t);
+        t->snapshot_gen = gen;
+    }
+}
+
+static inline __attribute__((always_inline)) void
+sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
+                 uintptr_t ra, uintptr_t fp)
+{
+    sample_snapshot(t);
+    put_alloc(t, kind, size, align, p, ra, fp);
+}
+
+static inline __attribute__((always_inline)) void
+sample_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
+             uintptr_t ra, uintptr_t fp)
+{
+    t->counts[kind]++;
+    t->bytes[kind] += size;
+    if (MK_LIKELY(!mk_sample_due(t, size)))
+        return;
+    t->sample_left = mk_sample_draw(t);
+    if (p && mk_sampled_put((uintptr_t)p))
+        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp));
+}
+
+/* A realloc's old block leaves the set before the real call, so that no
+ * other thread can be handed its address while it is still in: true when it
+ * was sampled. */
+static inline __attribute__((always_inline)) bool sample_realloc_begin(const void *old)
+{
+    return MK_UNLIKELY(mk_st.cfg.sample_mean != 0) && mk_sampled_take((uintptr_t)old);
+}
+
+/* The event of a realloc touching a sampled block: the realloc itself when
+ * the new block is sampled (from NULL when the old one was not), else the
+ * old block's end as a free. */
+static inline __attribute__((always_inline)) void
+sample_put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
+                   bool old_sampled, bool sampled, const void *p, uintptr_t ra,
+                   uintptr_t fp)
+{
+    sample_snapshot(t);
+    if (sampled)
+        put_realloc(t, kind, size, old_sampled ? old : NULL, p, ra, fp);
+    else
+        put_free(t, MK_K_FREE, old);
+}
+
+static inline __attribute__((always_inline)) void
+sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
+               bool old_sampled, const void *p, uintptr_t ra, uintptr_t fp)
+{
+    t->counts[kind]++;
+    t->bytes[kind] += size;
+    if (!p && size) { /* failed: the old block stays as it was */
+        if (old_sampled)
+            mk_sampled_put((uintptr_t)old);
+        return;
+    }
+    bool sampled = mk_sample_due(t, size);
+    if (MK_LIKELY(!sampled && !old_sampled))
+        return;
+    if (sampled) {
+        t->sample_left = mk_sample_draw(t);
+        sampled = p && mk_sampled_put((uintptr_t)p);
+        if (!sampled && !old_sampled)
+            return;
+    }
+    KEEP_ERRNO(t,
+               sample_put_realloc(t, kind, size, old, old_sampled, sampled, p, ra, fp));
+}
+
 /* ---- the record_* functions: one event, in any mode ----
  *
- * --summary-only aggregates; full tracing records the event, and with the
- * summary too (memkit trace without -q) also aggregates it, its site the
- * event's stack id. Each leaves errno as it found it: the summary's path
- * cannot touch it (its slow paths keep it themselves), so only the events'
- * path pays. */
+ * --summary-only aggregates; --sample counts and records samples; full
+ * tracing records the event, and with the summary too (memkit trace without
+ * -q) also aggregates it, its site the event's stack id. Each leaves errno as it found
+ * it: the summary's path cannot touch it (its slow paths keep it themselves), so only the
+ * events' path pays. */
 
 static inline __attribute__((always_inline)) void
 record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
@@ -101,6 +191,10 @@ record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const voi
 {
     if (mk_st.cfg.summary_only) {
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
+        return;
+    }
+    if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
+        sample_alloc(t, kind, size, align, p, ra, HOOK_FRAME());
         return;
     }
     uint32_t stack;
@@ -111,6 +205,14 @@ record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const voi
 
 static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
 {
+    if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
+        t->counts[kind]++;
+        /* free(NULL)s apart (in the kind-less slot): Frees counts blocks freed */
+        t->counts[MK_K_NONE] += kind == MK_K_FREE && !p;
+        if (MK_UNLIKELY(mk_sampled_take((uintptr_t)p)))
+            KEEP_ERRNO(t, put_free(t, kind, p));
+        return;
+    }
     if (!mk_st.cfg.summary_only)
         KEEP_ERRNO(t, put_free(t, kind, p));
     if (mk_st.cfg.summary_only || MK_UNLIKELY(mk_st.cfg.summary_too))
@@ -128,12 +230,17 @@ summary_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
     mk_summary_alloc(t, kind, size, (uintptr_t)p, site);
 }
 
+/* old_sampled: sample_realloc_begin's answer (false without --sample). */
 static inline __attribute__((always_inline)) void
-record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const void *p,
-               uintptr_t ra)
+record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
+               bool old_sampled, const void *p, uintptr_t ra)
 {
     if (mk_st.cfg.summary_only) {
         summary_realloc(t, kind, size, old, p, ra);
+        return;
+    }
+    if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
+        sample_realloc(t, kind, size, old, old_sampled, p, ra, HOOK_FRAME());
         return;
     }
     uint32_t stack;
@@ -147,6 +254,10 @@ static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
 {
     if (!mk_st.cfg.summary_only)
         KEEP_ERRNO(t, put_sysmap(t, kind, size, p, old));
+    if (mk_st.cfg.sample_mean) {
+        t->counts[kind]++;
+        t->bytes[kind] += size;
+    }
     if (mk_st.cfg.summary_only || mk_st.cfg.summary_too) {
         t->counts[kind]++;
         t->bytes[kind] += size;

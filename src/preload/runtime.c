@@ -10,6 +10,7 @@
 #include "modules.h"
 #include "output.h"
 #include "proc_io.h"
+#include "sampling.h"
 #include "signals.h"
 #include "stacks.h"
 #include "summary.h"
@@ -22,6 +23,32 @@
 #include <sys/resource.h>
 
 /* ---- configuration ---- */
+
+/* --sample and its snapshots (the command checked the values; a bad one
+ * here turns the feature off rather than guess). */
+static void read_sampling(mk_config_t *c)
+{
+    const char *v;
+    char *end;
+
+    c->sample_mean = 0;
+    if ((v = getenv("MEMKIT_TRACE_SAMPLE")) && *v) {
+        unsigned long long n = strtoull(v, &end, 10);
+        if (!*end && n > 0 && n <= (1ull << 30))
+            c->sample_mean = n;
+    }
+    if (!c->sample_mean || c->summary_only)
+        return; /* --summary-only counts every call in process: nothing to sample */
+    c->summary_too = false; /* the summary of a sampled run is made by replaying it */
+    if ((v = getenv("MEMKIT_SAMPLE_SEED")) && *v)
+        c->sample_seed = strtoull(v, NULL, 0);
+    else
+        c->sample_seed = mk_now() ^ ((uint64_t)getpid() << 32) ^ __rdtsc();
+    if ((v = getenv("MEMKIT_TRACE_SNAPSHOT_NS")) && *v)
+        c->snapshot_every_ns = strtoull(v, NULL, 10);
+    if ((v = getenv("MEMKIT_TRACE_SNAPSHOT_SIGNAL")) && *v)
+        c->snapshot_signal = atoi(v);
+}
 
 static void read_config(mk_config_t *c)
 {
@@ -51,6 +78,7 @@ static void read_config(mk_config_t *c)
     snprintf(c->run_id, sizeof c->run_id, "%s", v ? v : "");
     v = getenv("MEMKIT_TRACE_TEST_SIGNAL");
     c->test_signal = v ? atoi(v) : 0;
+    read_sampling(c);
 }
 
 /* ---- the way in for a thread without a state ---- */
@@ -130,6 +158,8 @@ static void end_image(int reason)
     mk_threads_flush_all();
     if (mk_st.cfg.summary_only || mk_st.cfg.summary_too)
         mk_summary_write();
+    if (mk_st.cfg.sample_mean)
+        mk_samples_write(MK_SAMPLES_END);
     write_end(reason);
 }
 
@@ -197,9 +227,13 @@ static void fork_child(void)
     atomic_fetch_add(&mk_st.stack_gen, 1);
     mk_threads_after_fork_child();
     mk_summary_after_fork_child();
+    if (mk_st.cfg.sample_mean)
+        mk_sampling_after_fork_child();
     if (mk_output_open()) {
         mk_modules_write();
         mk_shadowed_write();
+        if (mk_st.cfg.sample_mean)
+            mk_samples_write(MK_SAMPLES_START);
     }
     mk_io_start(
         mk_thread_ended); /* the child's counts began at 0 with it; the head is ours */
@@ -252,6 +286,8 @@ void mk_init(void)
         return;
     }
     read_config(&mk_st.cfg);
+    if (mk_st.cfg.sample_mean && !mk_sampling_init())
+        mk_st.cfg.sample_mean = 0;
     mk_glibc_apply_mallopt();
     mk_child_env_save();
     mk_st.pid = getpid();
@@ -270,6 +306,8 @@ void mk_init(void)
     mk_modules_write();
     mk_shadowed_find();
     mk_shadowed_write();
+    if (mk_st.cfg.sample_mean)
+        mk_samples_write(MK_SAMPLES_START);
     mk_io_start(mk_thread_ended); /* after the head: its reads and writes are ours */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;

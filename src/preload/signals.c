@@ -10,6 +10,10 @@
  * default action and lets the signal take it: the process ends as it would
  * have, by the same signal (so with the same status and core dump).
  *
+ * With --sample, the snapshot signal (SIGUSR2 by default) is the exception:
+ * where the program leaves it at its default, it asks for a snapshot instead
+ * of ending the process.
+ *
  * The program is not to see the difference: sigaction() and signal() report
  * the default action while our handler stands in for it; a handler the
  * program installs (or SIG_IGN) replaces ours; setting the default again puts
@@ -86,6 +90,13 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context)
     struct sigaction dfl;
 
     (void)context;
+    /* --sample's snapshot signal (SIGUSR2 unless told otherwise), where the
+     * program left it at its default: a snapshot at the next sample, and the
+     * program runs on. */
+    if (sig == mk_st.cfg.snapshot_signal && mk_st.cfg.sample_mean) {
+        mk_snapshot_request();
+        return;
+    }
     /* The default action first: a fault while the trace ends then ends the
      * process at once instead of coming back here. */
     report_default(&dfl);

@@ -36,7 +36,8 @@ struct mk_thread {
     uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
     uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind not in the
                                          * site table (frees, system calls, sites
-                                         * the table had no room for) */
+                                         * the table had no room for); --sample:
+                                         * every call, by kind (and bytes below) */
     long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
     long long sample_hi, sample_lo;     /* --summary-only: the live bytes, and */
     long long sample_hi_blocks;         /* blocks, above or below which an */
@@ -44,8 +45,11 @@ struct mk_thread {
     uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
     mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];
-    mk_thread_t *next; /* all thread states, never unlinked */
-    uint32_t state_id; /* --summary-only: which state a SUMMARY_PART is of, from 1 */
+    int64_t sample_left;   /* --sample: bytes until the next sample (sampling.h) */
+    uint64_t sample_rng;   /* and the generator its budgets are drawn from */
+    unsigned snapshot_gen; /* the last snapshot this thread's record is flushed for */
+    mk_thread_t *next;     /* all thread states, never unlinked */
+    uint32_t state_id;     /* --summary-only: which state a SUMMARY_PART is of, from 1 */
     uint32_t checkpoint_gate;     /* --summary-only: slow-path calls, to read the */
     uint64_t checkpoint_due_ns;   /* clock now and then; the next checkpoint */
     uint64_t checkpoint_every_ns; /* (ns since start) and the gap after it */

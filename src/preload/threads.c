@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "thread.h"
+#include "sampling.h"
 
 #include "output.h"
 #include "proc_io.h"
@@ -163,6 +164,8 @@ mk_thread_t *mk_thread_get(void)
     /* counts/bytes/sites carry over: --summary-only totals are per process. */
     reset_buffer(t);
     reset_index(t);
+    if (mk_st.cfg.sample_mean)
+        mk_sample_thread_start(t);
     mk_self = t;
     if ((mk_st.cfg.summary_only || mk_st.cfg.summary_too) && mk_summary_thread_added(t))
         mk_quiesce_others();

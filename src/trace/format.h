@@ -125,9 +125,26 @@ enum mk_record_type {
     MK_REC_END = 4,
     MK_REC_SUMMARY = 5,
     MK_REC_SUMMARY_PART = 6,
-    MK_REC_NOTES = 7, /* varint flags, bytes path: allocation functions the program
-                       * defines ahead of memkit's (preload/shadowed.c); readers
-                       * older than it skip it */
+    MK_REC_NOTES = 7,   /* varint flags, bytes path: allocation functions the program
+                         * defines ahead of memkit's (preload/shadowed.c); readers
+                         * older than it skip it */
+    MK_REC_SAMPLES = 8, /* --sample: see below; older readers skip it */
+};
+
+/* A SAMPLES record (a trace made with --sample BYTES): varint mean BYTES,
+ * varint seed, varint reason (enum mk_samples_reason), varint ns since the
+ * start, varint nkinds, nkinds x varint calls, nkinds x varint bytes (the
+ * process's exact counts so far, every call counted; calls of kind NONE
+ * count the free(NULL)s among the FREEs), varint sampled blocks
+ * live. One is written at the start, one per snapshot, one at the end: the
+ * latest holds the counts. Only sampled allocations are events: an
+ * allocation of s bytes is sampled with probability 1 - exp(-s / mean), and
+ * only sampled blocks' frees are recorded. A realloc whose new block is not
+ * sampled ends its sampled old block with a FREE event. */
+enum mk_samples_reason {
+    MK_SAMPLES_START = 0,
+    MK_SAMPLES_SNAPSHOT = 1,
+    MK_SAMPLES_END = 2
 };
 
 /* SUMMARY_PART sites: the calling instruction | kind << MK_SITE_KIND_SHIFT

@@ -122,6 +122,39 @@ static mk_summary_site_t *get_sites(mk_cursor_t *c, size_t *nsites)
     return sites;
 }
 
+/* A SAMPLES record (format.h): the latest's counts replace the earlier's;
+ * a snapshot's time joins the list. */
+static bool absorb_samples(mk_trace_t *tr, mk_cursor_t *c)
+{
+    mk_trace_sampling_t *s = &tr->sampling;
+    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0};
+    uint64_t mean = mk_get_varint(c), seed = mk_get_varint(c);
+    uint64_t reason = mk_get_varint(c), at = mk_get_varint(c);
+    if (c->err || mean == 0 || mean > (1ull << 30) || reason > MK_SAMPLES_END ||
+        !get_kind_totals(c, counts, bytes))
+        return false;
+    uint64_t live = mk_get_varint(c);
+    if (c->err)
+        return false;
+    if (reason == MK_SAMPLES_SNAPSHOT) {
+        if (!mk_grow((void **)&s->snapshots, &s->snapshots_cap, s->nsnapshots + 1,
+                     sizeof *s->snapshots))
+            return false;
+        s->snapshots[s->nsnapshots++] = at;
+    }
+    s->present = true;
+    s->mean = mean;
+    s->seed = seed;
+    if (at >= s->at_ns || reason == MK_SAMPLES_END) {
+        s->at_ns = at;
+        s->ended = reason == MK_SAMPLES_END;
+        memcpy(s->counts, counts, sizeof counts);
+        memcpy(s->bytes, bytes, sizeof bytes);
+        s->live_samples = live;
+    }
+    return true;
+}
+
 static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
 {
     mk_trace_summary_t *s = &tr->summary;
@@ -259,6 +292,9 @@ bool mk_trace_absorb(mk_trace_t *tr, unsigned type, const uint8_t *raw, size_t l
         break;
     case MK_REC_NOTES:
         ok = absorb_notes(tr, &c);
+        break;
+    case MK_REC_SAMPLES:
+        ok = absorb_samples(tr, &c);
         break;
     default:
         break; /* unknown record types from newer writers are skipped */

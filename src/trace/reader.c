@@ -204,6 +204,7 @@ void mk_trace_close(mk_trace_t *tr)
         free(tr->stacks[i].frames);
     free(tr->stacks);
     free(tr->summary.sites);
+    free(tr->sampling.snapshots);
     for (size_t i = 0; i < tr->nparts; i++)
         free(tr->parts[i].sites);
     free(tr->parts);

@@ -86,6 +86,19 @@ typedef struct mk_summary_part {
     size_t nsites;
 } mk_summary_part_t;
 
+/* A trace made with --sample (SAMPLES records, format.h): the exact counts
+ * from the latest record, and when the snapshots were taken. */
+typedef struct mk_trace_sampling {
+    bool present;
+    uint64_t mean, seed; /* mean bytes between samples; the generator's seed */
+    uint64_t at_ns;      /* the latest record's time, ns since the start */
+    bool ended;          /* the latest is the process's last (reason END) */
+    uint64_t counts[MK_K_COUNT], bytes[MK_K_COUNT]; /* every call, exact */
+    uint64_t live_samples;                          /* sampled blocks live then */
+    uint64_t *snapshots; /* ns since the start, in file order */
+    size_t nsnapshots, snapshots_cap;
+} mk_trace_sampling_t;
+
 /* One event, decoded. */
 typedef struct mk_event {
     uint64_t time; /* ns since the trace's start */
@@ -113,6 +126,7 @@ typedef struct mk_trace {
     mk_trace_header_t header;
     mk_trace_end_t end;
     mk_trace_summary_t summary;
+    mk_trace_sampling_t sampling;
     /* From a NOTES record: the allocation functions the program defines ahead
      * of memkit's (bits: malloc, free, calloc, realloc, new, delete), and the
      * object defining them; 0 and "" when every one reached memkit. */

@@ -1,0 +1,88 @@
+/*
+ * sampling.h - --sample BYTES: which allocations are recorded, and the
+ * sampled blocks still live (sampling.c has the slow parts and the SAMPLES
+ * record).
+ *
+ * Each thread keeps a byte budget, sample_left, drawn from an exponential
+ * distribution of mean BYTES. Every allocation takes its size off; the one
+ * that takes the budget below zero is sampled and a new budget is drawn. The
+ * byte stream is then cut by a Poisson process of rate 1/BYTES, so an
+ * allocation of s bytes is sampled with probability 1 - exp(-s/BYTES) no
+ * matter what came before it (the process has no memory), and a reader that
+ * weighs each sample by the inverse of that probability estimates counts and
+ * bytes without bias (the Horvitz-Thompson estimator). The scheme is
+ * tcmalloc's and heapprofd's. The unsampled fast path is a subtraction and a
+ * branch, beside the exact per-kind counters.
+ *
+ * Frees: only a sampled block's free is recorded. The set of sampled live
+ * blocks is a hash table under a lock, fronted by a counting filter with no
+ * lock: one byte per hash bucket, the number of set members in the bucket.
+ * A free whose bucket holds 0 (nearly every free: the set is small, the live
+ * heap over BYTES) is not sampled, at the cost of one load. Invariants:
+ *  - filter[h] >= the members of the set hashing to h, equal unless the
+ *    count saturated at 255 (then it stays: its frees take the slow path).
+ *  - A block enters the set after the real allocation returned it and leaves
+ *    before the real free (or realloc) can hand its address to another
+ *    thread, so one address is never in the set twice.
+ */
+#ifndef MEMKIT_PRELOAD_SAMPLING_H
+#define MEMKIT_PRELOAD_SAMPLING_H
+
+#include "thread.h"
+
+#define MK_SAMPLE_FILTER_BITS 20 /* 1 MiB of counters, touched sparsely */
+
+extern uint8_t *mk_sample_filter MK_HIDDEN;
+
+/* sampling.c */
+
+/* At start-up with --sample: the filter, the table, the signal. False (said
+ * once) when they cannot be mapped; tracing then records every event. */
+MK_HIDDEN bool mk_sampling_init(void);
+/* A thread's next budget: an exponential draw from its own generator. */
+MK_HIDDEN int64_t mk_sample_draw(mk_thread_t *t);
+/* Seeds a new (or reused) thread state's generator and draws its budget. */
+MK_HIDDEN void mk_sample_thread_start(mk_thread_t *t);
+/* A sampled block joins the set; false when the table cannot grow (the
+ * block is then not recorded). */
+MK_HIDDEN bool mk_sampled_put(uintptr_t p);
+/* Takes p out of the set: true when it was there. */
+MK_HIDDEN bool mk_sampled_take_slow(uintptr_t p);
+/* A SAMPLES record: the mean, the seed, and the process's exact counts so
+ * far (every thread state's counters summed). reason: enum mk_samples_reason. */
+MK_HIDDEN void mk_samples_write(unsigned reason);
+/* Is a snapshot due (its interval passed, or the snapshot signal came)?
+ * True for one caller per snapshot, who then writes it. */
+MK_HIDDEN bool mk_snapshot_claim(void);
+/* From the snapshot signal's handler: async-signal-safe. */
+MK_HIDDEN void mk_snapshot_request(void);
+/* Bumped at every snapshot: a thread whose own copy differs flushes its
+ * record at its next sample, so the snapshot's events reach the file. */
+extern atomic_uint mk_snapshot_gen MK_HIDDEN;
+MK_HIDDEN void mk_sampling_after_fork_child(void);
+
+static inline unsigned mk_sample_bucket(uintptr_t p)
+{
+    /* Blocks are 16-byte aligned: the low bits carry nothing. */
+    return (unsigned)(((uint64_t)(p >> 4) * 0x9e3779b97f4a7c15ull) >>
+                      (64 - MK_SAMPLE_FILTER_BITS));
+}
+
+/* Takes away size bytes of the budget: true when the allocation is sampled. */
+static inline bool mk_sample_due(mk_thread_t *t, size_t size)
+{
+    t->sample_left -= (int64_t)size;
+    return MK_UNLIKELY(t->sample_left < 0);
+}
+
+/* Was p sampled (and is it still live)? Takes it out of the set if so. The
+ * common answer, no, is one load. */
+static inline bool mk_sampled_take(uintptr_t p)
+{
+    if (MK_LIKELY(!p || !__atomic_load_n(&mk_sample_filter[mk_sample_bucket(p)],
+                                         __ATOMIC_RELAXED)))
+        return false;
+    return mk_sampled_take_slow(p);
+}
+
+#endif /* MEMKIT_PRELOAD_SAMPLING_H */

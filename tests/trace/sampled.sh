@@ -1,0 +1,153 @@
+#!/bin/sh
+# sampled.sh MEMKIT PROGS_DIR - memkit trace --sample end to end, on the
+# programs of progs/sampled.c whose allocations are known.
+set -u
+memkit=$1
+progs=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+py=/usr/bin/python3
+fails=0
+
+fail() {
+    echo "FAIL [sampled]: $*" >&2
+    fails=$((fails + 1))
+}
+
+# ---- exact counts, and estimates unbiased over seeds ----
+# Thirty seeded runs of `sampled known` at 64 KiB; each run's JSON report
+# goes to $work/known.N.json.
+seeds=30
+n=1
+while [ $n -le $seeds ]; do
+    MEMKIT_SAMPLE_SEED=$n "$memkit" trace -q --sample 64K -o "$work/k$n" -- \
+        "$progs/sampled" known >/dev/null 2>&1 || fail "seed $n: the traced run failed"
+    "$memkit" report --format json "$work"/k$n.*.mkt >"$work/known.$n.json" ||
+        fail "seed $n: report failed"
+    n=$((n + 1))
+done
+$py - "$work" $seeds <<'PY' || fail "estimates (above)"
+import json, math, sys
+work, seeds = sys.argv[1], int(sys.argv[2])
+truth = {  # function: (calls, bytes), from progs/sampled.c
+    "small_site": (100000, 100000 * 48),
+    "medium_site": (20000, 20000 * 1000),
+    "large_site": (500, 500 * 65536),
+    "huge_site": (20, 20 * 1048576),
+    "realloc_site": (10000, sum(i * 100 for i in range(1, 10001))),
+}
+est = {f: [] for f in truth}
+bad = 0
+for n in range(1, seeds + 1):
+    d = json.load(open(f"{work}/known.{n}.json"))
+    t = d["totals"]
+    exact = {"mallocs": 100520, "callocs": 20000, "reallocs": 10000, "frees": 120521}
+    for k, v in exact.items():
+        # glibc's own start-up allocations may add a few: at least, and close
+        if not v <= t[k] <= v + 50:
+            print(f"seed {n}: {k} {t[k]}, not the exact {v}")
+            bad += 1
+    if not t["estimated"] or not d["input"]["sampling"]:
+        print(f"seed {n}: not marked as estimated")
+        bad += 1
+    for f in d["functions"]:
+        name = f["name"].split(" ")[0]
+        if name in est:
+            if not f.get("estimated"):
+                print(f"seed {n}: {name} not marked as estimated")
+                bad += 1
+            est[name].append((f["calls"], f["bytes"], f["bytes_se"]))
+for name, (calls, nbytes) in truth.items():
+    runs = est[name]
+    if len(runs) != seeds:
+        print(f"{name}: in {len(runs)} of {seeds} runs")
+        bad += 1
+        continue
+    mean = sum(r[1] for r in runs) / seeds
+    # the standard error of the mean of independent runs
+    se = math.sqrt(sum(r[2] ** 2 for r in runs) / seeds / seeds)
+    ok = abs(mean - nbytes) <= 2 * se + 1
+    print(f"{name}: bytes {nbytes}, mean estimate {mean:.0f}, se {se:.0f}: "
+          f"{'ok' if ok else 'OFF'}")
+    bad += not ok
+sys.exit(1 if bad else 0)
+PY
+
+# ---- a seed repeats a run ----
+for k in a b; do
+    MEMKIT_SAMPLE_SEED=7 "$memkit" trace -q --sample 64K -o "$work/r$k" -- \
+        "$progs/sampled" known >/dev/null 2>&1
+    "$memkit" report --format json "$work"/r$k.*.mkt |
+        $py -c 'import json,sys; d=json.load(sys.stdin); print([(f["name"], f["calls"], f["bytes"]) for f in d["functions"]])' \
+            >"$work/repeat.$k"
+done
+cmp -s "$work/repeat.a" "$work/repeat.b" || fail "MEMKIT_SAMPLE_SEED=7 twice: different samples"
+
+# ---- the summary memkit trace prints: marked ----
+"$memkit" trace --sample 64K -o "$work/s" -- "$progs/sampled" known >"$work/out" 2>&1 ||
+    fail "trace --sample with its summary failed"
+grep -q '^Sampled: one allocation per 64.0 KB' "$work/out" || fail "no Sampled: line"
+grep -q '^Mallocs: 1005[0-9][0-9]$' "$work/out" || fail "Mallocs not exact in the summary"
+grep -qE '^  1\. ~[0-9]+ calls \(\+-[0-9]+\)' "$work/out" || fail "top site not marked ~"
+
+# ---- growth: the growing site first, within 3 snapshots ----
+"$memkit" trace -q --sample 64K --snapshot-every 1s -o "$work/g" -- \
+    "$progs/sampled" grow 3.5 >/dev/null 2>&1 || fail "grow: the traced run failed"
+"$memkit" report --growth "$work"/g.*.mkt >"$work/growth" || fail "report --growth failed"
+grep -q '^Growth across 3 snapshots' "$work/growth" || fail "grow: not 3 snapshots: $(head -1 "$work/growth")"
+sed -n 3p "$work/growth" | grep -q 'grow_site' || fail "grow: grow_site is not first: $(sed -n 3p "$work/growth")"
+"$memkit" report --format json "$work"/g.*.mkt |
+    $py -c 'import json,sys; g=json.load(sys.stdin)["growth"]; assert g["snapshots"] and g["estimated"]; assert g["sites"][0]["frames"][0]["function"]=="grow_site", g["sites"][0]; r=g["sites"][0]["bytes_per_s"]; assert 0.5e6 < r < 2e6, r' ||
+    fail "grow: JSON growth"
+
+# ---- SIGKILL: the snapshots before it stay readable ----
+"$memkit" trace -q --sample 64K --snapshot-every 0.5s -o "$work/x" -- \
+    "$progs/sampled" growkill 2.3 >/dev/null 2>&1
+"$memkit" report --growth "$work"/x.*.mkt >"$work/killed" 2>"$work/killed.err" || fail "killed: report failed"
+grep -q "no end record" "$work/killed.err" || fail "killed: no word of the missing end"
+grep -qE '^Growth across [3-9] snapshots' "$work/killed" || fail "killed: $(head -1 "$work/killed")"
+sed -n 3p "$work/killed" | grep -q 'grow_site' || fail "killed: grow_site not first"
+
+# ---- the snapshot signal: a snapshot, and the program runs on ----
+"$memkit" trace -q --sample 64K -o "$work/u" -- "$progs/sampled" usr2 >"$work/out" 2>&1 ||
+    fail "usr2: exit status $?"
+grep -q '^alive$' "$work/out" || fail "usr2: the program did not run on"
+"$memkit" report --format json "$work"/u.*.mkt |
+    $py -c 'import json,sys; s=json.load(sys.stdin)["input"]["sampling"]["snapshots"]; assert s==2, s' ||
+    fail "usr2: not 2 snapshots"
+# --snapshot-signal none: SIGUSR2 ends it, as untraced
+"$memkit" trace -q --sample 64K --snapshot-signal none -o "$work/v" -- \
+    "$progs/sampled" usr2 >/dev/null 2>&1
+[ $? -eq $((128 + 12)) ] || fail "--snapshot-signal none: SIGUSR2 did not end the program"
+
+# ---- processes: fork and exec, each sampled and readable ----
+"$memkit" trace -q --sample 4K -o "$work/f" -- "$progs/forkexec" >/dev/null 2>&1
+untraced=$("$progs/forkexec" >/dev/null 2>&1; echo $?)
+traced=$("$memkit" trace -q --sample 4K -o "$work/f2" -- "$progs/forkexec" >/dev/null 2>&1; echo $?)
+[ "$traced" = "$untraced" ] || fail "forkexec: status $traced traced, $untraced untraced"
+for t in "$work"/f.*.mkt; do
+    "$memkit" report "$t" >"$work/out" 2>&1 || fail "forkexec: report of $t failed"
+    grep -q damaged "$work/out" && fail "forkexec: $t damaged"
+    grep -q '^Sampled:' "$work/out" || fail "forkexec: $t not sampled"
+done
+
+# ---- bad values: one line, exit 2 ----
+for bad in 0 -5 abc 2G 1.5K "" 12Q; do
+    "$memkit" trace --sample "$bad" -- true >/dev/null 2>"$work/err"
+    st=$?
+    [ $st -eq 2 ] || fail "--sample '$bad': exit $st"
+    [ "$(wc -l <"$work/err")" -eq 1 ] || fail "--sample '$bad': not one line"
+done
+"$memkit" trace --sample >/dev/null 2>"$work/err"
+[ $? -eq 2 ] || fail "--sample with no value"
+for bad in 0 -1s abc 1x; do
+    "$memkit" trace --sample 1M --snapshot-every "$bad" -- true >/dev/null 2>"$work/err"
+    [ $? -eq 2 ] || fail "--snapshot-every '$bad'"
+done
+"$memkit" trace --snapshot-every 1s -- true >/dev/null 2>"$work/err"
+[ $? -eq 2 ] || fail "--snapshot-every without --sample"
+"$memkit" trace --sample 1M --snapshot-signal HUP -- true >/dev/null 2>"$work/err"
+[ $? -eq 2 ] || fail "--snapshot-signal HUP"
+
+[ $fails -eq 0 ] && echo "sampled: all passed"
+exit $((fails > 0))

@@ -11,6 +11,7 @@
 #       make bench-trace (the tracer's overhead next to heaptrack's),
 #       make bench-report (memkit report next to heaptrack_print on one workload),
 #       make bench-real (memkit on real programs next to heaptrack: bench/real/run.sh)
+#       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -29,7 +30,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report bench-real fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report bench-real bench-sample fuzz install format clean
 
 all: build
 
@@ -82,6 +83,11 @@ bench-real:
 	@$(DEPS) build test
 	$(build_steps)
 	@sh bench/real/run.sh $(BUILD)
+
+bench-sample:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh bench/sample/run.sh $(BUILD)
 
 # The fuzz build instruments everything but the tracer with ASan, UBSan and
 # libFuzzer coverage; seeds are traces of the end-to-end test programs (and

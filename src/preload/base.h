@@ -85,6 +85,8 @@ typedef struct mk_thread mk_thread_t;
 /* Process-wide state. */
 typedef struct mk_state {
     atomic_int phase;  /* MK_PHASE_* */
+    bool sample_fast;  /* --sample without --syscalls: malloc and free count
+                        * and sample on their own path (hooks.c) */
     bool summary_fast; /* --summary-only without --syscalls: malloc and free
                         * take the summary's own path (summary.h) */
     mk_config_t cfg;

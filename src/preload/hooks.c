@@ -83,8 +83,39 @@ static __attribute__((noinline)) MK_HOT_ALIGN void *summary_malloc(size_t n, uin
     return p;
 }
 
+/* --sample's malloc: an unsampled call is counted and takes its size off
+ * the budget, and is not an event at all, so it needs neither the way into
+ * a hook (mk_enter: nothing it touches is the flusher's) nor a frame: the
+ * real malloc is a tail call. The sampled one takes the general way in. */
+static __attribute__((noinline)) void *sampled_malloc(size_t n, uintptr_t ra)
+{
+    mk_thread_t *t = mk_enter();
+    if (!t) {
+        if (mk_self)
+            mk_sample_renew(mk_self);
+        return mk_real.malloc(n);
+    }
+    void *p = mk_real.malloc(n);
+    sample_taken(t, MK_K_MALLOC, n, 0, p, ra, HOOK_FRAME());
+    mk_leave(t);
+    return p;
+}
+
+static __attribute__((noinline)) MK_HOT_ALIGN void *sample_malloc(size_t n, uintptr_t ra)
+{
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(!t || mk_nested())) /* no state yet, or nested: the general way */
+        return general_malloc(n, ra);
+    t->fast_mallocs++;
+    if (MK_LIKELY(!mk_sample_due(t, n)))
+        return mk_real.malloc(n);
+    return sampled_malloc(n, ra);
+}
+
 MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
 {
+    if (MK_LIKELY(mk_st.sample_fast))
+        return sample_malloc(n, CALLER());
     if (MK_LIKELY(mk_st.summary_fast))
         return summary_malloc(n, CALLER());
     return general_malloc(n, CALLER());
@@ -127,11 +158,45 @@ static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
     mk_real.free(p);
 }
 
+/* A free whose block may be sampled (the filter said so): recorded if it is. */
+static __attribute__((noinline)) void sampled_free(void *p)
+{
+    mk_thread_t *t = mk_enter();
+    if (t) {
+        sample_free_taken(t, MK_K_FREE, p);
+        mk_leave(t);
+    }
+    mk_real.free(p);
+}
+
+/* --sample's free: counted; the filter's one load rules out nearly every
+ * block, and the real free is a tail call. */
+static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p)
+{
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(!t || mk_nested())) {
+        general_free(p);
+        return;
+    }
+    t->fast_frees++;
+    if (MK_UNLIKELY(!p)) { /* free(NULL) does nothing: counted apart, not passed on */
+        t->fast_free_nulls++;
+        return;
+    }
+    if (MK_UNLIKELY(mk_sampled_maybe((uintptr_t)p))) {
+        sampled_free(p);
+        return;
+    }
+    mk_real.free(p);
+}
+
 MK_EXPORT MK_HOT_ALIGN void free(void *p)
 {
     if (MK_UNLIKELY(mk_is_boot(p)))
         return; /* the bootstrap heap is never reused */
-    if (MK_LIKELY(mk_st.summary_fast))
+    if (MK_LIKELY(mk_st.sample_fast))
+        sample_free(p);
+    else if (MK_LIKELY(mk_st.summary_fast))
         summary_free(p);
     else
         general_free(p);

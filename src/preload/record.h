@@ -117,17 +117,41 @@ sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const
     put_alloc(t, kind, size, align, p, ra, fp);
 }
 
+/* An allocation the budget chose: a new budget, and the block recorded. */
+static inline __attribute__((always_inline)) void
+sample_taken(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
+             uintptr_t ra, uintptr_t fp)
+{
+    mk_sample_renew(t);
+    if (p && mk_sampled_put((uintptr_t)p))
+        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp));
+}
+
 static inline __attribute__((always_inline)) void
 sample_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
              uintptr_t ra, uintptr_t fp)
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
-    if (MK_LIKELY(!mk_sample_due(t, size)))
-        return;
-    t->sample_left = mk_sample_draw(t);
-    if (p && mk_sampled_put((uintptr_t)p))
-        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp));
+    if (MK_UNLIKELY(mk_sample_due(t, size)))
+        sample_taken(t, kind, size, align, p, ra, fp);
+}
+
+/* A free's count (free(NULL)s apart, in the kind-less slot: Frees counts
+ * blocks freed); true when its block may be sampled (sampling.h's filter). */
+static inline __attribute__((always_inline)) bool
+sample_free_count(mk_thread_t *t, unsigned kind, const void *p)
+{
+    t->counts[kind]++;
+    t->counts[MK_K_NONE] += kind == MK_K_FREE && !p;
+    return MK_UNLIKELY(mk_sampled_maybe((uintptr_t)p));
+}
+
+/* A free whose block may be sampled: recorded when it was. */
+static inline void sample_free_taken(mk_thread_t *t, unsigned kind, const void *p)
+{
+    if (mk_sampled_take_slow((uintptr_t)p))
+        KEEP_ERRNO(t, put_free(t, kind, p));
 }
 
 /* A realloc's old block leaves the set before the real call, so that no
@@ -159,7 +183,8 @@ sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
-    if (!p && size) { /* failed: the old block stays as it was */
+    if (!p && size) {                    /* failed: the old block stays as it was */
+        t->sample_left -= (int64_t)size; /* asked for all the same (mk_sample_renew) */
         if (old_sampled)
             mk_sampled_put((uintptr_t)old);
         return;
@@ -168,7 +193,7 @@ sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
     if (MK_LIKELY(!sampled && !old_sampled))
         return;
     if (sampled) {
-        t->sample_left = mk_sample_draw(t);
+        mk_sample_renew(t);
         sampled = p && mk_sampled_put((uintptr_t)p);
         if (!sampled && !old_sampled)
             return;
@@ -206,11 +231,8 @@ record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const voi
 static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
 {
     if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
-        t->counts[kind]++;
-        /* free(NULL)s apart (in the kind-less slot): Frees counts blocks freed */
-        t->counts[MK_K_NONE] += kind == MK_K_FREE && !p;
-        if (MK_UNLIKELY(mk_sampled_take((uintptr_t)p)))
-            KEEP_ERRNO(t, put_free(t, kind, p));
+        if (sample_free_count(t, kind, p))
+            sample_free_taken(t, kind, p);
         return;
     }
     if (!mk_st.cfg.summary_only)

@@ -311,6 +311,7 @@ void mk_init(void)
     mk_io_start(mk_thread_ended); /* after the head: its reads and writes are ours */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;
+    mk_st.sample_fast = mk_st.cfg.sample_mean && !mk_st.cfg.syscalls;
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);
     mk_signals_arm(mk_finish);
     mk_guard--;

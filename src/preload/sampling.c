@@ -13,7 +13,7 @@
 #include <math.h>
 #include <sys/mman.h>
 
-uint8_t *mk_sample_filter;
+_Atomic(mk_sample_filter_t *) mk_sample_filter;
 atomic_uint mk_snapshot_gen;
 
 /* The set: key the block's address. Its lock is a spin lock: it is held for a
@@ -37,17 +37,43 @@ static void set_unlock(void)
     atomic_store_explicit(&sampled_lock, 0, memory_order_release);
 }
 
+/* A filter of 2^bits buckets holding the set's members; NULL when it
+ * cannot be mapped. Under the lock, or before any thread samples. */
+static mk_sample_filter_t *filter_build(unsigned bits)
+{
+    mk_sample_filter_t *f = mk_pages_zeroed(sizeof *f + ((size_t)1 << bits));
+    if (!f)
+        return NULL;
+    f->shift = 64 - bits;
+    for (size_t i = 0; i < sampled.cap; i++) {
+        uintptr_t p = sampled.slots[i].key;
+        if (p && f->count[mk_sample_bucket(f, p)] < 255)
+            f->count[mk_sample_bucket(f, p)]++;
+    }
+    return f;
+}
+
+/* Under the lock, after a member joined: a larger filter when this one has
+ * fewer than MK_SAMPLE_FILTER_LOAD buckets per member. If none can be
+ * mapped, this one stays (more frees take the slow path, none is missed). */
+static void filter_grow(mk_sample_filter_t *f)
+{
+    unsigned bits = 64 - f->shift;
+    if ((sampled.used * MK_SAMPLE_FILTER_LOAD) >> bits == 0 || bits >= 40)
+        return;
+    mk_sample_filter_t *g = filter_build(bits + 1);
+    if (g)
+        atomic_store_explicit(&mk_sample_filter, g, memory_order_release);
+}
+
 bool mk_sampling_init(void)
 {
-    size_t n = (size_t)1 << MK_SAMPLE_FILTER_BITS;
-    /* Reserved: only the pages of buckets ever used are backed. */
-    void *f = mk_sys_mmap(NULL, n, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (f == MAP_FAILED) {
+    mk_sample_filter_t *f = filter_build(MK_SAMPLE_FILTER_MIN_BITS);
+    if (!f) {
         mk_warn_once("memkit: cannot map the sampling filter; every event is recorded");
         return false;
     }
-    mk_sample_filter = f;
+    atomic_store(&mk_sample_filter, f);
     if (mk_st.cfg.snapshot_every_ns)
         atomic_store(&snapshot_due_ns, mk_st.cfg.snapshot_every_ns);
     return true;
@@ -78,25 +104,42 @@ int64_t mk_sample_draw(mk_thread_t *t)
     return d < 1 ? 1 : d > 0x1p62 ? (int64_t)1 << 62 : (int64_t)d;
 }
 
+uint64_t mk_sample_bytes_taken(mk_thread_t *t)
+{
+    for (;;) {
+        unsigned gen = atomic_load_explicit(&t->budget_gen, memory_order_acquire);
+        uint64_t taken = __atomic_load_n(&t->budget_taken, __ATOMIC_RELAXED);
+        int64_t start = __atomic_load_n(&t->budget_start, __ATOMIC_RELAXED);
+        int64_t left = __atomic_load_n(&t->sample_left, __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(gen & 1) &&
+            gen == atomic_load_explicit(&t->budget_gen, memory_order_relaxed))
+            return taken + (uint64_t)(start - left);
+        __builtin_ia32_pause(); /* its owner is drawing a new budget: a moment */
+    }
+}
+
 void mk_sample_thread_start(mk_thread_t *t)
 {
     t->sample_rng = mix(mk_st.cfg.sample_seed ^ mix(t->index)) | 1; /* never 0 */
-    t->sample_left = mk_sample_draw(t);
+    mk_sample_renew(t);
     t->snapshot_gen = atomic_load_explicit(&mk_snapshot_gen, memory_order_relaxed);
 }
 
 bool mk_sampled_put(uintptr_t p)
 {
-    uint8_t *f = &mk_sample_filter[mk_sample_bucket(p)];
     bool fresh;
     set_lock();
+    mk_sample_filter_t *f = atomic_load_explicit(&mk_sample_filter, memory_order_relaxed);
     mk_kv_t *e = mk_kv_put(&sampled, p, &fresh);
     /* Not fresh: a block whose free went unseen (a nested call's) left its
      * entry; the address is live again, and its count is already there. */
     if (e && fresh) {
-        uint8_t c = __atomic_load_n(f, __ATOMIC_RELAXED);
-        if (c < 255)
-            __atomic_store_n(f, (uint8_t)(c + 1), __ATOMIC_RELAXED);
+        uint8_t *c = &f->count[mk_sample_bucket(f, p)];
+        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+        if (v < 255)
+            __atomic_store_n(c, (uint8_t)(v + 1), __ATOMIC_RELAXED);
+        filter_grow(f);
     }
     set_unlock();
     if (!e)
@@ -107,14 +150,15 @@ bool mk_sampled_put(uintptr_t p)
 
 bool mk_sampled_take_slow(uintptr_t p)
 {
-    uint8_t *f = &mk_sample_filter[mk_sample_bucket(p)];
     set_lock();
+    mk_sample_filter_t *f = atomic_load_explicit(&mk_sample_filter, memory_order_relaxed);
     mk_kv_t *e = mk_kv_find(&sampled, p);
     if (e) {
         mk_kv_remove(&sampled, e);
-        uint8_t c = __atomic_load_n(f, __ATOMIC_RELAXED);
-        if (c < 255) /* a saturated count stays: it no longer knows its members */
-            __atomic_store_n(f, (uint8_t)(c - 1), __ATOMIC_RELAXED);
+        uint8_t *c = &f->count[mk_sample_bucket(f, p)];
+        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+        if (v < 255) /* a saturated count stays: it no longer knows its members */
+            __atomic_store_n(c, (uint8_t)(v - 1), __ATOMIC_RELAXED);
     }
     set_unlock();
     return e != NULL;
@@ -122,16 +166,30 @@ bool mk_sampled_take_slow(uintptr_t p)
 
 void mk_samples_write(unsigned reason)
 {
-    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0};
+    uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, taken = 0;
     uint8_t raw[64 + 2 * MK_K_COUNT * MK_VARINT_MAX], *p = raw;
 
     /* Other threads count on while we add: a snapshot's totals are each
      * thread's at some moment of the sum, as a profiler's can be. */
-    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next)
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         for (int k = 0; k < MK_K_COUNT; k++) {
             counts[k] += __atomic_load_n(&t->counts[k], __ATOMIC_RELAXED);
             bytes[k] += __atomic_load_n(&t->bytes[k], __ATOMIC_RELAXED);
         }
+        counts[MK_K_MALLOC] += __atomic_load_n(&t->fast_mallocs, __ATOMIC_RELAXED);
+        counts[MK_K_FREE] += __atomic_load_n(&t->fast_frees, __ATOMIC_RELAXED);
+        counts[MK_K_NONE] += __atomic_load_n(&t->fast_free_nulls, __ATOMIC_RELAXED);
+        taken += mk_sample_bytes_taken(t);
+    }
+    /* malloc's fast path counts no bytes: they are what the budgets lost
+     * that the other allocating kinds did not ask for. */
+    uint64_t others = 0;
+    for (int k = 0; k < MK_K_COUNT; k++)
+        if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
+            mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
+            others += bytes[k];
+    if (taken > others)
+        bytes[MK_K_MALLOC] += taken - others;
     p = mk_put_varint(p, mk_st.cfg.sample_mean);
     p = mk_put_varint(p, mk_st.cfg.sample_seed);
     p = mk_put_varint(p, reason);
@@ -180,6 +238,8 @@ void mk_sampling_after_fork_child(void)
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         memset(t->counts, 0, sizeof t->counts);
         memset(t->bytes, 0, sizeof t->bytes);
+        t->fast_mallocs = t->fast_frees = t->fast_free_nulls = 0;
+        t->budget_taken = (uint64_t)(t->sample_left - t->budget_start); /* 0 taken */
     }
     if (mk_st.cfg.snapshot_every_ns)
         atomic_store(&snapshot_due_ns,

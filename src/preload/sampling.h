@@ -18,9 +18,18 @@
  * blocks is a hash table under a lock, fronted by a counting filter with no
  * lock: one byte per hash bucket, the number of set members in the bucket.
  * A free whose bucket holds 0 (nearly every free: the set is small, the live
- * heap over BYTES) is not sampled, at the cost of one load. Invariants:
+ * heap over BYTES) is not sampled, at the cost of one load. The filter has
+ * 8 buckets or more per member, and at least 4096: a filter that stays in
+ * the first-level cache (a fixed 1 MiB one cost a cache miss per free, 20%
+ * of the churn loop). It grows by rebuilding a larger one from the set and
+ * publishing it; the old one stays mapped for readers still holding it (the
+ * filters together take at most twice the last one). Invariants:
  *  - filter[h] >= the members of the set hashing to h, equal unless the
  *    count saturated at 255 (then it stays: its frees take the slow path).
+ *  - A member is in the filter a free can read: members added before a
+ *    rebuild are in the new filter, and a free of a block added after it
+ *    happens after the add (the program handed the block over), which
+ *    happens after the publication.
  *  - A block enters the set after the real allocation returned it and leaves
  *    before the real free (or realloc) can hand its address to another
  *    thread, so one address is never in the set twice.
@@ -30,9 +39,15 @@
 
 #include "thread.h"
 
-#define MK_SAMPLE_FILTER_BITS 20 /* 1 MiB of counters, touched sparsely */
+#define MK_SAMPLE_FILTER_MIN_BITS 12 /* 4 KiB */
+#define MK_SAMPLE_FILTER_LOAD     8  /* buckets per member, at least */
 
-extern uint8_t *mk_sample_filter MK_HIDDEN;
+typedef struct mk_sample_filter {
+    unsigned shift;  /* 64 - log2(buckets) */
+    uint8_t count[]; /* per bucket: set members hashing to it (saturating) */
+} mk_sample_filter_t;
+
+extern _Atomic(mk_sample_filter_t *) mk_sample_filter MK_HIDDEN;
 
 /* sampling.c */
 
@@ -41,6 +56,8 @@ extern uint8_t *mk_sample_filter MK_HIDDEN;
 MK_HIDDEN bool mk_sampling_init(void);
 /* A thread's next budget: an exponential draw from its own generator. */
 MK_HIDDEN int64_t mk_sample_draw(mk_thread_t *t);
+/* The bytes all allocating calls of t asked for so far (mk_sample_renew). */
+MK_HIDDEN uint64_t mk_sample_bytes_taken(mk_thread_t *t);
 /* Seeds a new (or reused) thread state's generator and draws its budget. */
 MK_HIDDEN void mk_sample_thread_start(mk_thread_t *t);
 /* A sampled block joins the set; false when the table cannot grow (the
@@ -61,11 +78,27 @@ MK_HIDDEN void mk_snapshot_request(void);
 extern atomic_uint mk_snapshot_gen MK_HIDDEN;
 MK_HIDDEN void mk_sampling_after_fork_child(void);
 
-static inline unsigned mk_sample_bucket(uintptr_t p)
+static inline size_t mk_sample_bucket(const mk_sample_filter_t *f, uintptr_t p)
 {
     /* Blocks are 16-byte aligned: the low bits carry nothing. */
-    return (unsigned)(((uint64_t)(p >> 4) * 0x9e3779b97f4a7c15ull) >>
-                      (64 - MK_SAMPLE_FILTER_BITS));
+    return (size_t)(((uint64_t)(p >> 4) * 0x9e3779b97f4a7c15ull) >> f->shift);
+}
+
+/* A new budget, after a sample or at the thread's start. Every allocating
+ * call takes its size off the budget, so the bytes all calls asked for are
+ * budget_taken + budget_start - sample_left: malloc's fast path counts no
+ * bytes of its own (mk_samples_write subtracts the other kinds' from the
+ * total). The generation lets another thread read the three consistently. */
+static inline void mk_sample_renew(mk_thread_t *t)
+{
+    int64_t d = mk_sample_draw(t);
+    unsigned gen = atomic_load_explicit(&t->budget_gen, memory_order_relaxed);
+    atomic_store_explicit(&t->budget_gen, gen + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    t->budget_taken += (uint64_t)(t->budget_start - t->sample_left);
+    t->budget_start = d;
+    t->sample_left = d;
+    atomic_store_explicit(&t->budget_gen, gen + 2, memory_order_release);
 }
 
 /* Takes away size bytes of the budget: true when the allocation is sampled. */
@@ -75,12 +108,20 @@ static inline bool mk_sample_due(mk_thread_t *t, size_t size)
     return MK_UNLIKELY(t->sample_left < 0);
 }
 
-/* Was p sampled (and is it still live)? Takes it out of the set if so. The
- * common answer, no, is one load. */
+/* May p be a sampled block? No (nearly always) is one load. */
+static inline bool mk_sampled_maybe(uintptr_t p)
+{
+    if (!p)
+        return false;
+    const mk_sample_filter_t *f =
+        atomic_load_explicit(&mk_sample_filter, memory_order_relaxed);
+    return __atomic_load_n(&f->count[mk_sample_bucket(f, p)], __ATOMIC_RELAXED) != 0;
+}
+
+/* Was p sampled (and is it still live)? Takes it out of the set if so. */
 static inline bool mk_sampled_take(uintptr_t p)
 {
-    if (MK_LIKELY(!p || !__atomic_load_n(&mk_sample_filter[mk_sample_bucket(p)],
-                                         __ATOMIC_RELAXED)))
+    if (MK_LIKELY(!mk_sampled_maybe(p)))
         return false;
     return mk_sampled_take_slow(p);
 }

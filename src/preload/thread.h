@@ -27,9 +27,14 @@ struct mk_thread {
                             * this thread is gone (threads.c) */
     atomic_int in_hook;    /* set while the owner is in a hook; see
                             * mk_enter and mk_nested */
-    mk_writer_t w;         /* the current EVENTS record (writer.h) */
-    void *cctx;            /* this thread's zstd context */
-    uint8_t *zbuf;         /* and its output buffer */
+    /* --sample's malloc and free (hooks.c) touch only these, in in_hook's
+     * cache line: the budget, and their counts (added to counts[] and
+     * bytes[] wherever those are summed: mk_samples_write) */
+    int64_t sample_left; /* bytes until the next sample (sampling.h) */
+    uint64_t fast_mallocs, fast_frees, fast_free_nulls;
+    mk_writer_t w; /* the current EVENTS record (writer.h) */
+    void *cctx;    /* this thread's zstd context */
+    uint8_t *zbuf; /* and its output buffer */
     size_t zcap;
     struct mk_site_table *sites;        /* --summary-only: per-thread site totals */
     struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
@@ -45,11 +50,13 @@ struct mk_thread {
     uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
     mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
     uint64_t bytes[MK_K_COUNT];
-    int64_t sample_left;   /* --sample: bytes until the next sample (sampling.h) */
-    uint64_t sample_rng;   /* and the generator its budgets are drawn from */
-    unsigned snapshot_gen; /* the last snapshot this thread's record is flushed for */
-    mk_thread_t *next;     /* all thread states, never unlinked */
-    uint32_t state_id;     /* --summary-only: which state a SUMMARY_PART is of, from 1 */
+    uint64_t sample_rng;    /* --sample: the generator budgets are drawn from */
+    uint64_t budget_taken;  /* bytes taken off budgets before the current one */
+    int64_t budget_start;   /* the current budget as drawn */
+    atomic_uint budget_gen; /* odd while the two above and sample_left change */
+    unsigned snapshot_gen;  /* the last snapshot this thread's record is flushed for */
+    mk_thread_t *next;      /* all thread states, never unlinked */
+    uint32_t state_id;      /* --summary-only: which state a SUMMARY_PART is of, from 1 */
     uint32_t checkpoint_gate;     /* --summary-only: slow-path calls, to read the */
     uint64_t checkpoint_due_ns;   /* clock now and then; the next checkpoint */
     uint64_t checkpoint_every_ns; /* (ns since start) and the gap after it */

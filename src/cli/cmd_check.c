@@ -260,14 +260,27 @@ int mk_cmd_check(int argc, char **argv)
         mk_free_inputs(paths, npaths);
         return MK_EXIT_USAGE;
     }
+    /* A sampled trace counts calls and bytes exactly and estimates the
+     * rest; temporaries and findings it does not know at all. */
+    bool sampled = r.prof.sampled;
+    if (sampled && (limits[L_TEMPORARIES].set || limits[L_FINDINGS].set)) {
+        mk_usage_error("check: %s is sampled (--sample): it has no %s to check; trace "
+                       "without --sample",
+                       input, limits[L_TEMPORARIES].set ? "temporaries" : "findings");
+        mk_report_free(&r);
+        mk_free_inputs(paths, npaths);
+        return MK_EXIT_USAGE;
+    }
     int breached = 0;
     for (int i = 0; i < L_COUNT; i++) {
         if (!limits[i].set)
             continue;
         uint64_t v = measured(&r, i);
+        bool est = sampled && i != L_ALLOCATIONS && i != L_TOTAL;
         if (v > limits[i].max) {
-            printf("memkit check: %s: %s %" PRIu64 " > limit %" PRIu64 "\n", input,
-                   limits[i].what, v, limits[i].max);
+            printf("memkit check: %s: %s %s%" PRIu64 " > limit %" PRIu64 "%s\n", input,
+                   limits[i].what, est ? "~" : "", v, limits[i].max,
+                   est ? " (estimated from a sampled trace)" : "");
             breached++;
         }
     }

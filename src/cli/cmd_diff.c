@@ -2,6 +2,8 @@
  * cmd_diff.c - `memkit diff BEFORE AFTER`: totals side by side with ratios,
  * then the sites that changed most, matched across the two runs by their
  * symbolized stacks (addresses differ from run to run; names do not).
+ * A sampled trace's estimates are marked "~", and a site's change smaller
+ * than twice its standard error is said to be within the noise.
  */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -9,6 +11,7 @@
 #include "../analyze/report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,11 +96,30 @@ static size_t match_sites(mk_report_t *b, mk_report_t *a, change_t **out)
     return n;
 }
 
-static void ratio_line(FILE *out, const char *name, uint64_t b, uint64_t a)
+/* A count formatted one byte into buf, "~" before it when est. */
+static const char *count_est(uint64_t v, bool est, char *buf, size_t cap)
+{
+    mk_fmt_count(v, buf + 1, cap - 1);
+    if (!est)
+        return buf + 1;
+    buf[0] = '~';
+    return buf;
+}
+
+/* Is a site's change within twice its standard error (sampled sides only)? */
+static bool within_noise(const change_t *c)
+{
+    double var = (c->before ? c->before->agg->calls_var : 0) +
+                 (c->after ? c->after->agg->calls_var : 0);
+    return var > 0 && fabs((double)c->delta) <= 2 * sqrt(var);
+}
+
+static void ratio_line(FILE *out, const char *name, uint64_t b, bool best, uint64_t a,
+                       bool aest)
 {
     char x[32], y[32], z[32];
-    fprintf(out, "%-20s %14s %14s", name, mk_fmt_count(b, x, sizeof x),
-            mk_fmt_count(a, y, sizeof y));
+    fprintf(out, "%-20s %14s %14s", name, count_est(b, best, x, sizeof x),
+            count_est(a, aest, y, sizeof y));
     if (b == a) {
         fprintf(out, "  same\n");
     } else if (b && a) {
@@ -115,11 +137,16 @@ static void ratio_line(FILE *out, const char *name, uint64_t b, uint64_t a)
 typedef struct total {
     const char *name, *json;
     size_t off;
+    bool estimated; /* in a sampled trace (the counts by kind are exact) */
 } total_t;
 
 #define T(n, j, f)                                                                       \
     {                                                                                    \
-        n, j, offsetof(mk_profile_t, f)                                                  \
+        n, j, offsetof(mk_profile_t, f), false                                           \
+    }
+#define E(n, j, f)                                                                       \
+    {                                                                                    \
+        n, j, offsetof(mk_profile_t, f), true                                            \
     }
 static const total_t totals[] = {
     T("Allocation calls", "allocation_calls", allocation_calls),
@@ -130,13 +157,14 @@ static const total_t totals[] = {
     T("Strdups", "strdups", strdups),
     T("News", "news", news),
     T("Frees", "frees", frees),
-    T("Maximum allocated", "max_allocated", max_allocated),
+    E("Maximum allocated", "max_allocated", max_allocated),
     T("Total allocated", "total_allocated", total_allocated),
-    T("Peak live blocks", "peak_live_blocks", peak_blocks),
-    T("Leaked bytes", "leaked_bytes", live_bytes),
-    T("Temporaries", "temporaries", temporaries),
+    E("Peak live blocks", "peak_live_blocks", peak_blocks),
+    E("Leaked bytes", "leaked_bytes", live_bytes),
+    E("Temporaries", "temporaries", temporaries),
 };
 #undef T
+#undef E
 
 static uint64_t total_of(const mk_report_t *r, const total_t *t)
 {
@@ -153,9 +181,17 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
                       int top)
 {
     char x[32], y[32], z[32], label[1024];
+    bool bs = b->prof.sampled, as = a->prof.sampled;
     fprintf(out, "%-20s %14s %14s\n", "", "before", "after");
-    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++)
-        ratio_line(out, totals[i].name, total_of(b, &totals[i]), total_of(a, &totals[i]));
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++) {
+        const total_t *t = &totals[i];
+        if (t->off == offsetof(mk_profile_t, temporaries) && (bs || as))
+            continue; /* not estimated from a sample at all */
+        ratio_line(out, t->name, total_of(b, t), bs && t->estimated, total_of(a, t),
+                   as && t->estimated);
+    }
+    if (bs || as)
+        fprintf(out, "(~: estimated from a sampled trace; counts by kind are exact)\n");
     size_t shown = 0;
     for (size_t i = 0; i < n && shown < (size_t)top; i++)
         if (c[i].delta)
@@ -171,9 +207,9 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
             continue;
         k++;
         const char *site = label_of(c[i].after ? a : b, &c[i], label, sizeof label);
-        fprintf(out, "%14s %14s %14s  %s%s\n",
-                mk_fmt_count(c[i].before ? c[i].before->agg->calls : 0, x, sizeof x),
-                mk_fmt_count(c[i].after ? c[i].after->agg->calls : 0, y, sizeof y),
+        fprintf(out, "%14s %14s %14s  %s%s%s\n",
+                count_est(c[i].before ? c[i].before->agg->calls : 0, bs, x, sizeof x),
+                count_est(c[i].after ? c[i].after->agg->calls : 0, as, y, sizeof y),
                 c[i].delta < 0
                     ? (z[0] = '-',
                        mk_fmt_count((uint64_t)-c[i].delta, z + 1, sizeof z - 1), z)
@@ -182,7 +218,8 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
                 site,
                 !c[i].before  ? " (new)"
                 : !c[i].after ? " (gone)"
-                              : "");
+                              : "",
+                within_noise(&c[i]) ? " (within the sampling noise)" : "");
     }
 }
 
@@ -201,6 +238,8 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         mk_json_begin_object(&j);
         mk_json_key(&j, "path");
         mk_json_string(&j, r->path);
+        mk_json_key(&j, "estimated"); /* sampled: see memkit-report's "estimated" */
+        mk_json_bool(&j, r->prof.sampled);
         for (size_t i = 0; i < sizeof totals / sizeof totals[0]; i++) {
             mk_json_key(&j, totals[i].json);
             mk_json_uint(&j, total_of(r, &totals[i]));
@@ -221,6 +260,8 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         mk_json_uint(&j, c[i].before ? c[i].before->agg->bytes : 0);
         mk_json_key(&j, "after_bytes");
         mk_json_uint(&j, c[i].after ? c[i].after->agg->bytes : 0);
+        mk_json_key(&j, "within_noise");
+        mk_json_bool(&j, within_noise(&c[i]));
         mk_json_end_object(&j);
     }
     mk_json_end_array(&j);

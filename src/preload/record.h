@@ -114,6 +114,7 @@ sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const
                  uintptr_t ra, uintptr_t fp)
 {
     sample_snapshot(t);
+    mk_stacks_ready();
     put_alloc(t, kind, size, align, p, ra, fp);
 }
 
@@ -171,6 +172,7 @@ sample_put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
                    uintptr_t fp)
 {
     sample_snapshot(t);
+    mk_stacks_ready();
     if (sampled)
         put_realloc(t, kind, size, old_sampled ? old : NULL, p, ra, fp);
     else

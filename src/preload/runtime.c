@@ -297,8 +297,10 @@ void mk_init(void)
     atomic_store(&mk_st.next_thread, 1);
     atomic_store(&mk_st.stack_gen, 1);
     mk_threads_init();
-    if (!mk_st.cfg.summary_only)
-        mk_stacks_init(); /* --summary-only keeps calling instructions only */
+    /* --summary-only keeps calling instructions only; --sample unwinds its
+     * first sample's stack first (mk_stacks_ready) */
+    if (!mk_st.cfg.summary_only && !mk_st.cfg.sample_mean)
+        mk_stacks_init_once();
     if (!mk_output_open()) {
         mk_guard--;
         return;

@@ -70,8 +70,24 @@ void mk_stacks_init(void)
     }
 }
 
+atomic_int mk_stacks_state;
+
+void mk_stacks_init_once(void)
+{
+    int none = 0;
+    if (atomic_compare_exchange_strong(&mk_stacks_state, &none, 1)) {
+        mk_stacks_init();
+        atomic_store_explicit(&mk_stacks_state, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&mk_stacks_state, memory_order_acquire) != 2)
+        __builtin_ia32_pause(); /* another thread's first sample: a moment */
+}
+
 void mk_stacks_flush_cache(void)
 {
+    if (atomic_load(&mk_stacks_state) != 2)
+        return;                                  /* nothing cached yet */
     unw_flush_cache(unw_local_addr_space, 0, 0); /* after dlclose: stale entries */
 }
 

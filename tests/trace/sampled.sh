@@ -83,6 +83,20 @@ for k in a b; do
 done
 cmp -s "$work/repeat.a" "$work/repeat.b" || fail "MEMKIT_SAMPLE_SEED=7 twice: different samples"
 
+# ---- diff and check of sampled traces ----
+"$memkit" diff "$work"/k1.*.mkt "$work"/k2.*.mkt >"$work/diff" 2>&1 || fail "diff failed"
+grep -qE '^Mallocs +100,5[0-9][0-9] +100,5[0-9][0-9] +same$' "$work/diff" || fail "diff: Mallocs not exact and same"
+grep -qE '^Maximum allocated +~' "$work/diff" || fail "diff: estimate not marked"
+grep -q 'Temporaries' "$work/diff" && fail "diff: temporaries of a sampled trace"
+grep -q 'small_site.*(within the sampling noise)' "$work/diff" || fail "diff: seed-to-seed change not called noise"
+"$memkit" check --max-allocations 1000 "$work"/k1.*.mkt >"$work/check" 2>&1
+[ $? -eq 1 ] || fail "check: limit not enforced"
+grep -q 'allocation calls 1305[0-9][0-9] > limit 1000$' "$work/check" || fail "check: $(cat "$work/check")"
+"$memkit" check --max-peak 1K "$work"/k1.*.mkt >"$work/check" 2>&1
+grep -q '~[0-9]* > limit 1024 (estimated from a sampled trace)' "$work/check" || fail "check: estimate not said"
+"$memkit" check --max-temporaries 1 "$work"/k1.*.mkt >/dev/null 2>"$work/check"
+[ $? -eq 2 ] && [ "$(wc -l <"$work/check")" -eq 1 ] || fail "check --max-temporaries of a sampled trace"
+
 # ---- the summary memkit trace prints: marked ----
 "$memkit" trace --sample 64K -o "$work/s" -- "$progs/sampled" known >"$work/out" 2>&1 ||
     fail "trace --sample with its summary failed"
@@ -99,6 +113,21 @@ sed -n 3p "$work/growth" | grep -q 'grow_site' || fail "grow: grow_site is not f
 "$memkit" report --format json "$work"/g.*.mkt |
     $py -c 'import json,sys; g=json.load(sys.stdin)["growth"]; assert g["snapshots"] and g["estimated"]; assert g["sites"][0]["frames"][0]["function"]=="grow_site", g["sites"][0]; r=g["sites"][0]["bytes_per_s"]; assert 0.5e6 < r < 2e6, r' ||
     fail "grow: JSON growth"
+
+# ---- the page: the growth chart drawn, estimates marked ----
+"$memkit" report --format html -o "$work/g.html" "$work"/g.*.mkt || fail "grow: html failed"
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+    echo "SKIP [sampled html]: no chromium here to load the page (make test installs it)"
+else
+    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
+        --v=0 --dump-dom "file://$work/g.html" >"$work/dom" 2>"$work/console"
+    grep -q 'data-rendered="yes"' "$work/dom" || fail "html: the page's script did not finish"
+    grep -iE 'Uncaught|CONSOLE.*(error|Error)' "$work/console" && fail "html: console errors"
+    grep -q '<div id="growth-section">' "$work/dom" || fail "html: no growth section"
+    grep -q 'id="chart-growth"[^>]*><polyline' "$work/dom" || fail "html: no growth line"
+    grep -q 'sampled: one allocation per 64.0 KB' "$work/dom" || fail "html: not said sampled"
+fi
 
 # ---- SIGKILL: the snapshots before it stay readable ----
 "$memkit" trace -q --sample 64K --snapshot-every 0.5s -o "$work/x" -- \

@@ -51,8 +51,9 @@ put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *
 {
     if (!mk_room(t))
         return 0;
-    uint32_t stack =
-        mk_stack_id(t, ra, fp); /* may write a definition: before the event */
+    /* may write a definition: before the event; ra 0: no stack (--sample's
+     * before libunwind is ready) */
+    uint32_t stack = ra ? mk_stack_id(t, ra, fp) : 0;
     if (MK_UNLIKELY(
             !mk_writer_alloc(&t->w, mk_ticks(), kind, size, align, (uintptr_t)p, stack)))
         mk_index_failed();
@@ -73,7 +74,7 @@ put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const v
 {
     if (!mk_room(t))
         return 0;
-    uint32_t stack = mk_stack_id(t, ra, fp);
+    uint32_t stack = ra ? mk_stack_id(t, ra, fp) : 0;
     if (MK_UNLIKELY(!mk_writer_realloc(&t->w, mk_ticks(), kind, size, (uintptr_t)old,
                                        (uintptr_t)p, stack)))
         mk_index_failed();
@@ -114,8 +115,7 @@ sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const
                  uintptr_t ra, uintptr_t fp)
 {
     sample_snapshot(t);
-    mk_stacks_ready();
-    put_alloc(t, kind, size, align, p, ra, fp);
+    put_alloc(t, kind, size, align, p, mk_stacks_ready() ? ra : 0, fp);
 }
 
 /* An allocation the budget chose: a new budget, and the block recorded. */
@@ -172,9 +172,9 @@ sample_put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
                    uintptr_t fp)
 {
     sample_snapshot(t);
-    mk_stacks_ready();
     if (sampled)
-        put_realloc(t, kind, size, old_sampled ? old : NULL, p, ra, fp);
+        put_realloc(t, kind, size, old_sampled ? old : NULL, p,
+                    mk_stacks_ready() ? ra : 0, fp);
     else
         put_free(t, MK_K_FREE, old);
 }

@@ -72,16 +72,18 @@ void mk_stacks_init(void)
 
 atomic_int mk_stacks_state;
 
-void mk_stacks_init_once(void)
+bool mk_stacks_init_once(void)
 {
     int none = 0;
     if (atomic_compare_exchange_strong(&mk_stacks_state, &none, 1)) {
         mk_stacks_init();
         atomic_store_explicit(&mk_stacks_state, 2, memory_order_release);
-        return;
+        return true;
     }
-    while (atomic_load_explicit(&mk_stacks_state, memory_order_acquire) != 2)
-        __builtin_ia32_pause(); /* another thread's first sample: a moment */
+    /* Another thread is starting libunwind, which may wait for the loader's
+     * lock: this thread may hold it (a malloc inside dlopen), so it must not
+     * wait in turn. Its sample goes without a stack. */
+    return atomic_load_explicit(&mk_stacks_state, memory_order_acquire) == 2;
 }
 
 void mk_stacks_flush_cache(void)

@@ -14,16 +14,18 @@ MK_HIDDEN uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth)
  * return and frame addresses. */
 MK_HIDDEN uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uintptr_t fp);
 MK_HIDDEN void mk_stacks_init(void);
-/* mk_stacks_init on first use, once, other callers waiting for it: --sample
- * unwinds only its samples, and a short process that takes none should not
- * pay for libunwind's start-up (a tenth of a short process's tracing). */
-MK_HIDDEN void mk_stacks_init_once(void);
+/* mk_stacks_init on first use, once: --sample unwinds only its samples, and
+ * a short process that takes none should not pay for libunwind's start-up.
+ * True when stacks can be captured: false while another thread is starting
+ * them (the caller records no stack rather than wait: see stacks.c). */
+MK_HIDDEN bool mk_stacks_init_once(void);
 extern atomic_int mk_stacks_state MK_HIDDEN; /* 0 not yet, 1 under way, 2 ready */
 
-static inline void mk_stacks_ready(void)
+static inline bool mk_stacks_ready(void)
 {
-    if (MK_UNLIKELY(atomic_load_explicit(&mk_stacks_state, memory_order_acquire) != 2))
-        mk_stacks_init_once();
+    if (MK_LIKELY(atomic_load_explicit(&mk_stacks_state, memory_order_acquire) == 2))
+        return true;
+    return mk_stacks_init_once();
 }
 MK_HIDDEN void mk_stacks_flush_cache(void);
 

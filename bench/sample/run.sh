@@ -13,6 +13,7 @@
 # at 64K with seeds 1-3: each of the exact trace's top 10 sites by bytes
 # against its estimate, the top 5's order, the total.
 # SCALE (default 1) shrinks the inputs (the smoke test runs 0.01).
+# BENCH_SAMPLE_ONLY="clang churn-1t" runs only the programs named.
 set -u
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-3}
@@ -42,7 +43,11 @@ churn_iters=$(awk -v s="$scale" 'BEGIN { n = int(20000000 * s); print n < 1000 ?
     corpus | grep -v '^churn|'
     echo "churn-1t|$work|$build/memkit-churn $churn_iters 1|true"
     echo "churn-2t|$work|$build/memkit-churn $churn_iters 2|true"
-} >"$work/programs"
+} | if [ -n "${BENCH_SAMPLE_ONLY:-}" ]; then
+    grep -E "^($(echo "$BENCH_SAMPLE_ONLY" | tr ' ' '|'))\|"
+else
+    cat
+fi >"$work/programs"
 
 /usr/bin/python3 - "$work" "$memkit" "$floor" "$rounds" "$scale" <<'PY'
 import json, os, platform, resource, shlex, statistics, subprocess, sys, time

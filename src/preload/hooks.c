@@ -104,8 +104,10 @@ static __attribute__((noinline)) void *sampled_malloc(size_t n, uintptr_t ra)
 static __attribute__((noinline)) MK_HOT_ALIGN void *sample_malloc(size_t n, uintptr_t ra)
 {
     mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(!t || mk_nested())) /* no state yet, or nested: the general way */
+    if (MK_UNLIKELY(!t)) /* no state yet: the general way makes it */
         return general_malloc(n, ra);
+    if (MK_UNLIKELY(mk_nested())) /* operator new's own malloc... */
+        return mk_real.malloc(n);
     t->fast_mallocs++;
     if (MK_LIKELY(!mk_sample_due(t, n)))
         return mk_real.malloc(n);
@@ -174,8 +176,12 @@ static __attribute__((noinline)) void sampled_free(void *p)
 static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p)
 {
     mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(!t || mk_nested())) {
+    if (MK_UNLIKELY(!t)) {
         general_free(p);
+        return;
+    }
+    if (MK_UNLIKELY(mk_nested())) { /* operator delete's own free... */
+        mk_real.free(p);
         return;
     }
     t->fast_frees++;

@@ -187,7 +187,21 @@ static void leave_cleanup(mk_thread_t **t)
 }
 
 #define SCOPED_ENTER() mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter()
-#define STRIP(...)     __VA_ARGS__ /* STRIP (a, b) is a, b: to extend a parameter list */
+
+/* --sample's new and delete (as malloc and free in hooks.c): an unsampled
+ * call is counted and runs the real operator with only the thread's in_hook
+ * flag set, so that the malloc or free inside it passes unrecorded. It
+ * touches nothing the flusher reads, so it skips mk_enter's handshake. */
+static inline void sample_nest(mk_thread_t *t)
+{
+    atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
+}
+
+static void sample_unnest(mk_thread_t **t)
+{
+    atomic_store_explicit(&(*t)->in_hook, 0, memory_order_relaxed);
+}
+#define STRIP(...) __VA_ARGS__ /* STRIP (a, b) is a, b: to extend a parameter list */
 
 /* ---- new ----
  *
@@ -217,11 +231,27 @@ static void leave_cleanup(mk_thread_t **t)
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);                               \
         return p;                                                                        \
     }                                                                                    \
+    static __attribute__((noinline)) void *sample##sym(uintptr_t ra, STRIP params)       \
+    {                                                                                    \
+        mk_thread_t *t = mk_self;                                                        \
+        /* no state, nested, or to be sampled (mk_sample_due's test, before              \
+         * the budget is touched): the general way */                                    \
+        if (MK_UNLIKELY(!t || mk_nested() || t->sample_left < (int64_t)size))            \
+            return general##sym(ra, STRIP args);                                         \
+        t->counts[kind]++;                                                               \
+        t->bytes[kind] += size;                                                          \
+        t->sample_left -= (int64_t)size;                                                 \
+        sample_nest(t);                                                                  \
+        mk_thread_t *nested __attribute__((cleanup(sample_unnest))) = t; /* may throw */ \
+        return CXX_REAL(fn_type, #sym, stand_in) args;                                   \
+    }                                                                                    \
     MK_EXPORT void *sym params;                                                          \
     MK_EXPORT void *sym params                                                           \
     {                                                                                    \
         if (MK_LIKELY(mk_st.summary_fast))                                               \
             return summary##sym(CALLER(), STRIP args);                                   \
+        if (MK_LIKELY(mk_st.sample_fast))                                                \
+            return sample##sym(CALLER(), STRIP args);                                    \
         return general##sym(CALLER(), STRIP args);                                       \
     }
 
@@ -273,11 +303,38 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
         args; /* in the hook: its free goes straight through */                          \
         mk_leave(t);                                                                     \
     }                                                                                    \
+    /* --sample: a block the filter may know goes the way in to be looked up */          \
+    static __attribute__((noinline)) void sampled##sym params                            \
+    {                                                                                    \
+        fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
+        SCOPED_ENTER();                                                                  \
+        if (t)                                                                           \
+            sample_free_taken(t, kind, p);                                               \
+        next args;                                                                       \
+    }                                                                                    \
+    static __attribute__((noinline)) void sample##sym params                             \
+    {                                                                                    \
+        mk_thread_t *t = mk_self;                                                        \
+        if (MK_UNLIKELY(!t || mk_nested())) {                                            \
+            general##sym args;                                                           \
+            return;                                                                      \
+        }                                                                                \
+        t->counts[kind]++;                                                               \
+        if (MK_UNLIKELY(mk_sampled_maybe((uintptr_t)p))) {                               \
+            sampled##sym args;                                                           \
+            return;                                                                      \
+        }                                                                                \
+        sample_nest(t);                                                                  \
+        CXX_REAL(fn_type, #sym, stand_in) args;                                          \
+        sample_unnest(&t);                                                               \
+    }                                                                                    \
     MK_EXPORT void sym params;                                                           \
     MK_EXPORT void sym params                                                            \
     {                                                                                    \
         if (MK_LIKELY(mk_st.summary_fast))                                               \
             summary##sym args;                                                           \
+        else if (MK_LIKELY(mk_st.sample_fast))                                           \
+            sample##sym args;                                                            \
         else                                                                             \
             general##sym args;                                                           \
     }

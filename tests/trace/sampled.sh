@@ -73,6 +73,18 @@ for name, (calls, nbytes) in truth.items():
 sys.exit(1 if bad else 0)
 PY
 
+# ---- C++: new and delete counted exactly, their inner malloc/free not again ----
+for way in exact sampled; do
+    opt=
+    [ $way = sampled ] && opt="--sample 4K"
+    # shellcheck disable=SC2086 # the option's words
+    "$memkit" trace $opt -o "$work/c$way" -- "$progs/cxx" 2>&1 |
+        grep -E '^(Mallocs|Callocs|Reallocs|News|Deletes|Allocation calls|Total allocated):' >"$work/cxx.$way"
+done
+cmp -s "$work/cxx.exact" "$work/cxx.sampled" ||
+    fail "cxx: counts differ: $(paste -d' ' "$work/cxx.exact" "$work/cxx.sampled" | tr '\n' ' ')"
+[ -s "$work/cxx.exact" ] || fail "cxx: no counts"
+
 # ---- a seed repeats a run ----
 for k in a b; do
     MEMKIT_SAMPLE_SEED=7 "$memkit" trace -q --sample 64K -o "$work/r$k" -- \

@@ -138,7 +138,8 @@ for name, cwd, cmd, prep in acc:
     de, se = report(traces(exact))
     top = sorted(se.items(), key=lambda kv: -kv[1][1])[:10]
     print(f"accuracy, {name}: exact bytes of its top 10 sites against --sample 64K (seeds 1-3)")
-    print("%4s %14s %10s %10s %10s  %s" % ("site", "exact bytes", "seed 1", "seed 2", "seed 3", "innermost frame"))
+    print("%4s %14s %10s %10s %10s %8s  %s" % ("site", "exact bytes", "seed 1", "seed 2", "seed 3",
+                                           "exp. SE", "innermost frame"))
     errs = {k: [] for k, _ in top}
     orders, totals = [], []
     for seed in (1, 2, 3):
@@ -154,11 +155,22 @@ for name, cwd, cmd, prep in acc:
         # the sites' estimates summed (the exact total is in the SAMPLES record)
         est_total = sum(b for _, b in ss.values())
         totals.append(est_total / sum(b for _, b in se.values()) - 1 if se else 0)
-    worst = 0
+    # The relative standard error one can expect of a site of b bytes: a
+    # Poisson sample of rate 1/mean over its bytes, about b / mean samples,
+    # gives sqrt(mean / b) for allocations far smaller than the mean (less
+    # for larger ones, which are sampled nearly surely).
+    worst = worst_resolvable = 0
     for i, (k, (c, b)) in enumerate(top):
-        worst = max(worst, max(abs(e) for e in errs[k]))
+        e = max(abs(e) for e in errs[k])
+        worst = max(worst, e)
+        se = (65536 / b) ** 0.5 if b else 1
+        if se <= 0.05:  # a 10% bar two standard errors wide
+            worst_resolvable = max(worst_resolvable, e)
         where = "%s (%s:%s)" % k[0] if k else "?"
-        print("%4d %14d %+9.1f%% %+9.1f%% %+9.1f%%  %s" % ((i + 1, b) + tuple(100 * e for e in errs[k]) + (where,)))
+        print("%4d %14d %+9.1f%% %+9.1f%% %+9.1f%% %7.1f%%  %s" % (
+            (i + 1, b) + tuple(100 * e for e in errs[k]) + (100 * se, where)))
+    print(f"worst error {100 * worst_resolvable:.1f}% on the sites whose expected SE is <= 5% "
+          f"(so that 10% is 2 SE); worst of all {100 * worst:.1f}%")
     print(f"worst site error {100 * worst:.1f}% (bar 10%); top 5 in the exact order: "
           f"{sum(orders)} of 3 seeds; sum of the sites' estimates off by at most "
           f"{max(abs(t) for t in totals) * 100:.2f}% (bar 2%; the total by kind is exact)")

@@ -85,6 +85,17 @@ cmp -s "$work/cxx.exact" "$work/cxx.sampled" ||
     fail "cxx: counts differ: $(paste -d' ' "$work/cxx.exact" "$work/cxx.sampled" | tr '\n' ' ')"
 [ -s "$work/cxx.exact" ] || fail "cxx: no counts"
 
+# ---- threads: 20 threads' counts exact; dlopen'd code sampled, status kept ----
+"$memkit" trace --sample 4K -o "$work/th" -- "$progs/threads" >"$work/out" 2>&1 ||
+    fail "threads: traced run failed"
+grep -q '^Mallocs: 41020$' "$work/out" || fail "threads: $(grep Mallocs "$work/out")"
+grep -q '^Sampled:' "$work/out" || fail "threads: not sampled"
+"$memkit" trace -q --sample 4K -o "$work/dl" -- "$progs/dlopen" >/dev/null 2>&1
+st=$?
+"$progs/dlopen" >/dev/null 2>&1
+[ $st -eq $? ] || fail "dlopen: exit status $st, not the untraced one"
+"$memkit" report "$work"/dl.*.mkt >"$work/out" 2>&1 || fail "dlopen: report failed"
+
 # ---- a seed repeats a run ----
 for k in a b; do
     MEMKIT_SAMPLE_SEED=7 "$memkit" trace -q --sample 64K -o "$work/r$k" -- \

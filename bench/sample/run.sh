@@ -124,7 +124,8 @@ def report(paths):
     d = json.loads(out)
     sites = {}
     for s in d["sites"]:
-        key = tuple((f["function"], f["file"], f["line"]) for f in s["frames"])
+        key = tuple((f["function"], f["file"], f["line"], f["module"], f["offset"])
+                    for f in s["frames"])
         c, b = sites.get(key, (0, 0))
         sites[key] = (c + s["calls"], b + s["bytes"])
     return d, sites
@@ -166,7 +167,9 @@ for name, cwd, cmd, prep in acc:
         se = (65536 / b) ** 0.5 if b else 1
         if se <= 0.05:  # a 10% bar two standard errors wide
             worst_resolvable = max(worst_resolvable, e)
-        where = "%s (%s:%s)" % k[0] if k else "?"
+        f0 = k[0] if k else (None,) * 5
+        where = ("%s (%s:%s)" % f0[:3] if f0[0] and f0[1] else
+                 "%s (%s)" % (f0[0], f0[3]) if f0[0] else "%s+0x%x" % (f0[3], f0[4]))
         print("%4d %14d %+9.1f%% %+9.1f%% %+9.1f%% %7.1f%%  %s" % (
             (i + 1, b) + tuple(100 * e for e in errs[k]) + (100 * se, where)))
     print(f"worst error {100 * worst_resolvable:.1f}% on the sites whose expected SE is <= 5% "

@@ -152,6 +152,14 @@ else
     grep -q 'sampled: one allocation per 64.0 KB' "$work/dom" || fail "html: not said sampled"
 fi
 
+# ---- growth of an exact trace: eight even points of the run ----
+"$memkit" trace -q -o "$work/ge" -- "$progs/sampled" grow 1.2 >/dev/null 2>&1
+"$memkit" report --growth "$work"/ge.*.mkt >"$work/growth" || fail "exact growth: report failed"
+grep -q '^Growth across 8 points of the run' "$work/growth" || fail "exact growth: $(head -1 "$work/growth")"
+sed -n 3p "$work/growth" | grep -qE '^ +[0-9.]+ [KM]B/s .*grow_site' || fail "exact growth: not grow_site first, or marked ~"
+"$memkit" report --growth --format collapsed "$work"/ge.*.mkt >/dev/null 2>"$work/err"
+[ $? -eq 2 ] || fail "--growth --format collapsed accepted"
+
 # ---- SIGKILL: the snapshots before it stay readable ----
 "$memkit" trace -q --sample 64K --snapshot-every 0.5s -o "$work/x" -- \
     "$progs/sampled" growkill 2.3 >/dev/null 2>&1

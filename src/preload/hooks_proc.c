@@ -1,13 +1,15 @@
 /*
  * hooks_proc.c - process events: exec (flush first; keep the children
- * traced), _exit (flush first), dlopen/dlclose (new module map), and with
- * --syscalls the memory system calls mmap, munmap, mremap, brk and sbrk.
+ * traced), _exit (flush first), dlopen/dlclose (new module map), unwind
+ * tables registered at run time (--sample's stack walks), and with --syscalls
+ * the memory system calls mmap, munmap, mremap, brk and sbrk.
  */
 #define _GNU_SOURCE
 #include "record.h"
 
 #include "child_env.h"
 #include "modules.h"
+#include "stacks.h"
 
 #include <alloca.h>
 #include <dlfcn.h>
@@ -22,6 +24,33 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/* ---- unwind tables registered at run time (JIT compilers) ----
+ *
+ * Passed on unchanged; the first one sends --sample's stack walks from
+ * libgcc's unwinder back to libunwind (stacks.c says why). */
+
+#define REGISTER_FRAME_HOOK(name, params, args)                                          \
+    MK_EXPORT void name params;                                                          \
+    MK_EXPORT void name params                                                           \
+    {                                                                                    \
+        typedef void(*name##_fn) params;                                                 \
+        atomic_store(&mk_frames_registered, true);                                       \
+        name##_fn next = NEXT(name##_fn, #name);                                         \
+        if (next)                                                                        \
+            next args;                                                                   \
+    }
+
+REGISTER_FRAME_HOOK(__register_frame, (void *begin), (begin))
+REGISTER_FRAME_HOOK(__register_frame_table, (void *begin), (begin))
+REGISTER_FRAME_HOOK(__register_frame_info, (const void *begin, void *ob), (begin, ob))
+REGISTER_FRAME_HOOK(__register_frame_info_table, (void *begin, void *ob), (begin, ob))
+REGISTER_FRAME_HOOK(__register_frame_info_bases,
+                    (const void *begin, void *ob, void *tbase, void *dbase),
+                    (begin, ob, tbase, dbase))
+REGISTER_FRAME_HOOK(__register_frame_info_table_bases,
+                    (void *begin, void *ob, void *tbase, void *dbase),
+                    (begin, ob, tbase, dbase))
 
 /* ---- exec: the environment that keeps a child traced (child_env.h) ---- */
 

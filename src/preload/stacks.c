@@ -33,8 +33,10 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unwind.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -55,10 +57,88 @@ static uint8_t *arena;
 static atomic_size_t arena_used;
 static atomic_uint next_id = 1;
 
+/* Frames of memkit's own above mk_stack_id at most: the hook, and the body
+ * that records (general_malloc) when the compiler did not make it a tail
+ * call. */
+#define MK_OWN_FRAMES 3
+
+/* --sample's walk: libgcc's unwinder (_Unwind_Backtrace). A sample's stack
+ * is seldom seen before, so libunwind's per-address caches rarely help it,
+ * and each address libunwind has not seen costs it a dl_iterate_phdr between
+ * two signal-mask system calls and checks of memory through a pipe; libgcc
+ * finds a code address's unwind table with glibc's _dl_find_object, with no
+ * system call. Frames as unwind_fast gives them; a stack seen again is still
+ * found in the cache of mk_stack_id without a walk.
+ *
+ * libgcc's lookup in tables registered at run time (__register_frame: JIT
+ * compilers) may malloc under its own lock, which a sample taken inside
+ * that malloc would want again: once a program registers a table
+ * (mk_frames_registered, hooks_proc.c), samples go back to libunwind. */
+atomic_bool mk_frames_registered;
+
+/* libgcc's own: libunwind exports a _Unwind_Backtrace of its own (over
+ * unw_step, the costly walk), and which of the two a plain reference binds
+ * to depends on the program's libraries. Found in libgcc_s by handle at
+ * start-up (mk_stacks_init); NULL: the samples use libunwind. */
+static _Unwind_Reason_Code (*gcc_backtrace)(_Unwind_Trace_Fn, void *);
+static _Unwind_Word (*gcc_get_ip)(struct _Unwind_Context *);
+
+static void find_gcc_unwinder(void)
+{
+    /* glibc's dlopen, not our interposer (hooks_proc.c: it would write a
+     * module map) */
+    static void *dlopen_slot, *dlclose_slot;
+    void *(*real_dlopen)(const char *, int) =
+        (void *(*)(const char *, int))mk_next_symbol(&dlopen_slot, "dlopen");
+    int (*real_dlclose)(void *) =
+        (int (*)(void *))mk_next_symbol(&dlclose_slot, "dlclose");
+    void *h = real_dlopen ? real_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (!h)
+        return;
+    void *bt = dlsym(h, "_Unwind_Backtrace"), *ip = dlsym(h, "_Unwind_GetIP");
+    if (bt && ip) { /* both or neither: a context of one is not the other's */
+        gcc_get_ip = (_Unwind_Word(*)(struct _Unwind_Context *))ip;
+        gcc_backtrace = (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))bt;
+    }
+    if (real_dlclose)
+        real_dlclose(h); /* our dependency (through libunwind): it stays */
+}
+
+typedef struct gcc_walk {
+    uintptr_t *frames;
+    int n, max, skip;
+    uintptr_t ra;
+} gcc_walk_t;
+
+static _Unwind_Reason_Code gcc_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    gcc_walk_t *w = arg;
+    uintptr_t ip = (uintptr_t)gcc_get_ip(ctx);
+    if (w->n == 0 && ip != w->ra) { /* still in memkit's own frames */
+        return ++w->skip > MK_OWN_FRAMES + 2 ? _URC_END_OF_STACK : _URC_NO_REASON;
+    }
+    if (!ip)
+        return _URC_END_OF_STACK;
+    w->frames[w->n++] = ip;
+    return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+static int unwind_gcc(uintptr_t *frames, int max, uintptr_t ra)
+{
+    gcc_walk_t w = {frames, 0, max, 0, ra};
+    gcc_backtrace(gcc_frame, &w);
+    return w.n > 0 ? w.n : -1; /* the caller not found: libunwind's walk decides */
+}
+
 void mk_stacks_init(void)
 {
-    /* Per-thread caches: no lock inside libunwind on the capture path. */
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    /* Per-thread caches: no lock inside libunwind on the capture path.
+     * --sample unwinds with libgcc (unwind_gcc) and leaves libunwind alone:
+     * it starts by itself if a registered table sends samples back to it. */
+    if (!mk_st.cfg.sample_mean)
+        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    else
+        find_gcc_unwinder();
     table = mk_sys_mmap(NULL, sizeof(*table) << TABLE_BITS, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     arena = mk_sys_mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
@@ -249,11 +329,6 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
     return c;
 }
 
-/* Frames of memkit's own above mk_stack_id at most: the hook, and the body
- * that records (general_malloc) when the compiler did not make it a tail
- * call. */
-#define MK_OWN_FRAMES 3
-
 /* Walks the stack with libunwind: frames from the hook's caller (the frame
  * that returns to ra) outward, and the stack address each return address was
  * read from (0: not a plain call frame, so the stack is not cached). */
@@ -305,6 +380,24 @@ static int unwind(uintptr_t *frames, uintptr_t *slots, int max, uintptr_t ra)
  * where the stack pointer is 16-byte aligned less 8 (the psABI), so frame
  * i's slot is the first such word above frame i-1's that holds frames[i].
  * A slot not found within the scan's bound is 0: the stack is not cached. */
+/* The slot each return address of frames[0..n) was read from (see
+ * unwind_fast), 0 where it was not found. */
+static void find_slots(const uintptr_t *frames, uintptr_t *slots, int n, uintptr_t fp,
+                       uintptr_t hi)
+{
+    uintptr_t at = (fp | 15) - 7; /* the first slot-aligned word above fp */
+    uintptr_t end = hi - fp > MK_SLOT_SCAN_BYTES ? fp + MK_SLOT_SCAN_BYTES : hi;
+    for (int i = 0; i < n; i++) {
+        while (at + 8 <= end && *(const uintptr_t *)at != frames[i])
+            at += 16;
+        slots[i] = at + 8 <= end ? at : 0;
+        if (slots[i])
+            at += 16; /* the next frame's slot lies above */
+        else
+            end = 0; /* not found: the rest are not looked for */
+    }
+}
+
 static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *slots,
                                                  int max, uintptr_t ra, uintptr_t fp,
                                                  uintptr_t hi)
@@ -317,18 +410,9 @@ static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *s
     if (skip >= got || skip > MK_OWN_FRAMES + 1)
         return -1;
     int n = got - skip < max ? got - skip : max;
-    uintptr_t at = (fp | 15) - 7; /* the first slot-aligned word above fp */
-    uintptr_t end = hi - fp > MK_SLOT_SCAN_BYTES ? fp + MK_SLOT_SCAN_BYTES : hi;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         frames[i] = (uintptr_t)buf[skip + i];
-        while (at + 8 <= end && *(const uintptr_t *)at != frames[i])
-            at += 16;
-        slots[i] = at + 8 <= end ? at : 0;
-        if (slots[i])
-            at += 16; /* the next frame's slot lies above */
-        else
-            end = 0; /* not found: the rest are not looked for */
-    }
+    find_slots(frames, slots, n, fp, hi);
     return n;
 }
 
@@ -363,9 +447,15 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
             return use_rec(t, e->rec);
     }
     int cancel = mk_cancel_off(); /* libunwind checks memory through a pipe */
-    int n = fp >= t->stack_lo && fp < t->stack_hi
-                ? unwind_fast(frames, slots, depth, ra, fp, t->stack_hi)
-                : -1;
+    int n = -1;
+    if (mk_st.cfg.sample_mean && gcc_backtrace &&
+        !atomic_load_explicit(&mk_frames_registered, memory_order_relaxed)) {
+        n = unwind_gcc(frames, depth, ra); /* a sample: libgcc's walk (above) */
+        if (n > 0 && cacheable)
+            find_slots(frames, slots, n, fp, t->stack_hi);
+    } else if (fp >= t->stack_lo && fp < t->stack_hi) {
+        n = unwind_fast(frames, slots, depth, ra, fp, t->stack_hi);
+    }
     if (n < 0) /* a stack we do not know the bounds of, or an unusual call */
         n = unwind(frames, slots, depth, ra);
     mk_cancel_restore(cancel);

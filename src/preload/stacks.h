@@ -28,5 +28,7 @@ static inline bool mk_stacks_ready(void)
     return mk_stacks_init_once();
 }
 MK_HIDDEN void mk_stacks_flush_cache(void);
+/* Set once the program registers an unwind table at run time (stacks.c). */
+extern atomic_bool mk_frames_registered MK_HIDDEN;
 
 #endif /* MEMKIT_PRELOAD_STACKS_H */

@@ -96,6 +96,12 @@ st=$?
 [ $st -eq $? ] || fail "dlopen: exit status $st, not the untraced one"
 "$memkit" report "$work"/dl.*.mkt >"$work/out" 2>&1 || fail "dlopen: report failed"
 
+# ---- a registered unwind table (a JIT's): stacks from libunwind, still whole ----
+"$memkit" trace --sample 4K -o "$work/jit" -- "$progs/sampled" jit >"$work/out" 2>&1 ||
+    fail "jit: the traced run failed"
+grep -qE '^  [0-9]\. ~[0-9]+ calls .*: small_site at sampled\.c' "$work/out" ||
+    fail "jit: small_site not named: $(grep -A3 'Top call sites' "$work/out")"
+
 # ---- a seed repeats a run ----
 for k in a b; do
     MEMKIT_SAMPLE_SEED=7 "$memkit" trace -q --sample 64K -o "$work/r$k" -- \

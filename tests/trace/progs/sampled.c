@@ -7,7 +7,10 @@
  *                    (grow_site), the others churn and hold steady
  *   sampled usr2     raises SIGUSR2 twice between allocations, then exits 0
  *   sampled growkill S   grow for S seconds, then SIGKILL itself
+ *   sampled jit      registers an (empty) unwind table first, as a JIT
+ *                    compiler does, then runs the known sites
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +114,17 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "grow") == 0)
         return grow(argc > 2 ? atof(argv[2]) : 3.5);
+    if (strcmp(mode, "jit") == 0) {
+        /* libgcc returns at once for a NULL table: only the call matters */
+        void (*reg)(const void *, void *) =
+            (void (*)(const void *, void *))dlsym(RTLD_DEFAULT, "__register_frame_info");
+        static char object[256];
+        if (reg)
+            reg(NULL, object);
+        small_site();
+        medium_site();
+        return 0;
+    }
     if (strcmp(mode, "growkill") == 0) {
         grow(argc > 2 ? atof(argv[2]) : 2.5);
         fflush(stdout);

@@ -65,6 +65,9 @@ static void usage(FILE *out)
         "become\n"
         "                       estimates (MEMKIT_SAMPLE_SEED=N repeats a run's "
         "choices)\n"
+        "                       With --summary-only: sites are calling instructions "
+        "(no\n"
+        "                       unwinding), the cheapest sampled run\n"
         "  --snapshot-every T   with --sample: mark the live heap every T (e.g. 60s, "
         "5m);\n"
         "                       memkit report --growth ranks the sites that grow\n"
@@ -431,10 +434,14 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
     if ((o->snapshot_ns || o->snapshot_signal >= 0) && !o->sample)
         return mk_usage_error("trace: snapshots are of a sampled heap: give --sample "
                               "BYTES too");
-    if (o->sample && o->summary_only)
-        return mk_usage_error("trace: --summary-only counts every call in the process "
-                              "already; --sample records samples with their stacks: "
-                              "choose one");
+    /* --summary-only with --sample: the least a sampled run can cost. Its
+     * events are few already; what it drops is the unwinding, as
+     * --summary-only's sites are the calling instruction alone. Every call
+     * is still counted exactly (the SAMPLES records). */
+    if (o->sample && o->summary_only) {
+        o->summary_only = false;
+        o->no_stacks = true;
+    }
     *first = i;
     return -1;
 }

@@ -197,6 +197,15 @@ for t in "$work"/f.*.mkt; do
     grep -q '^Sampled:' "$work/out" || fail "forkexec: $t not sampled"
 done
 
+# ---- --summary-only with --sample: calling instructions, counts exact ----
+"$memkit" trace --summary-only --sample 64K -o "$work/so" -- "$progs/sampled" known >"$work/out" 2>&1 ||
+    fail "summary-only sampled: the traced run failed"
+grep -q '^Mallocs: 1005[0-9][0-9]$' "$work/out" || fail "summary-only sampled: Mallocs not exact"
+grep -q '^Sampled:' "$work/out" || fail "summary-only sampled: not sampled"
+"$memkit" report --format json "$work"/so.*.mkt |
+    $py -c 'import json,sys; d=json.load(sys.stdin); assert d["input"]["sampling"] and all(len(s["frames"]) == 1 for s in d["sites"]), [len(s["frames"]) for s in d["sites"]]' ||
+    fail "summary-only sampled: sites are not calling instructions"
+
 # ---- bad values: one line, exit 2 ----
 for bad in 0 -5 abc 2G 1.5K "" 12Q; do
     "$memkit" trace --sample "$bad" -- true >/dev/null 2>"$work/err"

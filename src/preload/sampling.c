@@ -104,16 +104,22 @@ int64_t mk_sample_draw(mk_thread_t *t)
     return d < 1 ? 1 : d > 0x1p62 ? (int64_t)1 << 62 : (int64_t)d;
 }
 
+/* Tries before a torn read is taken as it is: a generation that stays odd
+ * is a renewal that never ends, the caller's own interrupted by the signal
+ * whose handler ends the trace, or an owner thread a fork left behind. */
+#define MK_BUDGET_READ_TRIES 100000
+
 uint64_t mk_sample_bytes_taken(mk_thread_t *t)
 {
-    for (;;) {
+    for (int tries = 0;; tries++) {
         unsigned gen = atomic_load_explicit(&t->budget_gen, memory_order_acquire);
         uint64_t taken = __atomic_load_n(&t->budget_taken, __ATOMIC_RELAXED);
         int64_t start = __atomic_load_n(&t->budget_start, __ATOMIC_RELAXED);
         int64_t left = __atomic_load_n(&t->sample_left, __ATOMIC_RELAXED);
         atomic_thread_fence(memory_order_acquire);
-        if (!(gen & 1) &&
-            gen == atomic_load_explicit(&t->budget_gen, memory_order_relaxed))
+        bool whole = !(gen & 1) &&
+                     gen == atomic_load_explicit(&t->budget_gen, memory_order_relaxed);
+        if (whole || t == mk_self || tries == MK_BUDGET_READ_TRIES)
             return taken + (uint64_t)(start - left);
         __builtin_ia32_pause(); /* its owner is drawing a new budget: a moment */
     }
@@ -199,9 +205,9 @@ void mk_samples_write(unsigned reason)
         p = mk_put_varint(p, counts[k]);
     for (int k = 0; k < MK_K_COUNT; k++)
         p = mk_put_varint(p, bytes[k]);
-    set_lock();
-    size_t live = sampled.used;
-    set_unlock();
+    /* No lock: this may run in the handler of a signal that interrupted
+     * this very thread holding it; the count is a figure, not a promise. */
+    size_t live = __atomic_load_n(&sampled.used, __ATOMIC_RELAXED);
     p = mk_put_varint(p, live);
     mk_output_record(NULL, MK_REC_SAMPLES, raw, (size_t)(p - raw));
 }
@@ -240,6 +246,8 @@ void mk_sampling_after_fork_child(void)
         memset(t->bytes, 0, sizeof t->bytes);
         t->fast_mallocs = t->fast_frees = t->fast_free_nulls = 0;
         t->budget_taken = (uint64_t)(t->sample_left - t->budget_start); /* 0 taken */
+        /* even again: a parent thread mid-renewal at the fork never ends it here */
+        atomic_store(&t->budget_gen, (atomic_load(&t->budget_gen) | 1) + 1);
     }
     if (mk_st.cfg.snapshot_every_ns)
         atomic_store(&snapshot_due_ns,

@@ -761,11 +761,7 @@ static void take_exact_counts(mk_profile_t *p)
     p->free_null = p->calls[MK_K_NONE]; /* format.h: the free(NULL)s */
     p->calls[MK_K_NONE] = 0;
     p->free_unknown = p->failed = 0;
-    p->total_allocated = 0;
-    for (int k = 0; k < MK_K_COUNT; k++)
-        if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
-            mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
-            p->total_allocated += s->bytes[k];
+    p->total_allocated = mk_allocated_bytes(s->bytes);
 }
 
 void mk_profile_finish(mk_profile_t *p)
@@ -818,11 +814,7 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr, bool site_stacks
     p->site_stacks = site_stacks;
     derive_totals(p);
     p->frees = s->frees_live;
-    p->total_allocated = 0;
-    for (int k = 0; k < MK_K_COUNT; k++)
-        if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
-            mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
-            p->total_allocated += s->bytes[k];
+    p->total_allocated = mk_allocated_bytes(s->bytes);
     for (size_t i = 0; i < s->nsites; i++) {
         uint64_t id = site_stacks ? s->sites[i].pc : i + 1;
         if (id > UINT32_MAX)

@@ -4,12 +4,14 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int mk_usage_error(const char *fmt, ...)
 {
@@ -63,41 +65,46 @@ bool mk_parse_count(const char *s, uint64_t *out)
 bool mk_parse_bytes(const char *s, uint64_t *out)
 {
     char *end;
-    unsigned long long v;
-    unsigned shift = 0;
-
-    if (!s || *s < '0' || *s > '9')
-        return false;
     errno = 0;
-    v = strtoull(s, &end, 10);
+    if (!s || !isdigit((unsigned char)*s))
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
     if (errno)
         return false;
-    switch (*end) {
-    case 'k':
+    uint64_t mul = 1;
+    switch (toupper((unsigned char)*end)) {
     case 'K':
-        shift = 10;
+        mul = 1ull << 10;
         break;
-    case 'm':
     case 'M':
-        shift = 20;
+        mul = 1ull << 20;
         break;
-    case 'g':
     case 'G':
-        shift = 30;
+        mul = 1ull << 30;
         break;
-    default:
+    case 'T':
+        mul = 1ull << 40;
         break;
-    }
-    if (shift) {
-        end++;
-        if (*end == 'i')
-            end++;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || (v >> (64 - shift - 1)) != 0)
+    case 0:
+        break;
+    case 'B':
+        if (!end[1]) {
+            *out = v;
+            return true;
+        }
         return false;
-    *out = (uint64_t)v << shift;
+    default:
+        return false;
+    }
+    if (mul > 1) {
+        end++;
+        if (strcmp(end, "") != 0 && strcasecmp(end, "B") != 0 &&
+            strcasecmp(end, "iB") != 0)
+            return false;
+    }
+    if (v > UINT64_MAX / mul)
+        return false;
+    *out = v * mul;
     return true;
 }
 

@@ -112,8 +112,9 @@ double mk_p_smaller(const double *a, int na, const double *b, int nb);
 /* Parses a non-negative integer with an optional k/M/G suffix (powers of 1000). */
 bool mk_parse_count(const char *s, uint64_t *out);
 
-/* Parses a byte size: an integer with an optional K/M/G suffix (powers of
- * 1024; "KB", "KiB" and lower case too), as --sample 512K. */
+/* Parses a byte size: an integer with an optional K/M/G/T suffix (powers of
+ * 1024; "KB", "KiB", a bare "B" and lower case too), as --sample 512K and
+ * check's --max-peak 10M. */
 bool mk_parse_bytes(const char *s, uint64_t *out);
 
 /* Parses a duration into ns: a number (fractions allowed) with a unit of

@@ -34,55 +34,9 @@ enum {
     L_COUNT
 };
 
-static bool parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!s || !isdigit((unsigned char)*s))
-        return false;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return false;
-    uint64_t mul = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K':
-        mul = 1ull << 10;
-        break;
-    case 'M':
-        mul = 1ull << 20;
-        break;
-    case 'G':
-        mul = 1ull << 30;
-        break;
-    case 'T':
-        mul = 1ull << 40;
-        break;
-    case 0:
-        break;
-    case 'B':
-        if (!end[1]) {
-            *out = v;
-            return true;
-        }
-        return false;
-    default:
-        return false;
-    }
-    if (mul > 1) {
-        end++;
-        if (strcmp(end, "") != 0 && strcasecmp(end, "B") != 0 &&
-            strcasecmp(end, "iB") != 0)
-            return false;
-    }
-    if (v > UINT64_MAX / mul)
-        return false;
-    *out = v * mul;
-    return true;
-}
-
 static int set_limit(limit_t *l, const char *val, const char *from)
 {
-    bool ok = l->size ? parse_size(val, &l->max) : mk_parse_count(val, &l->max);
+    bool ok = l->size ? mk_parse_bytes(val, &l->max) : mk_parse_count(val, &l->max);
     if (!ok)
         return mk_usage_error("%s%s wants %s, not '%s'", from, l->name,
                               l->size ? "a size (e.g. 64K, 10M)" : "a count", val);

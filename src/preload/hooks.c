@@ -86,32 +86,18 @@ static __attribute__((noinline)) MK_HOT_ALIGN void *summary_malloc(size_t n, uin
 /* --sample's malloc: an unsampled call is counted and takes its size off
  * the budget, and is not an event at all, so it needs neither the way into
  * a hook (mk_enter: nothing it touches is the flusher's) nor a frame: the
- * real malloc is a tail call. The sampled one takes the general way in. */
-static __attribute__((noinline)) void *sampled_malloc(size_t n, uintptr_t ra)
-{
-    mk_thread_t *t = mk_enter();
-    if (!t) {
-        if (mk_self)
-            mk_sample_renew(mk_self);
-        return mk_real.malloc(n);
-    }
-    void *p = mk_real.malloc(n);
-    sample_taken(t, MK_K_MALLOC, n, 0, p, ra, HOOK_FRAME());
-    mk_leave(t);
-    return p;
-}
-
+ * real malloc is a tail call. The one to be sampled goes the general way,
+ * which counts it, samples it and records it. */
 static __attribute__((noinline)) MK_HOT_ALIGN void *sample_malloc(size_t n, uintptr_t ra)
 {
     mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(!t)) /* no state yet: the general way makes it */
+    if (MK_UNLIKELY(!t || mk_sample_next(t, n))) /* no state yet, or sampled */
         return general_malloc(n, ra);
     if (MK_UNLIKELY(mk_nested())) /* operator new's own malloc... */
         return mk_real.malloc(n);
     t->fast_mallocs++;
-    if (MK_LIKELY(!mk_sample_due(t, n)))
-        return mk_real.malloc(n);
-    return sampled_malloc(n, ra);
+    t->sample_left -= (int64_t)n;
+    return mk_real.malloc(n);
 }
 
 MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
@@ -160,23 +146,13 @@ static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
     mk_real.free(p);
 }
 
-/* A free whose block may be sampled (the filter said so): recorded if it is. */
-static __attribute__((noinline)) void sampled_free(void *p)
-{
-    mk_thread_t *t = mk_enter();
-    if (t) {
-        sample_free_taken(t, MK_K_FREE, p);
-        mk_leave(t);
-    }
-    mk_real.free(p);
-}
-
 /* --sample's free: counted; the filter's one load rules out nearly every
- * block, and the real free is a tail call. */
+ * block, and the real free is a tail call. A block the filter may know goes
+ * the general way, which counts it and records it if it was sampled. */
 static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p)
 {
     mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(!t)) {
+    if (MK_UNLIKELY(!t || mk_sampled_maybe((uintptr_t)p))) {
         general_free(p);
         return;
     }
@@ -187,10 +163,6 @@ static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p)
     t->fast_frees++;
     if (MK_UNLIKELY(!p)) { /* free(NULL) does nothing: counted apart, not passed on */
         t->fast_free_nulls++;
-        return;
-    }
-    if (MK_UNLIKELY(mk_sampled_maybe((uintptr_t)p))) {
-        sampled_free(p);
         return;
     }
     mk_real.free(p);

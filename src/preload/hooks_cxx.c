@@ -236,7 +236,7 @@ static void sample_unnest(mk_thread_t **t)
         mk_thread_t *t = mk_self;                                                        \
         /* no state, nested, or to be sampled (mk_sample_due's test, before              \
          * the budget is touched): the general way */                                    \
-        if (MK_UNLIKELY(!t || mk_nested() || t->sample_left < (int64_t)size))            \
+        if (MK_UNLIKELY(!t || mk_nested() || mk_sample_next(t, size)))                   \
             return general##sym(ra, STRIP args);                                         \
         t->counts[kind]++;                                                               \
         t->bytes[kind] += size;                                                          \
@@ -303,27 +303,16 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
         args; /* in the hook: its free goes straight through */                          \
         mk_leave(t);                                                                     \
     }                                                                                    \
-    /* --sample: a block the filter may know goes the way in to be looked up */          \
-    static __attribute__((noinline)) void sampled##sym params                            \
-    {                                                                                    \
-        fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
-        SCOPED_ENTER();                                                                  \
-        if (t)                                                                           \
-            sample_free_taken(t, kind, p);                                               \
-        next args;                                                                       \
-    }                                                                                    \
     static __attribute__((noinline)) void sample##sym params                             \
     {                                                                                    \
         mk_thread_t *t = mk_self;                                                        \
-        if (MK_UNLIKELY(!t || mk_nested())) {                                            \
+        /* no state, nested, or a block the filter may know: the general way             \
+         * (which counts it and records it if it was sampled) */                         \
+        if (MK_UNLIKELY(!t || mk_nested() || mk_sampled_maybe((uintptr_t)p))) {          \
             general##sym args;                                                           \
             return;                                                                      \
         }                                                                                \
         t->counts[kind]++;                                                               \
-        if (MK_UNLIKELY(mk_sampled_maybe((uintptr_t)p))) {                               \
-            sampled##sym args;                                                           \
-            return;                                                                      \
-        }                                                                                \
         sample_nest(t);                                                                  \
         CXX_REAL(fn_type, #sym, stand_in) args;                                          \
         sample_unnest(&t);                                                               \

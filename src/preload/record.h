@@ -118,20 +118,11 @@ sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const
     put_alloc(t, kind, size, align, p, mk_stacks_ready() ? ra : 0, fp);
 }
 
-/* An allocation the budget chose: a new budget, and the block recorded. */
-static inline __attribute__((always_inline)) void
-sample_taken(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
-             uintptr_t ra, uintptr_t fp)
-{
-    mk_sample_renew(t);
-    if (p && mk_sampled_put((uintptr_t)p))
-        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp));
-}
-
 /* The general path's sampled allocation, realloc and free are out of line:
  * inlined beside full tracing's events they made the compiler take the
  * writer's encoding out of general_malloc and general_free (3% on the churn
- * loop). The stack still starts at ra, and fp is the hook's. */
+ * loop). The stack still starts at ra, and fp is the hook's. An allocation
+ * the budget chose gets a new budget, and its block is recorded. */
 static __attribute__((noinline, unused)) void sample_alloc(mk_thread_t *t, unsigned kind,
                                                            size_t size, size_t align,
                                                            const void *p, uintptr_t ra,
@@ -139,35 +130,24 @@ static __attribute__((noinline, unused)) void sample_alloc(mk_thread_t *t, unsig
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
-    if (MK_UNLIKELY(mk_sample_due(t, size)))
-        sample_taken(t, kind, size, align, p, ra, fp);
+    if (MK_LIKELY(!mk_sample_due(t, size)))
+        return;
+    mk_sample_renew(t);
+    if (p && mk_sampled_put((uintptr_t)p))
+        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp));
 }
 
-/* A free's count (free(NULL)s apart, in the kind-less slot: Frees counts
- * blocks freed); true when its block may be sampled (sampling.h's filter). */
-static inline __attribute__((always_inline)) bool
-sample_free_count(mk_thread_t *t, unsigned kind, const void *p)
-{
-    t->counts[kind]++;
-    t->counts[MK_K_NONE] += kind == MK_K_FREE && !p;
-    return MK_UNLIKELY(mk_sampled_maybe((uintptr_t)p));
-}
-
-/* A free whose block may be sampled: recorded when it was. Out of line: it
- * is rare, and inlined beside full tracing's free it made the compiler take
- * the writer's free encoding out of general_free (3% on the churn loop). */
-static __attribute__((noinline, unused)) void
-sample_free_taken(mk_thread_t *t, unsigned kind, const void *p)
-{
-    if (mk_sampled_take_slow((uintptr_t)p))
-        KEEP_ERRNO(t, put_free(t, kind, p));
-}
-
+/* A free: counted (free(NULL)s apart, in the kind-less slot: Frees counts
+ * blocks freed), and recorded when its block was sampled. The fast paths of
+ * free and delete (hooks.c, hooks_cxx.c) send only the blocks the filter may
+ * know here. */
 static __attribute__((noinline, unused)) void
 sample_free_general(mk_thread_t *t, unsigned kind, const void *p)
 {
-    if (sample_free_count(t, kind, p))
-        sample_free_taken(t, kind, p);
+    t->counts[kind]++;
+    t->counts[MK_K_NONE] += kind == MK_K_FREE && !p;
+    if (mk_sampled_take((uintptr_t)p))
+        KEEP_ERRNO(t, put_free(t, kind, p));
 }
 
 /* A realloc's old block leaves the set before the real call, so that no

@@ -189,11 +189,7 @@ void mk_samples_write(unsigned reason)
     }
     /* malloc's fast path counts no bytes: they are what the budgets lost
      * that the other allocating kinds did not ask for. */
-    uint64_t others = 0;
-    for (int k = 0; k < MK_K_COUNT; k++)
-        if (mk_kind_class((unsigned)k) == MK_CLASS_ALLOC ||
-            mk_kind_class((unsigned)k) == MK_CLASS_REALLOC)
-            others += bytes[k];
+    uint64_t others = mk_allocated_bytes(bytes);
     if (taken > others)
         bytes[MK_K_MALLOC] += taken - others;
     p = mk_put_varint(p, mk_st.cfg.sample_mean);

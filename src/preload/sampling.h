@@ -101,6 +101,13 @@ static inline void mk_sample_renew(mk_thread_t *t)
     atomic_store_explicit(&t->budget_gen, gen + 2, memory_order_release);
 }
 
+/* Will an allocation of size bytes be sampled (mk_sample_due's answer,
+ * without taking it off the budget)? */
+static inline bool mk_sample_next(const mk_thread_t *t, size_t size)
+{
+    return MK_UNLIKELY(t->sample_left < (int64_t)size);
+}
+
 /* Takes away size bytes of the budget: true when the allocation is sampled. */
 static inline bool mk_sample_due(mk_thread_t *t, size_t size)
 {

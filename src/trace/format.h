@@ -279,6 +279,17 @@ static inline enum mk_kind_class mk_kind_class(unsigned kind)
     }
 }
 
+/* The bytes the allocating calls (malloc-like and realloc-like kinds) asked
+ * for, of per-kind byte totals. */
+static inline uint64_t mk_allocated_bytes(const uint64_t bytes[MK_K_COUNT])
+{
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < MK_K_COUNT; k++)
+        if (mk_kind_class(k) == MK_CLASS_ALLOC || mk_kind_class(k) == MK_CLASS_REALLOC)
+            sum += bytes[k];
+    return sum;
+}
+
 /* Aligned kinds carry their alignment. */
 static inline int mk_kind_has_align(unsigned kind)
 {

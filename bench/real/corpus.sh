@@ -1,10 +1,26 @@
 # corpus.sh - the real programs of bench/real/run.sh and bench/sample/run.sh:
-# sourced with src (the repository), build, work (a scratch directory) and
-# scale set. Makes the inputs, starts a local HTTP server for curl (its pid
-# in $server: the caller's exit trap kills it) and defines corpus(): one
-# program a line, name|directory|command|what to run before each run.
+# sourced with src (the repository), build, scale and bench (the benchmark's
+# name, for messages) set, after the caller's own checks. Skips (exit 77)
+# when a corpus tool is missing; makes the scratch directory $work and the
+# inputs in it, starts a local HTTP server for curl (its pid in $server),
+# removes both at exit, and defines corpus(): one program a line,
+# name|directory|command|what to run before each run.
 # BENCH_REAL_PROGRAMS=FILE runs FILE's programs instead, same format.
 # shellcheck shell=sh
+
+for tool in clang-14 curl git cmake python3; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "SKIP: $bench: $tool is missing (make deps installs it)"
+        exit 77
+    }
+done
+work=$(mktemp -d)
+server=
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
 
 # The inputs, scaled.
 n_dicts=$(awk -v s="$scale" 'BEGIN { n = int(200000 * s); print n < 100 ? 100 : n }')

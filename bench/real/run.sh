@@ -24,22 +24,17 @@ rounds=${2:-3}
 scale=${3:-1}
 memkit=$build/memkit
 src=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-server=
-cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-for tool in /usr/bin/time heaptrack heaptrack_print clang-14 curl git cmake python3; do
+bench=bench-real
+for tool in /usr/bin/time heaptrack heaptrack_print; do
     command -v "$tool" >/dev/null 2>&1 || {
-        echo "SKIP: bench-real: $tool is missing (make deps installs it)"
+        echo "SKIP: $bench: $tool is missing (make deps installs it)"
         exit 77
     }
 done
-[ -x "$memkit" ] || { echo "bench-real: no $memkit (make build)"; exit 2; }
+[ -x "$memkit" ] || { echo "$bench: no $memkit (make build)"; exit 2; }
 
-# The inputs, the local server and corpus().
+# The corpus's tools, the scratch directory, the inputs, the local server and
+# corpus().
 . "$src/bench/real/corpus.sh"
 
 # timed NAME WAY CMD...: wall seconds and peak RSS (KB) of CMD into

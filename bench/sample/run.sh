@@ -21,21 +21,11 @@ scale=${3:-1}
 memkit=$build/memkit
 floor=$build/libmemkit-floor.so
 src=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-server=
-cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-for tool in clang-14 curl git cmake python3; do
-    command -v "$tool" >/dev/null 2>&1 || {
-        echo "SKIP: bench-sample: $tool is missing (make deps installs it)"
-        exit 77
-    }
-done
-[ -x "$memkit" ] && [ -f "$floor" ] || { echo "bench-sample: build first (make build)"; exit 2; }
+bench=bench-sample
+[ -x "$memkit" ] && [ -f "$floor" ] || { echo "$bench: build first (make build)"; exit 2; }
 
+# The corpus's tools, the scratch directory, the inputs, the local server and
+# corpus().
 . "$src/bench/real/corpus.sh"
 
 churn_iters=$(awk -v s="$scale" 'BEGIN { n = int(20000000 * s); print n < 1000 ? 1000 : n }')

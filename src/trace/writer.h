@@ -304,8 +304,10 @@ static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, unsigned kind,
     return ok;
 }
 
-static inline void mk_writer_free(mk_writer_t *w, uint64_t now, unsigned kind,
-                                  uintptr_t addr)
+/* always_inline: the free hook's whole body, and the compiler took it out
+ * of line when the hook gained a --sample branch (7% on the churn loop). */
+static inline __attribute__((always_inline)) void
+mk_writer_free(mk_writer_t *w, uint64_t now, unsigned kind, uintptr_t addr)
 {
     mk_writer_head(w, kind, now);
     int64_t i = mk_writer_freeref(w, addr);

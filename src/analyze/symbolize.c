@@ -7,11 +7,14 @@
  * its separate debug information (found by libdw: build-id paths, .debug
  * directories) are read once however many traces name it and wherever each
  * process loaded it. A separate debug file with compressed sections (Debian's
- * libc6-dbg) costs tens of milliseconds to open: once per run, and memkit
- * trace opens libc's while the program runs (mk_symbolize_warm).
+ * libc6-dbg) costs tens of milliseconds to inflate: once per build id, as
+ * the inflated copy is kept (debugcache.c), and memkit trace opens libc's
+ * while the program runs (mk_symbolize_warm).
  */
 #define _GNU_SOURCE
 #include "symbolize.h"
+
+#include "debugcache.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -84,7 +87,7 @@ static char *debuginfo_path;
 
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = mk_debugcache_find,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &debuginfo_path,
 };
@@ -391,7 +394,9 @@ void mk_symbolize_warm(const char *path)
     pthread_mutex_lock(&files_lock);
     module_file_t *f = file_of(path);
     Dwarf_Addr bias;
-    if (f) { /* the symbol table and the DWARF (a compressed debug file inflates here) */
+    /* the symbol table and the DWARF (a compressed debug file not yet in
+     * the cache is inflated into it here) */
+    if (f) {
         if (!f->syms.loaded)
             load_syms(f->mod, &f->syms);
         dwfl_module_getdwarf(f->mod, &bias);

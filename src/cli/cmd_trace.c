@@ -492,9 +492,9 @@ int mk_cmd_trace(int argc, char **argv)
     pid_t pid = spawn(&o, preload, run_id, cmd);
     if (pid < 0)
         return mk_usage_error("trace: cannot fork: %s", strerror(errno));
-    /* The summary will symbolize frames in libc, whose separate debug file
-     * (libc6-dbg) takes tens of milliseconds to open: open it now, on the
-     * other core, while the program runs. */
+    /* The summary will symbolize frames in libc: read its symbols now, on
+     * the other core, while the program runs (and the first time, inflate
+     * its compressed debug file, libc6-dbg, into the cache: tens of ms). */
     pthread_t warm;
     bool warming = !o.quiet && pthread_create(&warm, NULL, warm_symbols, NULL) == 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -387,6 +387,61 @@ EOF
     expect_re " liby\.so\+0x[0-9a-f]+"
     grep -q "helper" "$work/out" && fail "a name for a stripped function"
     ;;
+debugcache)
+    # A separate debug file with compressed sections (as distributions ship
+    # them) is inflated once into the cache, named by build id; the names
+    # read from the entry are the names read from the file.
+    command -v objcopy >/dev/null || { echo "SKIP: no objcopy (binutils)"; exit 77; }
+    cat >"$work/lib.c" <<'EOF'
+#include <stdlib.h>
+#include <string.h>
+static __attribute__((noinline)) void helper(int n)
+{
+    for (int i = 0; i < n; i++)
+        free(strdup("from the library"));
+}
+void dllib_allocate(int n) { helper(n); }
+EOF
+    id=dddddddddddddddddddddddddddddddddddddddd
+    cc -O1 -g -shared -fPIC -Wl,--build-id=0x$id -o "$work/libz.so" "$work/lib.c" &&
+        objcopy --only-keep-debug --compress-debug-sections=zlib "$work/libz.so" \
+            "$work/libz.so.debug" &&
+        objcopy --strip-debug --add-gnu-debuglink="$work/libz.so.debug" "$work/libz.so" ||
+        fail "cannot build the library and its compressed debug file"
+    readelf -SW "$work/libz.so.debug" | grep -qE '\.debug_info .* C ' ||
+        fail "the debug file's sections are not compressed"
+    "$memkit" trace -q -o "$work/z" -- "$tprogs/dlopen" "$work/libz.so" >/dev/null 2>&1 ||
+        fail "trace failed"
+    cache=$work/cache
+    entry=$cache/debug/$id.debug
+    report_z() { # report_z CACHE_DIR OUT
+        MEMKIT_CACHE_DIR=$1 "$memkit" report --cost-ns 100 --top 3 "$work"/z.*.mkt >"$2" 2>&1
+    }
+    report_z "" "$work/off"
+    grep -qE " helper \(lib.c:[0-9]+\)" "$work/off" || fail "no line for helper without the cache"
+    [ -e "$cache" ] && fail "MEMKIT_CACHE_DIR= (off) made a cache"
+    # The first report makes the entry; libdwfl holds the debug file it
+    # found by its link, so the entry serves from the next report on.
+    report_z "$cache" "$work/first"
+    cmp -s "$work/off" "$work/first" || fail "the run that makes the entry reports otherwise"
+    [ -f "$entry" ] || fail "no cache entry $entry"
+    readelf -SW "$entry" | grep -qE '\.debug_info .* C ' && fail "the entry is still compressed"
+    # The entry serves alone: the debug file it came from is gone.
+    mv "$work/libz.so.debug" "$work/moved.debug"
+    report_z "$cache" "$work/again"
+    cmp -s "$work/off" "$work/again" || fail "the report from the entry differs"
+    # An entry of another build under this build id is not used, and is made anew.
+    mv "$work/moved.debug" "$work/libz.so.debug"
+    cc -O1 -g -shared -fPIC -o "$work/other.so" "$work/lib.c"
+    cp "$work/other.so" "$entry"
+    report_z "$cache" "$work/wrong"
+    cmp -s "$work/off" "$work/wrong" || fail "a wrong entry changed the report"
+    readelf -n "$entry" | grep -q "$id" || fail "the wrong entry was not made anew"
+    # A cache that cannot be written costs nothing but the saving.
+    status report_z /proc/memkit-no-such-dir "$work/ro"
+    expect_status 0
+    cmp -s "$work/off" "$work/ro" || fail "an unwritable cache changed the report"
+    ;;
 merge)
     # A run's traces are one report: by prefix or as several files, sites
     # matched by symbolized stack, totals summed, a process table.

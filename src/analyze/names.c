@@ -21,8 +21,13 @@ typedef struct interned {
     uint32_t id; /* for a log's locations: the stack id */
 } interned_t;
 
+/* A stack's frames. A trace's stacks hold them as frames. A merged
+ * stack (mk_names_add_stack) holds ids into the table of distinct frames,
+ * 4 bytes a frame instead of 40: a run's report keeps every stack of every
+ * process, and shows a few; frames is made from ids when one is shown. */
 typedef struct stack_names {
     mk_frame_t *frames;
+    uint32_t *ids; /* a merged stack's, else NULL */
     uint32_t depth;
     bool resolved;
 } stack_names_t;
@@ -47,7 +52,10 @@ struct mk_names {
      * once per process. */
     mk_names_t *shared;
     mk_kv_table_t module_pcs; /* hash of (path, offset) -> a = index, b = count */
-    mk_kv_table_t stack_keys; /* a merged stack's frames_key -> a = its id */
+    mk_kv_table_t stack_keys; /* a merged stack's ids_key -> a = its id */
+    mk_frame_t *distinct;     /* every distinct frame of the merged stacks */
+    size_t ndistinct, distinct_cap;
+    mk_kv_table_t frame_keys; /* frame_key -> a = its index in distinct */
 };
 
 static bool strings_grow(mk_names_t *n)
@@ -107,6 +115,7 @@ mk_names_t *mk_names_new(void)
         n->stack_index = mk_kv_heap_table();
         n->module_pcs = mk_kv_heap_table();
         n->stack_keys = mk_kv_heap_table();
+        n->frame_keys = mk_kv_heap_table();
     }
     return n;
 }
@@ -147,12 +156,16 @@ void mk_names_free(mk_names_t *n)
     free(n->strings);
     free(n->pcs.slots);
     free(n->pc_frames);
-    for (size_t i = 0; i < n->nstacks; i++)
+    for (size_t i = 0; i < n->nstacks; i++) {
         free(n->stacks[i].frames);
+        free(n->stacks[i].ids);
+    }
     free(n->stacks);
     free(n->stack_index.slots);
     free(n->module_pcs.slots);
     free(n->stack_keys.slots);
+    free(n->distinct);
+    free(n->frame_keys.slots);
     free(n);
 }
 
@@ -195,7 +208,7 @@ uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
         return 0;
     e->id = ++n->next_location;
     *f = (mk_frame_t){.file = fs, .line = line};
-    *s = (stack_names_t){f, 1, true};
+    *s = (stack_names_t){.frames = f, .depth = 1, .resolved = true};
     return e->id;
 }
 
@@ -217,49 +230,98 @@ static mk_frame_t adopt_frame(mk_names_t *n, const mk_frame_t *f)
     return frame_of(n, &s);
 }
 
-/* A merged stack's key: its adopted frames, whose strings are n's own
- * (interned: one pointer per distinct string), so equal frames are equal
- * words. As the report names frames: the offset counts only where the
- * function is unknown. salt moves a key whose hash another stack took. */
-static uint64_t frames_key(const mk_frame_t *f, uint32_t depth, uint64_t salt)
+/* A frame's hash: its strings are n's own (interned: one pointer per
+ * distinct string), so equal frames are equal words. As the report names
+ * frames (!exact), the offset counts only where the function is unknown. */
+static uint64_t frame_hash(const mk_frame_t *f, bool exact)
+{
+    uint64_t w[5] = {(uintptr_t)f->function, (uintptr_t)f->file,
+                     (uint64_t)(uint32_t)f->line, (uintptr_t)f->module,
+                     exact || !f->function ? f->offset : 0};
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int k = 0; k < 5; k++)
+        h = (h ^ w[k]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Do a and b name the same frame (the offset only where the function is
+ * unknown)? */
+static bool same_name(const mk_frame_t *a, const mk_frame_t *b)
+{
+    return a->function == b->function && a->file == b->file && a->line == b->line &&
+           a->module == b->module && (a->function || a->offset == b->offset);
+}
+
+/* The id of frame f (its strings n's own) among the distinct frames, equal
+ * in every field, made on first sight; UINT32_MAX when memory ran out. salt
+ * moves a key whose hash another frame took. */
+static uint32_t frame_id(mk_names_t *n, const mk_frame_t *f)
+{
+    for (uint64_t salt = 0;; salt++) {
+        bool fresh;
+        uint64_t key = (frame_hash(f, true) ^ (salt * 0x9e3779b97f4a7c15ull)) | 1;
+        mk_kv_t *e = mk_kv_put(&n->frame_keys, key, &fresh);
+        if (!e)
+            return UINT32_MAX;
+        if (!fresh) {
+            const mk_frame_t *d = &n->distinct[e->a];
+            if (same_name(d, f) && d->offset == f->offset)
+                return (uint32_t)e->a;
+            continue; /* another frame's hash: the next salt */
+        }
+        if (n->ndistinct >= UINT32_MAX - 1 ||
+            !mk_grow((void **)&n->distinct, &n->distinct_cap, n->ndistinct + 1,
+                     sizeof *n->distinct)) {
+            mk_kv_remove(&n->frame_keys, e);
+            return UINT32_MAX;
+        }
+        n->distinct[n->ndistinct] = *f;
+        e->a = n->ndistinct;
+        return (uint32_t)n->ndistinct++;
+    }
+}
+
+/* A merged stack's key: its frames as the report names them, so stacks
+ * that name the same frames are one stack (the first keeps its offsets). */
+static uint64_t ids_key(const mk_names_t *n, const uint32_t *ids, uint32_t depth,
+                        uint64_t salt)
 {
     uint64_t h = 0xcbf29ce484222325ull ^ (salt << 32) ^ depth;
-    for (uint32_t i = 0; i < depth; i++) {
-        uint64_t w[5] = {(uintptr_t)f[i].function, (uintptr_t)f[i].file,
-                         (uint64_t)(uint32_t)f[i].line, (uintptr_t)f[i].module,
-                         f[i].function ? 0 : f[i].offset};
-        for (int k = 0; k < 5; k++)
-            h = (h ^ w[k]) * 0x100000001b3ull;
-    }
+    for (uint32_t i = 0; i < depth; i++)
+        h = (h ^ frame_hash(&n->distinct[ids[i]], false)) * 0x100000001b3ull;
     return h | 1; /* 0 is the table's empty slot */
 }
 
-static bool same_frames(const mk_frame_t *a, const mk_frame_t *b, uint32_t depth)
+static bool same_names(const mk_names_t *n, const uint32_t *a, const uint32_t *b,
+                       uint32_t depth)
 {
     for (uint32_t i = 0; i < depth; i++)
-        if (a[i].function != b[i].function || a[i].file != b[i].file ||
-            a[i].line != b[i].line || a[i].module != b[i].module ||
-            (!a[i].function && a[i].offset != b[i].offset))
+        if (a[i] != b[i] && !same_name(&n->distinct[a[i]], &n->distinct[b[i]]))
             return false;
     return true;
 }
 
 uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth)
 {
-    mk_frame_t *copy = calloc(depth ? depth : 1, sizeof *copy);
-    if (!copy)
+    uint32_t *ids = malloc((depth ? depth : 1) * sizeof *ids);
+    if (!ids)
         return 0;
-    for (uint32_t i = 0; i < depth; i++)
-        copy[i] = adopt_frame(n, &frames[i]);
+    for (uint32_t i = 0; i < depth; i++) {
+        mk_frame_t own = adopt_frame(n, &frames[i]);
+        if ((ids[i] = frame_id(n, &own)) == UINT32_MAX) {
+            free(ids);
+            return 0;
+        }
+    }
     for (uint64_t salt = 0;; salt++) {
         bool fresh;
-        mk_kv_t *e = mk_kv_put(&n->stack_keys, frames_key(copy, depth, salt), &fresh);
+        mk_kv_t *e = mk_kv_put(&n->stack_keys, ids_key(n, ids, depth, salt), &fresh);
         if (!e)
             break;
         if (!fresh) {
             const stack_names_t *s = stack_slot(n, (uint32_t)e->a, false);
-            if (s && s->depth == depth && same_frames(s->frames, copy, depth)) {
-                free(copy);
+            if (s && s->depth == depth && same_names(n, s->ids, ids, depth)) {
+                free(ids);
                 return (uint32_t)e->a;
             }
             continue; /* another stack's hash: the next salt */
@@ -270,12 +332,12 @@ uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t de
             mk_kv_remove(&n->stack_keys, e);
             break;
         }
-        *s = (stack_names_t){copy, depth, true};
+        *s = (stack_names_t){.ids = ids, .depth = depth, .resolved = true};
         e->a = id; /* stack_slot grew another table: e still stands */
         n->next_location = id;
         return id;
     }
-    free(copy);
+    free(ids);
     return 0;
 }
 
@@ -285,7 +347,8 @@ void mk_names_drop_stack(mk_names_t *n, uint32_t stack)
     if (!s)
         return;
     free(s->frames);
-    *s = (stack_names_t){NULL, 0, false};
+    free(s->ids);
+    *s = (stack_names_t){NULL, NULL, 0, false};
 }
 
 /* Inlined functions at one address, at most (deeper chains are cut). */
@@ -392,8 +455,13 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
     static const mk_frame_t none[1];
     *depth = 0;
     stack_names_t *s = stack_slot(n, stack, false);
+    if (s && s->resolved && s->ids && !s->frames && s->depth) {
+        s->frames = malloc(s->depth * sizeof *s->frames); /* shown: made now */
+        for (uint32_t i = 0; s->frames && i < s->depth; i++)
+            s->frames[i] = n->distinct[s->ids[i]];
+    }
     if (s && s->resolved) {
-        *depth = s->depth;
+        *depth = s->frames ? s->depth : 0;
         return s->frames ? s->frames : none;
     }
     if (!n->tr || !stack || !(s = stack_slot(n, stack, true)))
@@ -430,6 +498,11 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
 bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out)
 {
     stack_names_t *s = stack_slot(n, stack, false);
+    if (s && s->ids) { /* a merged stack: its frames need not be made */
+        if (s->depth)
+            *out = n->distinct[s->ids[0]];
+        return s->depth > 0;
+    }
     if ((s && s->resolved) || !n->tr || !stack) {
         uint32_t depth;
         const mk_frame_t *f = mk_names_stack(n, stack, &depth);

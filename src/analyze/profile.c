@@ -309,7 +309,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     uint64_t life = ev->time >= b.time ? ev->time - b.time : 0;
     unsigned hb = mk_hist_bucket(life);
     a->lifetime_ns += life * w;
-    a->life_hist[hb] += (uint32_t)w;
+    mk_hist_add(&a->life_hist, hb, (uint32_t)w);
     p->life_hist[hb] += (uint32_t)w;
     unsigned ord = order_take(&a->order, b.seq);
     if (ord) {
@@ -455,7 +455,7 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         a->max_size = size;
     a->calls += w;
     a->bytes += size * w;
-    a->size_hist[mk_hist_bucket(size)] += (uint32_t)w;
+    mk_hist_add(&a->size_hist, mk_hist_bucket(size), (uint32_t)w);
     p->size_hist[mk_hist_bucket(size)] += (uint32_t)w;
     if (size < MK_TINY_SIZE) {
         a->tiny += w;
@@ -913,8 +913,11 @@ void mk_profile_release_replay(mk_profile_t *p)
 void mk_profile_free(mk_profile_t *p)
 {
     mk_profile_release_replay(p);
-    for (size_t i = 0; i < p->nstacks; i++)
+    for (size_t i = 0; i < p->nstacks; i++) {
         free(p->stacks[i].growth);
+        mk_hist_free(&p->stacks[i].size_hist);
+        mk_hist_free(&p->stacks[i].life_hist);
+    }
     free(p->growth.times);
     free(p->stacks);
     free(p->pairs.slots);

@@ -19,16 +19,7 @@
 
 #include "../trace/kv_table.h"
 #include "../trace/reader.h"
-
-/* Histograms are by powers of two: bucket b holds values in [2^(b-1), 2^b),
- * bucket 0 the value 0. */
-#define MK_HIST_BUCKETS 48
-
-static inline unsigned mk_hist_bucket(uint64_t v)
-{
-    unsigned b = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
-    return b < MK_HIST_BUCKETS ? b : MK_HIST_BUCKETS - 1;
-}
+#include "hist.h"
 
 /* Allocations smaller than this cost more in bookkeeping than they carry. */
 #define MK_TINY_SIZE 32
@@ -63,10 +54,10 @@ typedef struct mk_stack_agg {
     uint64_t ordered_frees;                /* frees the order window could judge */
     uint64_t cross_thread;                 /* freed by another thread */
     uint64_t realloc_grows, realloc_steps; /* grew a block; grew one grown before */
-    uint32_t size_hist[MK_HIST_BUCKETS];
-    uint32_t life_hist[MK_HIST_BUCKETS]; /* ns */
-    uint64_t seq;                        /* blocks allocated so far: the next serial */
-    mk_order_window_t order;             /* its live blocks, for lifo/fifo_frees */
+    mk_hist_t size_hist;
+    mk_hist_t life_hist;     /* ns */
+    uint64_t seq;            /* blocks allocated so far: the next serial */
+    mk_order_window_t order; /* its live blocks, for lifo/fifo_frees */
     /* A sampled trace: the variances of the calls and bytes estimates (the
      * Horvitz-Thompson estimator's, sum of (1 - p) / p^2 x value^2). */
     double calls_var, bytes_var;

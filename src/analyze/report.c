@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -103,10 +104,18 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->samples += s->samples;
     d->calls_var += s->calls_var; /* sites' estimates are independent */
     d->bytes_var += s->bytes_var;
-    for (int i = 0; i < MK_HIST_BUCKETS; i++) {
-        d->size_hist[i] += s->size_hist[i];
-        d->life_hist[i] += s->life_hist[i];
+    mk_hist_merge(&d->size_hist, &s->size_hist);
+    mk_hist_merge(&d->life_hist, &s->life_hist);
+}
+
+/* The roll-ups' sums (one per row) and their histograms' tables. */
+static void free_sums(mk_stack_agg_t *sums, size_t n)
+{
+    for (size_t i = 0; sums && i < n; i++) {
+        mk_hist_free(&sums[i].size_hist);
+        mk_hist_free(&sums[i].life_hist);
     }
+    free(sums);
 }
 
 static int by_calls(const void *a, const void *b)
@@ -527,18 +536,69 @@ int mk_report_load(mk_report_t *r, const char *path, const mk_report_opts_t *opt
 
 /* ---- several traces, merged ---- */
 
+/* The merged stack id of one process's stack, by its frames; 0 when memory
+ * ran out. */
+static uint32_t merged_id(mk_report_t *m, mk_report_t *one, uint32_t stack)
+{
+    uint32_t depth;
+    const mk_frame_t *frames = mk_names_stack(one->names, stack, &depth);
+    uint32_t id = mk_names_add_stack(m->names, frames, depth);
+    mk_names_drop_stack(one->names, stack); /* copied: its frames go */
+    return id;
+}
+
+/* The first process merged gives the merged profile its aggregates, which
+ * are then renamed to merged stack ids in place, rather than copied: the
+ * largest process is merged first (mk_report_load_many), so the report
+ * never holds its aggregates twice. Two of its stacks that name the same
+ * frames become one. */
+static bool adopt_profile(mk_report_t *m, mk_report_t *one)
+{
+    mk_profile_t *d = &m->prof, *s = &one->prof;
+    assert(d->nstacks == 0 && !d->stacks);
+    d->stacks = s->stacks;
+    d->nstacks = s->nstacks;
+    d->stacks_cap = s->stacks_cap;
+    s->stacks = NULL;
+    s->nstacks = s->stacks_cap = 0;
+    for (size_t i = 0; i < d->nstacks; i++) {
+        mk_stack_agg_t *a = &d->stacks[i];
+        free(a->growth); /* a merged report has no growth points */
+        a->growth = NULL;
+        uint32_t id = merged_id(m, one, a->stack);
+        bool fresh;
+        mk_kv_t *e = id ? mk_kv_put(&d->stack_index, (uint64_t)id + 1, &fresh) : NULL;
+        if (!e)
+            return false;
+        if (fresh) {
+            e->a = i;
+            a->stack = id;
+            continue;
+        }
+        mk_stack_agg_t *to = &d->stacks[e->a]; /* an earlier stack, same frames */
+        agg_add(to, a);
+        to->live_blocks += a->live_blocks;
+        to->live_bytes += a->live_bytes;
+        to->multi_thread |= a->multi_thread;
+        mk_hist_free(&a->size_hist);
+        mk_hist_free(&a->life_hist);
+        memset(a, 0, sizeof *a); /* no calls, no leaks: not a site */
+    }
+    d->last_agg = UINT32_MAX;
+    return true;
+}
+
 /* Adds one process's profile to the merged one: its stacks re-identified by
  * their frames in the merged names, its totals summed. */
 static bool merge_profile(mk_report_t *m, mk_report_t *one)
 {
     mk_profile_t *d = &m->prof;
     const mk_profile_t *s = &one->prof;
+    if (!d->stacks && !adopt_profile(m, one))
+        return false;
     for (size_t i = 0; i < s->nstacks; i++) {
         const mk_stack_agg_t *a = &s->stacks[i];
-        uint32_t depth;
-        const mk_frame_t *frames = mk_names_stack(one->names, a->stack, &depth);
-        uint32_t id = mk_names_add_stack(m->names, frames, depth);
-        mk_names_drop_stack(one->names, a->stack); /* copied: its frames go */
+        uint32_t id = merged_id(m, one, a->stack);
         mk_stack_agg_t *to = id ? mk_profile_agg(d, id) : NULL;
         if (!to)
             return false;
@@ -630,6 +690,30 @@ void mk_report_process_of(mk_report_process_t *p, const mk_report_t *one,
     p->total_bytes = one->prof.total_allocated;
 }
 
+/* The order in which to merge a run's traces: the largest file first, as
+ * it gives the merged profile its aggregates (adopt_profile); ties keep
+ * the given order. NULL when memory ran out. */
+static size_t *largest_first(const char *const *paths, size_t n)
+{
+    size_t *order = malloc(n * sizeof *order);
+    off_t *size = malloc(n * sizeof *size);
+    if (!order || !size) {
+        free(order);
+        free(size);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        size[i] = stat(paths[i], &st) == 0 ? st.st_size : 0;
+        size_t j = i; /* insertion: n is a run's processes */
+        for (; j > 0 && size[order[j - 1]] < size[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    free(size);
+    return order;
+}
+
 int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
                         const mk_report_opts_t *opts, char *err, size_t errlen)
 {
@@ -653,7 +737,13 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
     mk_report_opts_t each = r->opts;
     each.totals_only = true;     /* each process's aggregates; rows once, merged */
     each.share_names = r->names; /* one symbolization of each module for the run */
-    for (size_t i = 0; i < n; i++) {
+    size_t *order = largest_first(paths, n);
+    if (!order) {
+        mk_report_free(r);
+        return snprintf(err, errlen, "out of memory"), 2;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k];
         mk_report_t one;
         int rc = mk_report_load(&one, paths[i], &each, err, errlen);
         if (rc == 0 && one.kind != MK_INPUT_TRACE) {
@@ -665,6 +755,7 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
             rc = 2;
         }
         if (rc) {
+            free(order);
             mk_report_free(r);
             return rc;
         }
@@ -678,13 +769,16 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
                      one.tr->header.pid);
         r->leaks_unknown |= one.leaks_unknown;
         mk_report_process_of(&r->procs[r->nprocs++], &one, paths[i]);
+        mk_profile_release_replay(&one.prof); /* its aggregates are what is merged */
         bool merged = merge_profile(r, &one);
         mk_report_free(&one);
         if (!merged) {
+            free(order);
             mk_report_free(r);
             return snprintf(err, errlen, "out of memory merging %s", paths[i]), 2;
         }
     }
+    free(order);
     mk_report_sort_processes(r->procs, r->nprocs);
     if (!r->opts.totals_only)
         finish(r, paths[0]);
@@ -703,8 +797,8 @@ void mk_report_free(mk_report_t *r)
     free(r->sites);
     free_rows(r->functions, r->nfunctions);
     free_rows(r->lines, r->nlines);
-    free(r->function_aggs);
-    free(r->line_aggs);
+    free_sums(r->function_aggs, r->nfunctions);
+    free_sums(r->line_aggs, r->nlines);
     free(r->findings);
     mk_profile_free(&r->prof);
     mk_names_free(r->names);
@@ -718,24 +812,9 @@ void mk_report_free(mk_report_t *r)
 
 /* ---- helpers for the renderers ---- */
 
-uint64_t mk_hist_median(const uint32_t *hist)
-{
-    uint64_t total = 0, seen = 0;
-    for (int i = 0; i < MK_HIST_BUCKETS; i++)
-        total += hist[i];
-    if (!total)
-        return 0;
-    for (int i = 0; i < MK_HIST_BUCKETS; i++) {
-        seen += hist[i];
-        if (seen * 2 >= total)
-            return i == 0 ? 0 : (3ull << (i - 1)) / 2; /* middle of [2^(i-1), 2^i) */
-    }
-    return 0;
-}
-
 uint64_t mk_agg_median_size(const mk_stack_agg_t *a)
 {
-    uint64_t m = mk_hist_median(a->size_hist);
+    uint64_t m = mk_hist_median_of(&a->size_hist);
     return m < a->min_size ? a->min_size : m > a->max_size ? a->max_size : m;
 }
 

@@ -156,9 +156,6 @@ size_t mk_report_growth(const mk_report_t *r, mk_growth_row_t **out);
 bool mk_findings_compute(mk_report_t *r);
 void mk_findings_price(mk_report_t *r, double cost_ns);
 
-/* The median of a power-of-two histogram, as the middle of its bucket. */
-uint64_t mk_hist_median(const uint32_t *hist);
-
 /* A row's median request size: its histogram's, kept within its min and max
  * (exact when every request had one size). */
 uint64_t mk_agg_median_size(const mk_stack_agg_t *a);

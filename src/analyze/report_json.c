@@ -86,15 +86,18 @@ static void agg_fields(mk_json *j, const mk_stack_agg_t *a, bool sampled)
     key_uint(j, "peak_blocks", a->peak_blocks);
     key_uint(j, "leaked_blocks", a->leaked_blocks);
     key_uint(j, "leaked_bytes", a->leaked_bytes);
-    key_uint(j, "median_lifetime", mk_hist_median(a->life_hist));
+    key_uint(j, "median_lifetime", mk_hist_median_of(&a->life_hist));
     key_uint(j, "temporaries", a->temporaries);
     key_uint(j, "tiny", a->tiny);
     key_uint(j, "lifo_frees", a->lifo_frees);
     key_uint(j, "fifo_frees", a->fifo_frees);
     key_uint(j, "cross_thread_frees", a->cross_thread);
     key_uint(j, "realloc_grows", a->realloc_grows);
-    hist(j, "size_histogram", a->size_hist);
-    hist(j, "lifetime_histogram", a->life_hist);
+    uint32_t counts[MK_HIST_BUCKETS];
+    mk_hist_counts(&a->size_hist, counts);
+    hist(j, "size_histogram", counts);
+    mk_hist_counts(&a->life_hist, counts);
+    hist(j, "lifetime_histogram", counts);
 }
 
 static void totals(mk_json *j, mk_report_t *r)

@@ -322,7 +322,7 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
     label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
         const mk_stack_agg_t *g = rows[i].agg;
-        uint64_t life = mk_hist_median(g->life_hist);
+        uint64_t life = mk_hist_median_of(&g->life_hist);
         if (lines)
             snprintf(e, sizeof e, "%" PRIu64, life);
         else

@@ -480,6 +480,43 @@ PY
         >/dev/null 2>&1 || fail "trace of two basics failed"
     status "$memkit" report --top 3 "$work/two"
     expect_re "^ +20 +[0-9.]+ [KMG]?B .*main \(basic.c:[0-9]+\)"
+    # Two stacks of the largest process that name the same frames (two
+    # calls on one line) are one merged site; a smaller process's stack
+    # naming them too adds to it.
+    cat >"$work/same.c" <<'EOF'
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+__attribute__((noinline)) static void twice(int n)
+{
+    for (int i = 0; i < n; i++) {
+        void *p = malloc(24), *q = malloc(24); free(p); free(q);
+    }
+}
+int main(void)
+{
+    pid_t pid = fork();
+    twice(pid == 0 ? 10 : 500);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return 0;
+}
+EOF
+    cc -O0 -g -fno-builtin -o "$work/same" "$work/same.c" || fail "cannot build same.c"
+    "$memkit" trace -q -o "$work/sm" -- "$work/same" >/dev/null 2>&1 || fail "trace of same failed"
+    "$memkit" report --no-symbols --format json "$(ls -S "$work"/sm.*.mkt | head -n 1)" \
+        >"$work/j1" 2>/dev/null || fail "json of the parent failed"
+    "$memkit" report --format json "$work/sm" >"$work/j2" 2>/dev/null || fail "json of same failed"
+    python3 - "$work/j1" "$work/j2" <<'PY' || fail "same-line stacks not merged into one site"
+import json, sys
+one, merged = (json.load(open(p)) for p in sys.argv[1:])
+# the parent alone: two stacks (two call instructions), 500 calls each
+assert sorted(s["calls"] for s in one["sites"] if s["calls"] >= 500)[-2:] == [500, 500], one["sites"]
+twice = [s for s in merged["sites"] if s["frames"][0]["function"] == "twice"]
+assert [s["calls"] for s in twice] == [1020], twice
+assert twice[0]["frees"] == 1020, twice
+assert merged["totals"]["allocation_calls"] >= 1020, merged["totals"]
+PY
     # diff and check take prefixes too
     status "$memkit" diff "$work/f" "$work/two"
     expect_status 0

@@ -290,9 +290,14 @@ static stack_rec_t *intern_rec(mk_thread_t *t, uintptr_t *frames, int depth)
 typedef struct cache_entry {
     uintptr_t ra, fp; /* the key; ra == 0: empty */
     stack_rec_t *rec;
-    uint32_t nslots; /* slots to check: frames after the first */
+    uint32_t nslots; /* slots to check: frames after the first; or SLOTS_LATER */
     uintptr_t *slot; /* where frame i+1's return address lives */
 } cache_entry_t;
+
+/* An entry whose key was seen once: its slots are found when the key comes
+ * back. Finding them scans the stack (find_slots), and on a compiler's or a
+ * build tool's deep, varied stacks most keys are never seen again. */
+#define SLOTS_LATER UINT32_MAX
 
 typedef struct mk_stack_cache {
     cache_entry_t e[CACHE_WAYS];
@@ -400,7 +405,7 @@ static void find_slots(const uintptr_t *frames, uintptr_t *slots, int n, uintptr
 
 static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *slots,
                                                  int max, uintptr_t ra, uintptr_t fp,
-                                                 uintptr_t hi)
+                                                 uintptr_t hi, bool *slots_found)
 {
     void *buf[MK_MAX_DEPTH + MK_OWN_FRAMES + 2];
     int got = unw_backtrace(buf, max + MK_OWN_FRAMES + 2);
@@ -412,7 +417,8 @@ static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *s
     int n = got - skip < max ? got - skip : max;
     for (int i = 0; i < n; i++)
         frames[i] = (uintptr_t)buf[skip + i];
-    find_slots(frames, slots, n, fp, hi);
+    if (*slots_found)
+        find_slots(frames, slots, n, fp, hi);
     return n;
 }
 
@@ -443,28 +449,37 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
     cache_entry_t *e = NULL;
     if (cacheable) {
         e = &c->e[((ra ^ (fp >> 4)) * 0x9e3779b97f4a7c15ull) >> 58];
-        if (e->ra == ra && e->fp == fp && cache_valid(e))
+        if (e->ra == ra && e->fp == fp && e->nslots != SLOTS_LATER && cache_valid(e))
             return use_rec(t, e->rec);
     }
+    /* Slots are looked for at a key's second sight (SLOTS_LATER). */
+    bool slots_found = e && e->ra == ra && e->fp == fp;
     int cancel = mk_cancel_off(); /* libunwind checks memory through a pipe */
     int n = -1;
     if (mk_st.cfg.sample_mean && gcc_backtrace &&
         !atomic_load_explicit(&mk_frames_registered, memory_order_relaxed)) {
         n = unwind_gcc(frames, depth, ra); /* a sample: libgcc's walk (above) */
-        if (n > 0 && cacheable)
+        if (n > 0 && slots_found)
             find_slots(frames, slots, n, fp, t->stack_hi);
     } else if (fp >= t->stack_lo && fp < t->stack_hi) {
-        n = unwind_fast(frames, slots, depth, ra, fp, t->stack_hi);
+        n = unwind_fast(frames, slots, depth, ra, fp, t->stack_hi, &slots_found);
     }
-    if (n < 0) /* a stack we do not know the bounds of, or an unusual call */
+    if (n < 0) { /* a stack we do not know the bounds of, or an unusual call */
         n = unwind(frames, slots, depth, ra);
+        slots_found = true; /* libunwind's walk reads them on the way */
+    }
     mk_cancel_restore(cancel);
     if (n <= 0)
         return 0;
     stack_rec_t *r = intern_rec(t, frames, n);
     if (!r)
         return 0;
-    if (e) {
+    if (e && !slots_found) { /* the key, for its second sight */
+        e->ra = ra;
+        e->fp = fp;
+        e->rec = r;
+        e->nslots = SLOTS_LATER;
+    } else if (e) {
         e->ra = 0;
         /* Cache only stacks whose every slot lies in our stack, above the hook. */
         bool ok = frames[0] == ra;

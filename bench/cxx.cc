@@ -18,6 +18,12 @@
  *               frame_allocator; mk_fifo: a fifo_allocator, strings dropped in
  *               the order made.
  *
+ * bump-ceiling, in cxx-vector and cxx-map: the same containers with an
+ * allocator that costs nothing, a pointer bumped through memory faulted in
+ * before the clock starts, never reused (for cxx-vector, from the start again
+ * for each vector, as a frame would): what is left is the containers' own
+ * work, the limit any allocator can approach.
+ *
  * Rates are operations per second (push_backs, map operations, strings); each
  * round is timed whole, its arena's creation included.
  */
@@ -33,6 +39,8 @@ extern "C" {
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <new>
+#include <sys/mman.h>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +51,62 @@ namespace
 using memkit_bench::churn;
 using memkit_bench::fill;
 using memkit_bench::vector_len;
+
+/* ---- the ceiling: allocation that costs nothing ---- */
+
+/* Memory faulted in before any clock starts; bump_reset() starts it over. */
+struct bump_arena {
+    char *base = nullptr, *next = nullptr, *end = nullptr;
+};
+bump_arena ceiling_arena;
+
+bool bump_map(std::size_t bytes)
+{
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    ceiling_arena.base = ceiling_arena.next = static_cast<char *>(p);
+    ceiling_arena.end = ceiling_arena.base + bytes;
+    return true;
+}
+
+void bump_unmap()
+{
+    munmap(ceiling_arena.base,
+           static_cast<std::size_t>(ceiling_arena.end - ceiling_arena.base));
+    ceiling_arena = bump_arena{};
+}
+
+void bump_reset()
+{
+    ceiling_arena.next = ceiling_arena.base;
+}
+
+/* A stateless allocator over ceiling_arena: a bump, no free. */
+template <class T> struct bump_allocator {
+    using value_type = T;
+    bump_allocator() = default;
+    template <class U> bump_allocator(const bump_allocator<U> &) noexcept {}
+    T *allocate(std::size_t n)
+    {
+        std::size_t bytes = (n * sizeof(T) + 15) & ~std::size_t{15};
+        if (bytes > static_cast<std::size_t>(ceiling_arena.end - ceiling_arena.next))
+            throw std::bad_alloc(); /* the arena is sized for the workload */
+        T *p = reinterpret_cast<T *>(ceiling_arena.next);
+        ceiling_arena.next += bytes;
+        return p;
+    }
+    void deallocate(T *, std::size_t) noexcept {}
+    template <class U> bool operator==(const bump_allocator<U> &) const noexcept
+    {
+        return true;
+    }
+    template <class U> bool operator!=(const bump_allocator<U> &) const noexcept
+    {
+        return false;
+    }
+};
 
 /* ---- cxx-vector ---- */
 
@@ -59,6 +123,12 @@ double vector_round(mk_bench_api api, std::uint64_t vectors, unsigned &sink)
             std::vector<int, memkit::frame_allocator<int>> v(f);
             sink += fill(v, k);
         }
+    } else if (api == MK_API_BUMP_CEILING) {
+        for (std::uint64_t k = 0; k < vectors; k++) {
+            bump_reset();
+            std::vector<int, bump_allocator<int>> v;
+            sink += fill(v, k);
+        }
     } else {
         for (std::uint64_t k = 0; k < vectors; k++) {
             std::vector<int> v;
@@ -70,15 +140,21 @@ double vector_round(mk_bench_api api, std::uint64_t vectors, unsigned &sink)
 
 bool vector_supports(mk_bench_api api)
 {
-    return api == MK_API_MALLOC || api == MK_API_MK_STACK;
+    return api == MK_API_MALLOC || api == MK_API_MK_STACK || api == MK_API_BUMP_CEILING;
 }
 
 int vector_run(mk_bench_api api, std::uint64_t scale, int rounds, mk_bench_round *out)
 {
-    return memkit_bench::vector_rounds(scale, rounds, out,
-                                       [api](std::uint64_t vectors, unsigned &sink) {
-                                           return vector_round(api, vectors, sink);
-                                       });
+    /* one vector's growth buffers: 1 + 2 + ... + 2^20 ints, under 8 MiB */
+    if (api == MK_API_BUMP_CEILING && !bump_map(std::size_t{16} << 20))
+        return -1;
+    int rc = memkit_bench::vector_rounds(scale, rounds, out,
+                                         [api](std::uint64_t vectors, unsigned &sink) {
+                                             return vector_round(api, vectors, sink);
+                                         });
+    if (api == MK_API_BUMP_CEILING)
+        bump_unmap();
+    return rc;
 }
 
 /* ---- cxx-map ---- */
@@ -103,6 +179,12 @@ double umap_round(mk_bench_api api, std::uint64_t ops)
             m(0, std::hash<int>(), std::equal_to<int>(), nodes);
         return timed_churn(m, ops, t0);
     }
+    if (api == MK_API_BUMP_CEILING) {
+        std::unordered_map<int, int, std::hash<int>, std::equal_to<int>,
+                           bump_allocator<pair_t>>
+            m;
+        return timed_churn(m, ops, t0);
+    }
     std::unordered_map<int, int> m;
     return timed_churn(m, ops, t0);
 }
@@ -115,23 +197,36 @@ double tree_round(mk_bench_api api, std::uint64_t ops)
         std::map<int, int, std::less<int>, memkit::pool_allocator<pair_t>> m(nodes);
         return timed_churn(m, ops, t0);
     }
+    if (api == MK_API_BUMP_CEILING) {
+        std::map<int, int, std::less<int>, bump_allocator<pair_t>> m;
+        return timed_churn(m, ops, t0);
+    }
     std::map<int, int> m;
     return timed_churn(m, ops, t0);
 }
 
 bool map_supports(mk_bench_api api)
 {
-    return api == MK_API_MALLOC || api == MK_API_MK_POOL;
+    return api == MK_API_MALLOC || api == MK_API_MK_POOL || api == MK_API_BUMP_CEILING;
 }
 
 int map_run(mk_bench_api api, std::uint64_t scale, int rounds, mk_bench_round *out)
 {
+    /* Every insert a new node (at most one an operation, 48 bytes for
+     * std::map's), and the hash table's bucket arrays (under 4 MiB in all). */
+    std::size_t arena = static_cast<std::size_t>(scale) * 48 + (std::size_t{8} << 20);
+    if (api == MK_API_BUMP_CEILING && !bump_map(arena))
+        return -1;
     for (int r = 0; r < rounds; r++) {
         out[r] = mk_bench_round{};
         out[r].allocs = out[r].frees = scale;
+        bump_reset();
         out[r].alloc_s = umap_round(api, scale);
+        bump_reset();
         out[r].free_s = tree_round(api, scale);
     }
+    if (api == MK_API_BUMP_CEILING)
+        bump_unmap();
     return 0;
 }
 

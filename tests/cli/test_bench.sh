@@ -88,7 +88,8 @@ grep -q "p99 ns" "$tmp/out" && ok || bad "realtime table has latency columns"
 
 # The other workloads: each runs at its tiny scale for every allocator here, with
 # sane counts and rates, and n/a (with a reason) where the pattern does not fit.
-for w in list-contended mixed fifo-queue producer-consumer local-array pmr-vector pmr-map; do
+for w in list-contended mixed fifo-queue producer-consumer local-array pmr-vector pmr-map \
+         cxx-vector cxx-map cxx-string; do
     expect_status 0 "bench $w --quick --json" "$memkit" bench "$w" --quick --json --rounds 2
     if command -v python3 >/dev/null 2>&1; then
         python3 - "$tmp/out" "$w" <<'PY' && ok || bad "$w JSON (python3 check)"
@@ -100,9 +101,13 @@ assert "glibc" in {r["allocator"] for r in ran}, d
 # libmemkit's allocator for each pattern runs (never a sanitizer skip)
 ours = {"list-contended": "mk_ring", "producer-consumer": "mk_ring", "fifo-queue": "mk_fifo",
         "mixed": "mk_tlsf", "local-array": "mk_localbuf", "pmr-vector": "mk_stack",
-        "pmr-map": "mk_pool"}
+        "pmr-map": "mk_pool", "cxx-vector": "mk_stack", "cxx-map": "mk_pool",
+        "cxx-string": "mk_fifo"}
 if sys.argv[2] in ours:
     assert ours[sys.argv[2]] in {r["allocator"] for r in ran}, d
+# the containers' ceiling (an allocator that costs nothing) runs where it is offered
+if sys.argv[2] in ("cxx-vector", "cxx-map"):
+    assert "bump-ceiling" in {r["allocator"] for r in ran}, d
 for r in ran:
     assert r["alloc_rate"] > 0 and r["free_rate"] > 0 and r["peak_rss_bytes"] > 0, r
     if sys.argv[2] == "mixed":  # malloc and free timed one by one

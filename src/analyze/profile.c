@@ -119,6 +119,10 @@ static mk_thread_state_t *thread_of(mk_profile_t *p, uint32_t thread)
     return &p->thr[e->a];
 }
 
+/* A block record: a freed one, else the next of the array. Not mk_grow: a
+ * record is written whole when it is made, so the doubled array's untouched
+ * tail costs address space, not memory (a trace with a million live blocks
+ * holds 48 MB of them). */
 static uint64_t new_block(mk_profile_t *p)
 {
     if (p->free_block) {
@@ -126,9 +130,14 @@ static uint64_t new_block(mk_profile_t *p)
         p->free_block = p->blocks[i].serial;
         return i;
     }
-    if (!mk_grow((void **)&p->blocks, &p->blocks_cap, p->blocks_used + 1,
-                 sizeof *p->blocks))
-        return UINT64_MAX;
+    if (p->blocks_used == p->blocks_cap) {
+        size_t cap = p->blocks_cap ? 2 * p->blocks_cap : 1024;
+        mk_block_t *b = realloc(p->blocks, cap * sizeof *b);
+        if (!b)
+            return UINT64_MAX;
+        p->blocks = b;
+        p->blocks_cap = cap;
+    }
     return p->blocks_used++;
 }
 

@@ -45,6 +45,7 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 {
     memset(p, 0, sizeof *p);
     p->live = mk_kv_heap_table();
+    p->live.addresses = true;
     p->pairs = mk_kv_heap_table();
     p->stack_index = mk_kv_heap_table();
     p->thread_index = mk_kv_heap_table();
@@ -751,6 +752,7 @@ static void release_events(mk_profile_t *p)
     free(p->thread_index.slots);
     free(p->pending);
     p->live = p->thread_index = mk_kv_heap_table();
+    p->live.addresses = true;
     p->blocks = NULL;
     p->blocks_cap = p->blocks_used = 0;
     p->free_block = 0;

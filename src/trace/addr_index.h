@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kv_table.h" /* mk_addr_home */
+
 #define MK_INDEX_MAX (1u << 22) /* beyond this many live blocks, addresses are raw */
 
 typedef void *(*mk_index_alloc_fn)(size_t size);
@@ -44,9 +46,10 @@ typedef struct mk_addr_index {
     mk_index_free_fn release;
 } mk_addr_index_t;
 
+/* A block's home slot keeps the heap's layout (mk_addr_home). */
 static inline size_t mk_index_home(uint64_t addr, uint32_t cap)
 {
-    return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+    return mk_addr_home(addr, cap);
 }
 
 static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x,

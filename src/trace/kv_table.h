@@ -24,6 +24,7 @@ typedef struct mk_kv {
 typedef struct mk_kv_table {
     mk_kv_t *slots;
     size_t cap, used;            /* cap: 0 or a power of two; used <= 3/4 cap */
+    bool addresses;              /* keys are block addresses (mk_kv_home) */
     void *(*alloc)(size_t size); /* must return zeroed memory */
     void (*release)(void *p, size_t size);
 } mk_kv_table_t;
@@ -39,8 +40,20 @@ static inline uint64_t mk_hash_bytes(const void *p, size_t n)
     return h;
 }
 
-static inline size_t mk_kv_home(uint64_t key, size_t cap)
+/* The home slot of a block address, for a table of cap slots (a power of
+ * two): its 16-byte granule, the granule's high bits folded in. */
+static inline size_t mk_addr_home(uint64_t addr, size_t cap)
 {
+    uint64_t g = addr >> 4;
+    return (size_t)(g ^ (g >> 24)) & (cap - 1);
+}
+
+/* A key's home slot: mk_addr_home for a table of block addresses, a hash of
+ * the key for the others. */
+static inline size_t mk_kv_home(const mk_kv_table_t *t, uint64_t key, size_t cap)
+{
+    if (t->addresses)
+        return mk_addr_home(key, cap);
     return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
 }
 
@@ -53,7 +66,7 @@ static inline bool mk_kv_grow(mk_kv_table_t *t)
     for (size_t i = 0; i < t->cap; i++) {
         if (!t->slots[i].key)
             continue;
-        size_t j = mk_kv_home(t->slots[i].key, cap);
+        size_t j = mk_kv_home(t, t->slots[i].key, cap);
         while (s[j].key)
             j = (j + 1) & (cap - 1);
         s[j] = t->slots[i];
@@ -79,7 +92,7 @@ static inline mk_kv_t *mk_kv_find(const mk_kv_table_t *t, uint64_t key)
 {
     if (!t->cap)
         return NULL;
-    for (size_t i = mk_kv_home(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    for (size_t i = mk_kv_home(t, key, t->cap);; i = (i + 1) & (t->cap - 1)) {
         if (t->slots[i].key == key)
             return &t->slots[i];
         if (!t->slots[i].key)
@@ -93,7 +106,7 @@ static inline mk_kv_t *mk_kv_put(mk_kv_table_t *t, uint64_t key, bool *fresh)
 {
     if ((t->used + 1) * 4 > t->cap * 3 && !mk_kv_grow(t))
         return NULL;
-    for (size_t i = mk_kv_home(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    for (size_t i = mk_kv_home(t, key, t->cap);; i = (i + 1) & (t->cap - 1)) {
         mk_kv_t *s = &t->slots[i];
         if (s->key == key) {
             *fresh = false;
@@ -113,7 +126,7 @@ static inline void mk_kv_remove(mk_kv_table_t *t, mk_kv_t *s)
 {
     size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
     for (size_t i = (hole + 1) & mask; t->slots[i].key; i = (i + 1) & mask) {
-        size_t home = mk_kv_home(t->slots[i].key, t->cap);
+        size_t home = mk_kv_home(t, t->slots[i].key, t->cap);
         /* Move i into the hole unless its home lies cyclically in (hole, i]. */
         if (((i - home) & mask) >= ((i - hole) & mask)) {
             t->slots[hole] = t->slots[i];

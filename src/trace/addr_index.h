@@ -15,7 +15,10 @@
  *
  * Memory comes from the caller's allocator (the tracer must not malloc).
  * The map is not kv_table.h's: its deletion must also update where[] for
- * every entry it shifts, which is what makes remove(i) lookup-free.
+ * every entry it shifts, which is what makes remove(i) lookup-free. A map
+ * slot is 8 bytes, an index and a tag of the address: the address itself
+ * is addr[index], read to confirm a tag that matches (a program with
+ * millions of live blocks holds twice as many slots).
  */
 #ifndef MEMKIT_TRACE_ADDR_INDEX_H
 #define MEMKIT_TRACE_ADDR_INDEX_H
@@ -38,8 +41,8 @@ typedef struct mk_addr_index {
     uint32_t *where; /* where[i]: the map slot that holds index i */
     uint32_t n, cap;
     struct mk_index_slot {
-        uint64_t addr; /* 0: empty */
-        uint32_t idx;
+        uint32_t idx1; /* index + 1; 0: empty */
+        uint32_t tag;  /* mk_index_tag of its address */
     } * map;
     uint32_t map_cap; /* power of two, at least 2 * cap */
     mk_index_alloc_fn alloc;
@@ -52,16 +55,24 @@ static inline size_t mk_index_home(uint64_t addr, uint32_t cap)
     return mk_addr_home(addr, cap);
 }
 
+/* 32 bits of the address that its home slot does not already say. */
+static inline uint32_t mk_index_tag(uint64_t addr)
+{
+    return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
 static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x,
                                                      uint64_t addr)
 {
     if (!x->map_cap)
         return NULL;
+    uint32_t tag = mk_index_tag(addr);
     for (size_t i = mk_index_home(addr, x->map_cap);; i = (i + 1) & (x->map_cap - 1)) {
-        if (x->map[i].addr == addr)
-            return &x->map[i];
-        if (!x->map[i].addr)
+        const struct mk_index_slot *s = &x->map[i];
+        if (!s->idx1)
             return NULL;
+        if (s->tag == tag && x->addr[s->idx1 - 1] == addr)
+            return &x->map[i];
     }
 }
 
@@ -69,17 +80,17 @@ static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x,
 static inline int64_t mk_index_find(const mk_addr_index_t *x, uint64_t addr)
 {
     const struct mk_index_slot *s = addr ? mk_index_slot_of(x, addr) : NULL;
-    return s ? (int64_t)s->idx : -1;
+    return s ? (int64_t)s->idx1 - 1 : -1;
 }
 
 static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap,
                                     uint32_t *where, uint64_t addr, uint32_t idx)
 {
     size_t i = mk_index_home(addr, cap);
-    while (map[i].addr)
+    while (map[i].idx1)
         i = (i + 1) & (cap - 1);
-    map[i].addr = addr;
-    map[i].idx = idx;
+    map[i].idx1 = idx + 1;
+    map[i].tag = mk_index_tag(addr);
     where[idx] = (uint32_t)i;
 }
 
@@ -131,7 +142,8 @@ static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
 {
     struct mk_index_slot *s = addr ? mk_index_slot_of(x, addr) : NULL;
     if (s)
-        x->cls[s->idx] = (uint8_t)cls; /* a stale entry takes the new block's class */
+        x->cls[s->idx1 - 1] =
+            (uint8_t)cls; /* a stale entry takes the new block's class */
     if (!addr || s || x->n >= MK_INDEX_MAX)
         return true;
     if (x->n == x->cap && !mk_index_grow(x))
@@ -150,21 +162,21 @@ static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
     uint32_t mask = x->map_cap - 1;
     /* Backward-shift deletion: no tombstones, probe runs stay short. */
     size_t hole = x->where[i];
-    for (size_t j = (hole + 1) & mask; x->map[j].addr; j = (j + 1) & mask) {
-        size_t home = mk_index_home(x->map[j].addr, x->map_cap);
+    for (size_t j = (hole + 1) & mask; x->map[j].idx1; j = (j + 1) & mask) {
+        size_t home = mk_index_home(x->addr[x->map[j].idx1 - 1], x->map_cap);
         if (((j - home) & mask) >= ((j - hole) & mask)) {
             x->map[hole] = x->map[j];
-            x->where[x->map[hole].idx] = (uint32_t)hole;
+            x->where[x->map[hole].idx1 - 1] = (uint32_t)hole;
             hole = j;
         }
     }
-    x->map[hole].addr = 0;
+    x->map[hole].idx1 = 0;
     uint32_t last = --x->n;
     if (i != last) {
         x->addr[i] = x->addr[last];
         x->cls[i] = x->cls[last];
         x->where[i] = x->where[last];
-        x->map[x->where[i]].idx = i;
+        x->map[x->where[i]].idx1 = i + 1;
     }
 }
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,6 +149,15 @@ static bool write_inflated(Elf *in, int fd)
     return ok;
 }
 
+/* May this process write files of any size? Under a file-size limit
+ * (ulimit -f), writing past it raises SIGXFSZ, which would kill memkit for
+ * the sake of a cache: such a process makes no entry. */
+static bool no_size_limit(void)
+{
+    struct rlimit lim;
+    return getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur == RLIM_INFINITY;
+}
+
 /* Makes the entry for the debug file open at fd; returns it opened, or -1
  * when the file is not worth one or the cache cannot be written. */
 static int make_entry(int fd, char *dir, const char *path)
@@ -155,7 +165,7 @@ static int make_entry(int fd, char *dir, const char *path)
     Elf *in = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     int out = -1;
     char tmp[PATH_MAX];
-    if (worth_caching(in) && make_dirs(dir) &&
+    if (worth_caching(in) && no_size_limit() && make_dirs(dir) &&
         snprintf(tmp, sizeof tmp, "%s/.entry.XXXXXX", dir) < (int)sizeof tmp &&
         (out = mkostemp(tmp, O_CLOEXEC)) >= 0) {
         /* a whole entry or none, even across a crash of the machine */

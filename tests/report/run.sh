@@ -402,6 +402,13 @@ static __attribute__((noinline)) void helper(int n)
 }
 void dllib_allocate(int n) { helper(n); }
 EOF
+    # DWARF enough for an entry of 110 KB, past the file-size limit below
+    i=0
+    while [ $i -lt 600 ]; do
+        echo "struct pad_s$i { int a; long b; const char *c$i; };"
+        echo "int pad_$i(struct pad_s$i *p) { return p->a + (int)p->b; }"
+        i=$((i + 1))
+    done >>"$work/lib.c"
     id=dddddddddddddddddddddddddddddddddddddddd
     cc -O1 -g -shared -fPIC -Wl,--build-id=0x$id -o "$work/libz.so" "$work/lib.c" &&
         objcopy --only-keep-debug --compress-debug-sections=zlib "$work/libz.so" \
@@ -441,6 +448,14 @@ EOF
     status report_z /proc/memkit-no-such-dir "$work/ro"
     expect_status 0
     cmp -s "$work/off" "$work/ro" || fail "an unwritable cache changed the report"
+    # Under a file-size limit (50 KB: the report's output fits, the entry
+    # does not) an entry is not made: writing past the limit raises SIGXFSZ,
+    # which once killed memkit itself.
+    (ulimit -f 100 && report_z "$work/cache2" "$work/limited")
+    status=$?
+    expect_status 0
+    cmp -s "$work/off" "$work/limited" || fail "a file-size limit changed the report"
+    [ -e "$work/cache2/debug/$id.debug" ] && fail "an entry was made under a file-size limit"
     ;;
 merge)
     # A run's traces are one report: by prefix or as several files, sites

@@ -44,8 +44,7 @@ typedef struct mk_pending {
 void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 {
     memset(p, 0, sizeof *p);
-    p->live = mk_kv_heap_table();
-    p->live.addresses = true;
+    p->live = mk_kv_heap_table(); /* keyed by address: mk_addr_* */
     p->pairs = mk_kv_heap_table();
     p->stack_index = mk_kv_heap_table();
     p->thread_index = mk_kv_heap_table();
@@ -290,12 +289,12 @@ enum death { DIES_FREED, DIES_REALLOCATED, DIES_REPLACED };
 static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
                        enum death how, mk_block_t *was)
 {
-    mk_kv_t *l = mk_kv_find(&p->live, addr);
+    mk_kv_t *l = mk_addr_find(&p->live, addr);
     if (!l)
         return false;
     uint64_t size = l->a, bi = l->b;
     mk_block_t b = p->blocks[bi];
-    mk_kv_remove(&p->live, l);
+    mk_addr_remove(&p->live, l);
     drop_block(p, bi);
     if (was)
         *was = b;
@@ -486,19 +485,19 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
     }
 
     bool fresh;
-    mk_kv_t *l = mk_kv_put(&p->live, ev->addr, &fresh);
+    mk_kv_t *l = mk_addr_put(&p->live, ev->addr, &fresh);
     if (!l)
         return false;
     if (!fresh) {
         /* Live already: its free was not seen (another thread's, inside the
          * same instant, or before tracing). Retire the old block. */
         block_dies(p, ev->addr, ev, DIES_REPLACED, NULL);
-        l = mk_kv_put(&p->live, ev->addr, &fresh);
+        l = mk_addr_put(&p->live, ev->addr, &fresh);
         assert(l && fresh);
     }
     uint64_t bi = new_block(p);
     if (bi == UINT64_MAX) {
-        mk_kv_remove(&p->live, l);
+        mk_addr_remove(&p->live, l);
         return false;
     }
     p->serial++;
@@ -646,7 +645,7 @@ static bool on_free(mk_profile_t *p, const mk_event_t *ev)
 
 static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
 {
-    bool old_live = ev->old_addr && mk_kv_find(&p->live, ev->old_addr);
+    bool old_live = ev->old_addr && mk_addr_find(&p->live, ev->old_addr);
     if (!old_live && !stack_passes(p, ev->stack))
         return true;
     p->calls[ev->kind]++;
@@ -657,7 +656,7 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
     uint64_t old_size = 0;
     bool moved = false;
     if (old_live && (ev->addr || ev->size == 0)) {
-        old_size = mk_kv_find(&p->live, ev->old_addr)->a;
+        old_size = mk_addr_find(&p->live, ev->old_addr)->a;
         moved = block_dies(p, ev->old_addr, ev, DIES_REALLOCATED, &old);
     }
     if (!ev->addr && ev->size == 0) {
@@ -752,7 +751,6 @@ static void release_events(mk_profile_t *p)
     free(p->thread_index.slots);
     free(p->pending);
     p->live = p->thread_index = mk_kv_heap_table();
-    p->live.addresses = true;
     p->blocks = NULL;
     p->blocks_cap = p->blocks_used = 0;
     p->free_block = 0;

@@ -18,8 +18,7 @@ atomic_uint mk_snapshot_gen;
 
 /* The set: key the block's address. Its lock is a spin lock: it is held for a
  * probe or two, and a sampled event is rare. */
-static mk_kv_table_t sampled = {
-    .addresses = true, .alloc = mk_pages_zeroed, .release = mk_pages_release};
+static mk_kv_table_t sampled = {.alloc = mk_pages_zeroed, .release = mk_pages_release};
 static atomic_int sampled_lock;
 
 /* Snapshots: the next one is due at this many ns since the start (0: no
@@ -138,7 +137,7 @@ bool mk_sampled_put(uintptr_t p)
     bool fresh;
     set_lock();
     mk_sample_filter_t *f = atomic_load_explicit(&mk_sample_filter, memory_order_relaxed);
-    mk_kv_t *e = mk_kv_put(&sampled, p, &fresh);
+    mk_kv_t *e = mk_addr_put(&sampled, p, &fresh);
     /* Not fresh: a block whose free went unseen (a nested call's) left its
      * entry; the address is live again, and its count is already there. */
     if (e && fresh) {
@@ -159,9 +158,9 @@ bool mk_sampled_take_slow(uintptr_t p)
 {
     set_lock();
     mk_sample_filter_t *f = atomic_load_explicit(&mk_sample_filter, memory_order_relaxed);
-    mk_kv_t *e = mk_kv_find(&sampled, p);
+    mk_kv_t *e = mk_addr_find(&sampled, p);
     if (e) {
-        mk_kv_remove(&sampled, e);
+        mk_addr_remove(&sampled, e);
         uint8_t *c = &f->count[mk_sample_bucket(f, p)];
         uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
         if (v < 255) /* a saturated count stays: it no longer knows its members */

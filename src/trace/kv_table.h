@@ -24,7 +24,6 @@ typedef struct mk_kv {
 typedef struct mk_kv_table {
     mk_kv_t *slots;
     size_t cap, used;            /* cap: 0 or a power of two; used <= 3/4 cap */
-    bool addresses;              /* keys are block addresses (mk_kv_home) */
     void *(*alloc)(size_t size); /* must return zeroed memory */
     void (*release)(void *p, size_t size);
 } mk_kv_table_t;
@@ -48,16 +47,17 @@ static inline size_t mk_addr_home(uint64_t addr, size_t cap)
     return (size_t)(g ^ (g >> 24)) & (cap - 1);
 }
 
-/* A key's home slot: mk_addr_home for a table of block addresses, a hash of
- * the key for the others. */
-static inline size_t mk_kv_home(const mk_kv_table_t *t, uint64_t key, size_t cap)
+/* A key's home slot: mk_addr_home for a table of block addresses (the
+ * mk_addr_* functions), a hash of the key for the others (mk_kv_*). A table
+ * is used through one family only. */
+static inline size_t mk_kv_home(uint64_t key, size_t cap, bool addresses)
 {
-    if (t->addresses)
+    if (addresses)
         return mk_addr_home(key, cap);
     return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
 }
 
-static inline bool mk_kv_grow(mk_kv_table_t *t)
+static inline bool mk_kv_grow_as(mk_kv_table_t *t, bool addresses)
 {
     size_t cap = t->cap ? t->cap * 2 : 1024;
     mk_kv_t *s = t->alloc(cap * sizeof *s);
@@ -66,7 +66,7 @@ static inline bool mk_kv_grow(mk_kv_table_t *t)
     for (size_t i = 0; i < t->cap; i++) {
         if (!t->slots[i].key)
             continue;
-        size_t j = mk_kv_home(t, t->slots[i].key, cap);
+        size_t j = mk_kv_home(t->slots[i].key, cap, addresses);
         while (s[j].key)
             j = (j + 1) & (cap - 1);
         s[j] = t->slots[i];
@@ -87,12 +87,11 @@ static inline void mk_kv_release(mk_kv_table_t *t)
     t->cap = t->used = 0;
 }
 
-/* The slot holding key, or NULL. */
-static inline mk_kv_t *mk_kv_find(const mk_kv_table_t *t, uint64_t key)
+static inline mk_kv_t *mk_kv_find_as(const mk_kv_table_t *t, uint64_t key, bool addresses)
 {
     if (!t->cap)
         return NULL;
-    for (size_t i = mk_kv_home(t, key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    for (size_t i = mk_kv_home(key, t->cap, addresses);; i = (i + 1) & (t->cap - 1)) {
         if (t->slots[i].key == key)
             return &t->slots[i];
         if (!t->slots[i].key)
@@ -100,13 +99,12 @@ static inline mk_kv_t *mk_kv_find(const mk_kv_table_t *t, uint64_t key)
     }
 }
 
-/* The slot holding key, made (values 0, *fresh set) if it was not there;
- * NULL when memory ran out. */
-static inline mk_kv_t *mk_kv_put(mk_kv_table_t *t, uint64_t key, bool *fresh)
+static inline mk_kv_t *mk_kv_put_as(mk_kv_table_t *t, uint64_t key, bool *fresh,
+                                    bool addresses)
 {
-    if ((t->used + 1) * 4 > t->cap * 3 && !mk_kv_grow(t))
+    if ((t->used + 1) * 4 > t->cap * 3 && !mk_kv_grow_as(t, addresses))
         return NULL;
-    for (size_t i = mk_kv_home(t, key, t->cap);; i = (i + 1) & (t->cap - 1)) {
+    for (size_t i = mk_kv_home(key, t->cap, addresses);; i = (i + 1) & (t->cap - 1)) {
         mk_kv_t *s = &t->slots[i];
         if (s->key == key) {
             *fresh = false;
@@ -121,12 +119,11 @@ static inline mk_kv_t *mk_kv_put(mk_kv_table_t *t, uint64_t key, bool *fresh)
     }
 }
 
-/* Removes s, shifting later members of its probe run back. */
-static inline void mk_kv_remove(mk_kv_table_t *t, mk_kv_t *s)
+static inline void mk_kv_remove_as(mk_kv_table_t *t, mk_kv_t *s, bool addresses)
 {
     size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
     for (size_t i = (hole + 1) & mask; t->slots[i].key; i = (i + 1) & mask) {
-        size_t home = mk_kv_home(t, t->slots[i].key, t->cap);
+        size_t home = mk_kv_home(t->slots[i].key, t->cap, addresses);
         /* Move i into the hole unless its home lies cyclically in (hole, i]. */
         if (((i - home) & mask) >= ((i - hole) & mask)) {
             t->slots[hole] = t->slots[i];
@@ -135,6 +132,46 @@ static inline void mk_kv_remove(mk_kv_table_t *t, mk_kv_t *s)
     }
     t->slots[hole].key = 0;
     t->used--;
+}
+
+/* The slot holding key, or NULL. */
+static inline mk_kv_t *mk_kv_find(const mk_kv_table_t *t, uint64_t key)
+{
+    return mk_kv_find_as(t, key, false);
+}
+
+/* The slot holding key, made (values 0, *fresh set) if it was not there;
+ * NULL when memory ran out. */
+static inline mk_kv_t *mk_kv_put(mk_kv_table_t *t, uint64_t key, bool *fresh)
+{
+    return mk_kv_put_as(t, key, fresh, false);
+}
+
+/* Removes s, shifting later members of its probe run back. */
+static inline void mk_kv_remove(mk_kv_table_t *t, mk_kv_t *s)
+{
+    mk_kv_remove_as(t, s, false);
+}
+
+static inline bool mk_kv_grow(mk_kv_table_t *t)
+{
+    return mk_kv_grow_as(t, false);
+}
+
+/* The same for a table keyed by block addresses. */
+static inline mk_kv_t *mk_addr_find(const mk_kv_table_t *t, uint64_t addr)
+{
+    return mk_kv_find_as(t, addr, true);
+}
+
+static inline mk_kv_t *mk_addr_put(mk_kv_table_t *t, uint64_t addr, bool *fresh)
+{
+    return mk_kv_put_as(t, addr, fresh, true);
+}
+
+static inline void mk_addr_remove(mk_kv_table_t *t, mk_kv_t *s)
+{
+    mk_kv_remove_as(t, s, true);
 }
 
 #endif /* MEMKIT_TRACE_KV_TABLE_H */

@@ -40,11 +40,18 @@ static inline uint64_t mk_hash_bytes(const void *p, size_t n)
 }
 
 /* The home slot of a block address, for a table of cap slots (a power of
- * two): its 16-byte granule, the granule's high bits folded in. */
+ * two). Blocks allocated one after another lie side by side, and their
+ * slots do too within each KiB of address space: its 64 granules of 16
+ * bytes take 64 consecutive slots, from a place that a hash of the KiB
+ * picks, anywhere in the table (not at a multiple of 64, where runs would
+ * collide whole). So a program that builds a large structure finds its
+ * recent blocks' slots in cache, and no layout of the heap (arenas 64 MiB
+ * apart, dense stretches a table's width apart) lines up in the table. */
 static inline size_t mk_addr_home(uint64_t addr, size_t cap)
 {
-    uint64_t g = addr >> 4;
-    return (size_t)(g ^ (g >> 24)) & (cap - 1);
+    unsigned bits = (unsigned)__builtin_ctzll(cap); /* cap > 1 */
+    uint64_t kib = ((addr >> 10) * 0x9e3779b97f4a7c15ull) >> (64 - bits);
+    return (size_t)(kib + ((addr >> 4) & 63)) & (cap - 1);
 }
 
 /* A key's home slot: mk_addr_home for a table of block addresses (the

@@ -457,6 +457,43 @@ EOF
     cmp -s "$work/off" "$work/limited" || fail "a file-size limit changed the report"
     [ -e "$work/cache2/debug/$id.debug" ] && fail "an entry was made under a file-size limit"
     ;;
+arenas)
+    # Four threads fill their own glibc arenas (64 MiB-aligned heaps) with
+    # live blocks: the tables of live blocks place blocks near their heap
+    # neighbours, and arenas a table's width apart once collided whole there
+    # (the report of this trace ran for minutes). Exact counts, in time.
+    cat >"$work/arenas.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+#define N 200000
+static void *work(void *arg)
+{
+    void **p = malloc(N * sizeof *p);
+    for (int i = 0; i < N; i++)
+        p[i] = malloc(24);
+    for (int i = 0; i < N; i += 2) {
+        free(p[i]);
+        p[i] = malloc(24);
+    }
+    return arg ? p : NULL;
+}
+int main(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, work, &t[i]);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+EOF
+    cc -O1 -pthread -o "$work/arenas" "$work/arenas.c" || fail "cannot build arenas.c"
+    trace a "$work/arenas"
+    status timeout 60 "$memkit" report --no-symbols "$work/a.mkt"
+    expect_status 0
+    expect_line "Mallocs: 1200004" # 4 x (200,000 + 100,000 + its array)
+    expect_line "Frees: 400000"
+    ;;
 merge)
     # A run's traces are one report: by prefix or as several files, sites
     # matched by symbolized stack, totals summed, a process table.

@@ -41,17 +41,19 @@ static inline uint64_t mk_hash_bytes(const void *p, size_t n)
 
 /* The home slot of a block address, for a table of cap slots (a power of
  * two). Blocks allocated one after another lie side by side, and their
- * slots do too within each KiB of address space: its 64 granules of 16
- * bytes take 64 consecutive slots, from a place that a hash of the KiB
- * picks, anywhere in the table (not at a multiple of 64, where runs would
- * collide whole). So a program that builds a large structure finds its
- * recent blocks' slots in cache, and no layout of the heap (arenas 64 MiB
- * apart, dense stretches a table's width apart) lines up in the table. */
+ * slots do too within each 4 KiB page: its 256 granules of 16 bytes take
+ * 256 consecutive slots, from a place the top bits of a hash of the page
+ * pick, anywhere in the table. So a program that builds a large structure
+ * finds its recent blocks' slots in cache, and no layout of the heap lines
+ * up in the table (placing by granule alone made glibc's 64 MiB-aligned
+ * arenas collide whole; starting runs at multiples of their length made
+ * them collide whole too; the low bits of the hash put consecutive pages
+ * on a lattice). */
 static inline size_t mk_addr_home(uint64_t addr, size_t cap)
 {
     unsigned bits = (unsigned)__builtin_ctzll(cap); /* cap > 1 */
-    uint64_t kib = ((addr >> 10) * 0x9e3779b97f4a7c15ull) >> (64 - bits);
-    return (size_t)(kib + ((addr >> 4) & 63)) & (cap - 1);
+    uint64_t page = ((addr >> 12) * 0x9e3779b97f4a7c15ull) >> (64 - bits);
+    return (size_t)(page + ((addr >> 4) & 255)) & (cap - 1);
 }
 
 /* A key's home slot: mk_addr_home for a table of block addresses (the

@@ -220,7 +220,10 @@ static bool build_rows(mk_report_t *r)
     }
     if (r->sites)
         qsort(r->sites, r->nsites, sizeof *r->sites, by_calls);
-    r->nfunctions = rollup(r, false, &r->functions, &r->function_aggs);
+    /* The summary at the end of memkit trace (summary_first) shows sites by
+     * line only: the roll-up by function is the full report's. */
+    if (!r->opts.summary_first)
+        r->nfunctions = rollup(r, false, &r->functions, &r->function_aggs);
     r->nlines = rollup(r, true, &r->lines, &r->line_aggs);
     return true;
 }

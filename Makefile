@@ -11,6 +11,7 @@
 #       make bench-trace (the tracer's overhead next to heaptrack's),
 #       make bench-report (memkit report next to heaptrack_print on one workload),
 #       make bench-real (memkit on real programs next to heaptrack: bench/real/run.sh)
+#       make bench-real-outside (the same for perl, sqlite3 and jq: bench/real/outside.sh)
 #       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh)
 
 BUILD     ?= build
@@ -30,7 +31,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report bench-real bench-sample fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report bench-real bench-real-outside bench-sample fuzz install format clean
 
 all: build
 
@@ -83,6 +84,11 @@ bench-real:
 	@$(DEPS) build test
 	$(build_steps)
 	@sh bench/real/run.sh $(BUILD)
+
+bench-real-outside:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh bench/real/outside.sh $(BUILD)
 
 bench-sample:
 	@$(DEPS) build test

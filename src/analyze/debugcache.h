@@ -17,10 +17,14 @@
 #define MEMKIT_ANALYZE_DEBUGCACHE_H
 #include <elfutils/libdwfl.h>
 
-/* A Dwfl find_debuginfo callback: dwfl_standard_find_debuginfo's search;
- * a file it finds with compressed sections is replaced by its inflated copy
- * from the cache, made on first sight. The copy's build id is checked
- * against the module's before it is used. */
+/* A Dwfl find_debuginfo callback. For a module with a build id, libdw's
+ * default search done here (the build-id directory, then the debug link
+ * beside the module, in .debug/ and under /usr/lib/debug), each file's build
+ * id checked; a module found to have none is not searched again. Without a
+ * build id, or with DEBUGINFOD_URLS set, dwfl_standard_find_debuginfo
+ * searches (it loads libdebuginfod). A file found with compressed sections
+ * is replaced by its inflated copy from the cache, made on first sight; the
+ * copy's build id is checked against the module's before it is used. */
 int mk_debugcache_find(Dwfl_Module *mod, void **userdata, const char *modname,
                        Dwarf_Addr base, const char *file_name, const char *debuglink_file,
                        GElf_Word debuglink_crc, char **debuginfo_file_name);

@@ -59,20 +59,28 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 
 /* ---- small helpers ---- */
 
-/* Room for one more aggregate. Not mk_grow: an aggregate is zeroed when it
- * is made, so the doubled array's untouched tail costs address space, not
- * memory (a compiler's trace has tens of thousands of stacks). */
+/* Room for one more of *cap elements when used of them are taken: the array
+ * doubles (from first). Not mk_grow, which zeroes what it adds: aggregates
+ * and block records are written whole when made, so a doubled array's
+ * untouched tail costs address space, not memory (a compiler's trace has
+ * tens of thousands of stacks, a parser's a million live blocks). */
+static bool room_for_one(void **buf, size_t *cap, size_t used, size_t first, size_t elem)
+{
+    if (used < *cap)
+        return true;
+    size_t n = *cap ? 2 * *cap : first;
+    void *b = realloc(*buf, n * elem);
+    if (!b)
+        return false;
+    *buf = b;
+    *cap = n;
+    return true;
+}
+
 static bool grow_stacks(mk_profile_t *p)
 {
-    if (p->nstacks < p->stacks_cap)
-        return true;
-    size_t cap = p->stacks_cap ? 2 * p->stacks_cap : 64;
-    mk_stack_agg_t *s = realloc(p->stacks, cap * sizeof *s);
-    if (!s)
-        return false;
-    p->stacks = s;
-    p->stacks_cap = cap;
-    return true;
+    return room_for_one((void **)&p->stacks, &p->stacks_cap, p->nstacks, 64,
+                        sizeof *p->stacks);
 }
 
 mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack)
@@ -119,10 +127,7 @@ static mk_thread_state_t *thread_of(mk_profile_t *p, uint32_t thread)
     return &p->thr[e->a];
 }
 
-/* A block record: a freed one, else the next of the array. Not mk_grow: a
- * record is written whole when it is made, so the doubled array's untouched
- * tail costs address space, not memory (a trace with a million live blocks
- * holds 48 MB of them). */
+/* A block record: a freed one, else the next of the array. */
 static uint64_t new_block(mk_profile_t *p)
 {
     if (p->free_block) {
@@ -130,14 +135,9 @@ static uint64_t new_block(mk_profile_t *p)
         p->free_block = p->blocks[i].serial;
         return i;
     }
-    if (p->blocks_used == p->blocks_cap) {
-        size_t cap = p->blocks_cap ? 2 * p->blocks_cap : 1024;
-        mk_block_t *b = realloc(p->blocks, cap * sizeof *b);
-        if (!b)
-            return UINT64_MAX;
-        p->blocks = b;
-        p->blocks_cap = cap;
-    }
+    if (!room_for_one((void **)&p->blocks, &p->blocks_cap, p->blocks_used, 1024,
+                      sizeof *p->blocks))
+        return UINT64_MAX;
     return p->blocks_used++;
 }
 

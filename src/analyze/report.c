@@ -550,6 +550,18 @@ static uint32_t merged_id(mk_report_t *m, mk_report_t *one, uint32_t stack)
     return id;
 }
 
+/* Adds one process's aggregate to a merged one: agg_add's sums, and what
+ * only a process's own replay keeps (its live blocks, its threads). */
+static void merge_agg(mk_stack_agg_t *to, const mk_stack_agg_t *a)
+{
+    agg_add(to, a);
+    to->live_blocks += a->live_blocks;
+    to->live_bytes += a->live_bytes;
+    to->multi_thread |= a->multi_thread;
+    if (!to->first_thread)
+        to->first_thread = a->first_thread;
+}
+
 /* The first process merged gives the merged profile its aggregates, which
  * are then renamed to merged stack ids in place, rather than copied: the
  * largest process is merged first (mk_report_load_many), so the report
@@ -578,11 +590,7 @@ static bool adopt_profile(mk_report_t *m, mk_report_t *one)
             a->stack = id;
             continue;
         }
-        mk_stack_agg_t *to = &d->stacks[e->a]; /* an earlier stack, same frames */
-        agg_add(to, a);
-        to->live_blocks += a->live_blocks;
-        to->live_bytes += a->live_bytes;
-        to->multi_thread |= a->multi_thread;
+        merge_agg(&d->stacks[e->a], a); /* an earlier stack, same frames */
         mk_hist_free(&a->size_hist);
         mk_hist_free(&a->life_hist);
         memset(a, 0, sizeof *a); /* no calls, no leaks: not a site */
@@ -605,12 +613,7 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
         mk_stack_agg_t *to = id ? mk_profile_agg(d, id) : NULL;
         if (!to)
             return false;
-        agg_add(to, a);
-        to->live_blocks += a->live_blocks;
-        to->live_bytes += a->live_bytes;
-        to->multi_thread |= a->multi_thread;
-        if (!to->first_thread)
-            to->first_thread = a->first_thread;
+        merge_agg(to, a);
     }
     const struct {
         uint64_t *to;

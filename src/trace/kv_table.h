@@ -162,11 +162,6 @@ static inline void mk_kv_remove(mk_kv_table_t *t, mk_kv_t *s)
     mk_kv_remove_as(t, s, false);
 }
 
-static inline bool mk_kv_grow(mk_kv_table_t *t)
-{
-    return mk_kv_grow_as(t, false);
-}
-
 /* The same for a table keyed by block addresses. */
 static inline mk_kv_t *mk_addr_find(const mk_kv_table_t *t, uint64_t addr)
 {

@@ -44,6 +44,21 @@ expect_re() {
     grep -qE -- "$1" "$work/out" || fail "expected a line matching '$1'"
 }
 
+# library_source FILE: a library for tests/trace/progs/dlopen whose
+# allocating helper() has a name, a line and a caller (dllib_allocate).
+library_source() {
+    cat >"$1" <<'EOF'
+#include <stdlib.h>
+#include <string.h>
+static __attribute__((noinline)) void helper(int n)
+{
+    for (int i = 0; i < n; i++)
+        free(strdup("from the library"));
+}
+void dllib_allocate(int n) { helper(n); }
+EOF
+}
+
 # findings KIND FUNCTION COUNT: the pattern program's run for KIND has a
 # finding of that kind at FUNCTION with that count, and no finding of
 # another lifetime kind at that site; `none` has no finding at all.
@@ -355,16 +370,7 @@ modules)
     # A library rebuilt since the trace (its build id differs) is not trusted:
     # its frames are module+offset, with one note; a library without any
     # symbols gives module+offset too, never a wrong name.
-    cat >"$work/lib.c" <<'EOF'
-#include <stdlib.h>
-#include <string.h>
-static __attribute__((noinline)) void helper(int n)
-{
-    for (int i = 0; i < n; i++)
-        free(strdup("from the library"));
-}
-void dllib_allocate(int n) { helper(n); }
-EOF
+    library_source "$work/lib.c"
     cc -O1 -g -shared -fPIC -Wl,--build-id=0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa -o "$work/libx.so" "$work/lib.c" ||
         fail "cannot build the library"
     "$memkit" trace -q -o "$work/m" -- "$tprogs/dlopen" "$work/libx.so" >/dev/null 2>&1 ||
@@ -392,16 +398,7 @@ debugcache)
     # them) is inflated once into the cache, named by build id; the names
     # read from the entry are the names read from the file.
     command -v objcopy >/dev/null || { echo "SKIP: no objcopy (binutils)"; exit 77; }
-    cat >"$work/lib.c" <<'EOF'
-#include <stdlib.h>
-#include <string.h>
-static __attribute__((noinline)) void helper(int n)
-{
-    for (int i = 0; i < n; i++)
-        free(strdup("from the library"));
-}
-void dllib_allocate(int n) { helper(n); }
-EOF
+    library_source "$work/lib.c"
     # DWARF enough for an entry of 110 KB, past the file-size limit below
     i=0
     while [ $i -lt 600 ]; do

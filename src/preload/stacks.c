@@ -34,6 +34,7 @@
 #include <libunwind.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <unwind.h>
@@ -104,6 +105,34 @@ static void find_gcc_unwinder(void)
         real_dlclose(h); /* our dependency (through libunwind): it stays */
 }
 
+/* ---- a thread's stack bounds ----
+ *
+ * Slots are only trusted inside the thread's own stack, which glibc's
+ * pthread_getattr_np tells. But it holds the thread's own lock while it
+ * allocates (the affinity mask; for the main thread, its /proc/self/maps
+ * stream too), and runtimes ask it first thing in a new thread (a Java VM,
+ * garbage collectors): asked from inside such an allocation, the thread
+ * waits on itself forever. So it is asked on a thread's first capture whose
+ * stack does not pass through it; until then, stacks are walked uncached. */
+
+static uintptr_t query_lo, query_len; /* pthread_getattr_np's code */
+
+/* Frames looked at for it: the allocation is at most a few calls deep
+ * inside it (fopen, getline, realloc). */
+#define QUERY_FRAMES 8
+
+static void find_stack_query(void)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    query_lo = (uintptr_t)&pthread_getattr_np;
+    /* Without its symbol's size, a page: the function is about 1 KB. */
+    query_len = 4096;
+    if (dladdr1((void *)query_lo, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+        sym->st_size)
+        query_len = sym->st_size;
+}
+
 typedef struct gcc_walk {
     uintptr_t *frames;
     int n, max, skip;
@@ -139,6 +168,7 @@ void mk_stacks_init(void)
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     else
         find_gcc_unwinder();
+    find_stack_query();
     table = mk_sys_mmap(NULL, sizeof(*table) << TABLE_BITS, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     arena = mk_sys_mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
@@ -304,7 +334,7 @@ typedef struct mk_stack_cache {
     uintptr_t slots[]; /* CACHE_WAYS x depth */
 } mk_stack_cache_t;
 
-static mk_stack_cache_t *cache_new(mk_thread_t *t)
+static mk_stack_cache_t *cache_new(void)
 {
     size_t depth = (size_t)mk_st.cfg.depth;
     size_t size = sizeof(mk_stack_cache_t) + CACHE_WAYS * depth * sizeof(uintptr_t);
@@ -314,14 +344,40 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
         return NULL;
     for (size_t i = 0; i < CACHE_WAYS; i++)
         c->e[i].slot = c->slots + i * depth;
-    /* Slots are only trusted inside this thread's own stack. For the main
-     * thread glibc finds it in /proc/self/maps: a read that is ours, not the
+    return c;
+}
+
+static bool inside_stack_query(const uintptr_t *frames, int n)
+{
+    for (int i = 0; i < n && i < QUERY_FRAMES; i++)
+        if (frames[i] - query_lo <= query_len) /* a return address may be its end */
+            return true;
+    return false;
+}
+
+/* The thread's bounds and an empty cache, unless its stack (n frames) is
+ * inside pthread_getattr_np. */
+static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
+{
+    if (inside_stack_query(frames, n))
+        return; /* the next capture asks */
+    t->stack_known = true;
+    t->stack_lo = t->stack_hi = 0; /* unless glibc tells them below */
+    if (!t->stack_cache)
+        t->stack_cache = cache_new();
+    else /* a state that served an ended thread: its keys are that stack's */
+        for (size_t i = 0; i < CACHE_WAYS; i++)
+            t->stack_cache->e[i].ra = 0;
+    if (!t->stack_cache)
+        return;
+    /* For the main thread glibc reads /proc/self/maps: ours, not the
      * program's I/O. */
     bool main_thread = t->tid == mk_st.pid;
     uint64_t mark = main_thread ? mk_io_mark() : MK_IO_NO_MARK;
     pthread_attr_t attr;
     void *lo;
     size_t len;
+    int cancel = mk_cancel_off();
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
             t->stack_lo = (uintptr_t)lo;
@@ -329,9 +385,9 @@ static mk_stack_cache_t *cache_new(mk_thread_t *t)
         }
         pthread_attr_destroy(&attr);
     }
+    mk_cancel_restore(cancel);
     if (main_thread)
         mk_io_own_since(mark);
-    return c;
 }
 
 /* Walks the stack with libunwind: frames from the hook's caller (the frame
@@ -439,12 +495,8 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         frames[0] = ra; /* --no-stacks: the calling instruction only, no unwinding */
         return mk_stack_intern(t, frames, 1);
     }
-    if (MK_UNLIKELY(!t->stack_cache)) {
-        int cancel = mk_cancel_off(); /* the main thread's bounds: /proc reads */
-        t->stack_cache = cache_new(t);
-        mk_cancel_restore(cancel);
-    }
-    mk_stack_cache_t *c = t->stack_cache;
+    /* Bounds unknown: lo == hi == 0, so no cache and no frame-pointer walk */
+    mk_stack_cache_t *c = t->stack_known ? t->stack_cache : NULL;
     bool cacheable = c && fp >= t->stack_lo && fp < t->stack_hi;
     cache_entry_t *e = NULL;
     if (cacheable) {
@@ -471,6 +523,8 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
     mk_cancel_restore(cancel);
     if (n <= 0)
         return 0;
+    if (MK_UNLIKELY(!t->stack_known))
+        learn_stack(t, frames, n);
     stack_rec_t *r = intern_rec(t, frames, n);
     if (!r)
         return 0;

@@ -161,6 +161,9 @@ mk_thread_t *mk_thread_get(void)
     t->index = atomic_fetch_add(&mk_st.next_thread, 1);
     t->tid = (pid_t)syscall(SYS_gettid);
     t->errno_at = &errno;
+    /* A reused state's bounds were its last thread's: none until learnt */
+    t->stack_known = false;
+    t->stack_lo = t->stack_hi = 0;
     /* counts/bytes/sites carry over: --summary-only totals are per process. */
     reset_buffer(t);
     reset_index(t);

@@ -231,6 +231,17 @@ shortthreads)
     report_whole shortthreads
     expect "Mallocs: 20000"
     ;;
+stackquery)
+    # Threads whose first allocation is inside pthread_getattr_np, which
+    # holds the thread's lock: the tracer must not ask it for the bounds
+    # there (a Java VM hung forever). Every call is counted.
+    timeout 60 "$memkit" trace -o "$work/t" -- "$progs/stackquery" >"$out" 2>&1
+    status=$?
+    expect_status 0
+    expect "8 of 8 threads and the main thread (yes) know their stacks"
+    expect_re "^  [0-9]+\. 45 calls, 4500 bytes: query_and_allocate at stackquery\.c:[0-9]+ \(stackquery\)$"
+    report_whole stackquery
+    ;;
 random)
     # A random mix of every C allocation call over several records: the
     # program works out the summary itself; the trace, the report and

@@ -6,7 +6,7 @@
 # quick (make test): binutils on a small object and archive (ar, nm, ranlib,
 # objdump load the LTO plugin, a C++ library, with RTLD_LOCAL), python3
 # importing a C++ extension (apt_pkg), make building a small C project with
-# a static library, a shell pipeline, git log.
+# a static library, a Java VM starting, a shell pipeline, git log.
 # long (.ci/run): also chromium --dump-dom, and `make build` of a clean clone
 # of this repository (cmake, cc1, as, ld, ar: hundreds of processes).
 set -u
@@ -91,6 +91,12 @@ if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import apt_pkg' 2>/dev/null; 
 else
     echo "SKIP: /usr/bin/python3 with python3-apt is not installed (make test installs it)"
     skips=1
+fi
+# A Java VM: each of its threads asks glibc for its own stack bounds first
+# thing, from inside an allocation that holds the thread's lock.
+if need java; then
+    # (the flags but the one that differs with the address-space layout)
+    same java "$work" sh -c 'timeout 120 java -XX:+PrintFlagsFinal -version >flags && grep -v BaseAddress flags'
 fi
 same pipeline "$work" sh -c 'seq 1 20000 | sort -r | uniq | tr 0-9 a-j | wc -l'
 if need git; then

@@ -287,6 +287,8 @@ static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
     return p;
 }
 
+#define SMALL_RECORD (16u << 10)
+
 /* Compresses the parts as one zstd frame and appends the record. An EVENTS
  * record's parts are its head and its streams: each stream ends a zstd
  * block, so that each block's Huffman table is fitted to one kind of number
@@ -295,20 +297,25 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
                          const size_t *plen, int nparts)
 {
     bool events = t && type == MK_REC_EVENTS;
-    void **cctx = t ? &t->cctx : &shared_cctx;
     size_t len = 0;
 
     for (int i = 0; i < nparts; i++)
         len += plen[i];
+    /* A small record (a short thread's only one, its last) goes through the
+     * shared context under the output lock: a context of its own costs a
+     * thread about 70 KB for as long as its state lives, and a program with
+     * thousands of threads would hold that many. */
+    mk_thread_t *own = t && (t->cctx || len >= SMALL_RECORD) ? t : NULL;
+    void **cctx = own ? &own->cctx : &shared_cctx;
     /* A flush ends a block early: 3 bytes of block head, and each flushed
      * block may hold its data raw (no bigger than the input) */
     size_t need = MK_RECORD_HEAD_LEN + ZSTD_compressBound(len) + 8 * (size_t)nparts;
     if (mk_st.fd < 0)
         return false;
-    if (!t)
+    if (!own)
         mk_output_lock();
-    uint8_t *z = t ? zbuf_for(need, &t->zbuf, &t->zcap)
-                   : zbuf_for(need, &shared_zbuf, &shared_zcap);
+    uint8_t *z = own ? zbuf_for(need, &own->zbuf, &own->zcap)
+                     : zbuf_for(need, &shared_zbuf, &shared_zcap);
     if (!*cctx) {
         ZSTD_CCtx *c = ZSTD_createCCtx_advanced((ZSTD_customMem){
             zstd_alloc, zstd_free, NULL}); /* no malloc: see zstd_alloc */
@@ -319,7 +326,7 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
         *cctx = c;
     }
     if (!z || !*cctx) {
-        if (!t)
+        if (!own)
             mk_output_unlock();
         fail("out of memory compressing trace", ENOMEM);
         return false;
@@ -339,7 +346,7 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
                (end == ZSTD_e_continue ? in.pos < in.size : rc != 0));
     }
     if (ZSTD_isError(rc)) {
-        if (!t)
+        if (!own)
             mk_output_unlock();
         fail("cannot compress trace", EIO);
         return false;
@@ -354,7 +361,7 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
     h = mk_put_u32(h, 0);
     h = mk_put_u64(h, events ? t->w.anchor_ns : 0);
     mk_put_u64(h, events ? t->w.anchor_tick : 0);
-    if (t)
+    if (own)
         mk_output_lock();
     if (MK_UNLIKELY(mk_st.cfg.test_signal) && events) {
         int sig = mk_st.cfg.test_signal; /* tests: a signal at the worst moment */

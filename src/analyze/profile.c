@@ -15,16 +15,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A live block. While on the free list, `serial` links to the next. */
+/* A live block: 48 bytes, and 8 of them again in the live table. A parser's
+ * trace holds millions at once. While on the free list, `serial` links to
+ * the next. */
 struct mk_block {
+    uint64_t addr;
+    uint64_t size : 48;
+    uint64_t chain : 16;  /* reallocs that led to this block (saturates) */
     uint64_t time;        /* of its allocation */
-    uint64_t serial;      /* allocation number, all threads (pairs, temporaries) */
-    uint64_t prev_serial; /* the allocating thread's allocation before it */
-    uint64_t seq;         /* allocation number within its stack (order window) */
+    uint64_t serial;      /* allocation number, all threads (pairs, temporaries,
+                           * and the order window: ascending within a stack) */
+    uint32_t prev_gap;    /* serial - the allocating thread's allocation before
+                           * it; 0: none, or too far back to pair with */
     uint32_t agg, thread; /* agg: index of its stack's aggregate */
-    uint32_t chain;       /* reallocs that led to this block */
     uint32_t weight;      /* allocations it stands for: 1, or 1/p if sampled */
 };
+
+#define MK_SIZE_MAX  ((1ull << 48) - 1) /* larger sizes are kept as this */
+#define MK_CHAIN_MAX ((1u << 16) - 1)
+
+static uint64_t prev_serial(const mk_block_t *b)
+{
+    return b->prev_gap ? b->serial - b->prev_gap : 0;
+}
 
 /* Per thread: its latest allocation, and its latest free not yet paired. */
 struct mk_thread_state {
@@ -44,7 +57,6 @@ typedef struct mk_pending {
 void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 {
     memset(p, 0, sizeof *p);
-    p->live = mk_kv_heap_table(); /* keyed by address: mk_addr_* */
     p->pairs = mk_kv_heap_table();
     p->stack_index = mk_kv_heap_table();
     p->thread_index = mk_kv_heap_table();
@@ -145,6 +157,82 @@ static void drop_block(mk_profile_t *p, uint64_t i)
 {
     p->blocks[i].serial = p->free_block;
     p->free_block = i + 1;
+}
+
+/* ---- the live table: address -> block record (mk_live_table_t) ---- */
+
+static mk_live_slot_t *live_find(const mk_profile_t *p, uint64_t addr)
+{
+    const mk_live_table_t *t = &p->live;
+    if (!t->cap)
+        return NULL;
+    uint32_t home = (uint32_t)mk_addr_home(addr, t->cap);
+    for (size_t i = home;; i = (i + 1) & (t->cap - 1)) {
+        mk_live_slot_t *s = &t->slots[i];
+        if (!s->block1)
+            return NULL;
+        /* the home tells most neighbours apart without reading their records */
+        if (s->home == home && p->blocks[s->block1 - 1].addr == addr)
+            return s;
+    }
+}
+
+static void live_place(mk_live_slot_t *slots, size_t cap, uint32_t block1, uint32_t home)
+{
+    size_t i = home;
+    while (slots[i].block1)
+        i = (i + 1) & (cap - 1);
+    slots[i] = (mk_live_slot_t){block1, home};
+}
+
+static bool live_grow(mk_profile_t *p)
+{
+    mk_live_table_t *t = &p->live;
+    size_t cap = t->cap ? t->cap * 2 : 1024;
+    if (cap > (1ull << 32)) /* homes are 32 bits */
+        return false;
+    mk_live_slot_t *s = calloc(cap, sizeof *s);
+    if (!s)
+        return false;
+    for (size_t i = 0; i < t->cap; i++) {
+        uint32_t b1 = t->slots[i].block1;
+        if (b1)
+            live_place(s, cap, b1, (uint32_t)mk_addr_home(p->blocks[b1 - 1].addr, cap));
+    }
+    free(t->slots);
+    t->slots = s;
+    t->cap = cap;
+    return true;
+}
+
+/* Block record bi joins under its address, which is not in the table. */
+static bool live_add(mk_profile_t *p, uint64_t bi)
+{
+    mk_live_table_t *t = &p->live;
+    assert(bi < UINT32_MAX && !live_find(p, p->blocks[bi].addr));
+    if ((t->used + 1) * 4 > t->cap * 3 && !live_grow(p))
+        return false;
+    live_place(t->slots, t->cap, (uint32_t)bi + 1,
+               (uint32_t)mk_addr_home(p->blocks[bi].addr, t->cap));
+    t->used++;
+    return true;
+}
+
+/* Backward-shift deletion, as kv_table.h's: no tombstones. */
+static void live_remove(mk_profile_t *p, mk_live_slot_t *s)
+{
+    mk_live_table_t *t = &p->live;
+    size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
+    for (size_t i = (hole + 1) & mask; t->slots[i].block1; i = (i + 1) & mask) {
+        size_t home = t->slots[i].home;
+        /* Move i into the hole unless its home lies cyclically in (hole, i]. */
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            t->slots[hole] = t->slots[i];
+            hole = i;
+        }
+    }
+    t->slots[hole].block1 = 0;
+    t->used--;
 }
 
 /* Peak snapshots, lazily: when the heap reaches a new peak the epoch moves
@@ -289,12 +377,13 @@ enum death { DIES_FREED, DIES_REALLOCATED, DIES_REPLACED };
 static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
                        enum death how, mk_block_t *was)
 {
-    mk_kv_t *l = mk_addr_find(&p->live, addr);
+    mk_live_slot_t *l = live_find(p, addr);
     if (!l)
         return false;
-    uint64_t size = l->a, bi = l->b;
+    uint64_t bi = l->block1 - 1;
     mk_block_t b = p->blocks[bi];
-    mk_addr_remove(&p->live, l);
+    uint64_t size = b.size;
+    live_remove(p, l);
     drop_block(p, bi);
     if (was)
         *was = b;
@@ -307,12 +396,12 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     a->live_bytes -= size * w;
     a->live_blocks -= w;
     if (how == DIES_REPLACED) {
-        order_take(&a->order, b.seq);
+        order_take(&a->order, b.serial);
         return true;
     }
     a->frees += w;
     if (how == DIES_REALLOCATED) {
-        order_take(&a->order, b.seq);
+        order_take(&a->order, b.serial);
         return true;
     }
     uint64_t life = ev->time >= b.time ? ev->time - b.time : 0;
@@ -320,7 +409,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     a->lifetime_ns += life * w;
     mk_hist_add(&a->life_hist, hb, (uint32_t)w);
     p->life_hist[hb] += (uint32_t)w;
-    unsigned ord = order_take(&a->order, b.seq);
+    unsigned ord = order_take(&a->order, b.serial);
     if (ord) {
         a->ordered_frees += w;
         a->lifo_frees += (ord & 2) ? w : 0;
@@ -342,7 +431,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
     /* Two blocks allocated one after the other and now freed one after the
      * other (either way round) were probably one object in two pieces. */
     if (t->free_serial && t->free_stack != a->stack &&
-        (b.prev_serial == t->free_serial || t->free_prev == b.serial)) {
+        (prev_serial(&b) == t->free_serial || t->free_prev == b.serial)) {
         bool b_older = t->free_prev == b.serial;
         if (!note_pair(p, b_older ? a->stack : t->free_stack,
                        b_older ? t->free_stack : a->stack))
@@ -350,7 +439,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
         t->free_serial = 0; /* a block pairs once */
     } else {
         t->free_serial = b.serial;
-        t->free_prev = b.prev_serial;
+        t->free_prev = prev_serial(&b);
         t->free_stack = a->stack;
     }
     return true;
@@ -484,43 +573,41 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         return true;
     }
 
-    bool fresh;
-    mk_kv_t *l = mk_addr_put(&p->live, ev->addr, &fresh);
-    if (!l)
-        return false;
-    if (!fresh) {
-        /* Live already: its free was not seen (another thread's, inside the
-         * same instant, or before tracing). Retire the old block. */
+    /* Live already: its free was not seen (another thread's, inside the
+     * same instant, or before tracing). Retire the old block. */
+    if (live_find(p, ev->addr))
         block_dies(p, ev->addr, ev, DIES_REPLACED, NULL);
-        l = mk_addr_put(&p->live, ev->addr, &fresh);
-        assert(l && fresh);
-    }
     uint64_t bi = new_block(p);
-    if (bi == UINT64_MAX) {
-        mk_addr_remove(&p->live, l);
+    if (bi == UINT64_MAX || bi >= UINT32_MAX)
         return false;
-    }
     p->serial++;
+    uint64_t gap = t->last_alloc ? p->serial - t->last_alloc : 0;
     p->blocks[bi] = (mk_block_t){
+        .addr = ev->addr,
+        .size = size < MK_SIZE_MAX ? size : MK_SIZE_MAX,
+        .chain = from ? (uint64_t)(from->chain < MK_CHAIN_MAX ? from->chain + 1u
+                                                              : MK_CHAIN_MAX)
+                      : 0,
         .time = ev->time,
         .serial = p->serial,
-        .prev_serial = t->last_alloc,
-        .seq = ++a->seq,
+        .prev_gap = gap <= UINT32_MAX ? (uint32_t)gap : 0,
         .agg = (uint32_t)(a - p->stacks),
         .thread = ev->thread,
-        .chain = from ? from->chain + 1 : 0,
         .weight = (uint32_t)w,
     };
+    if (!live_add(p, bi)) {
+        drop_block(p, bi);
+        return false;
+    }
     t->last_alloc = p->serial;
-    l->a = size;
-    l->b = bi;
+    size = p->blocks[bi].size; /* as its death will count it (MK_SIZE_MAX) */
 
     touch(p, a);
     a->live_bytes += size * w;
     a->live_blocks += w;
     if (a->live_blocks > a->max_live_blocks)
         a->max_live_blocks = a->live_blocks;
-    if (!order_push(&a->order, a->seq))
+    if (!order_push(&a->order, p->serial))
         return false;
 
     p->live_bytes += size * w;
@@ -645,7 +732,8 @@ static bool on_free(mk_profile_t *p, const mk_event_t *ev)
 
 static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
 {
-    bool old_live = ev->old_addr && mk_addr_find(&p->live, ev->old_addr);
+    mk_live_slot_t *old_slot = ev->old_addr ? live_find(p, ev->old_addr) : NULL;
+    bool old_live = old_slot != NULL;
     if (!old_live && !stack_passes(p, ev->stack))
         return true;
     p->calls[ev->kind]++;
@@ -656,7 +744,7 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
     uint64_t old_size = 0;
     bool moved = false;
     if (old_live && (ev->addr || ev->size == 0)) {
-        old_size = mk_addr_find(&p->live, ev->old_addr)->a;
+        old_size = p->blocks[old_slot->block1 - 1].size;
         moved = block_dies(p, ev->old_addr, ev, DIES_REALLOCATED, &old);
     }
     if (!ev->addr && ev->size == 0) {
@@ -746,11 +834,12 @@ static void release_events(mk_profile_t *p)
         p->stacks[i].order = (mk_order_window_t){0};
     }
     free(p->live.slots);
+    p->live = (mk_live_table_t){0};
     free(p->blocks);
     free(p->thr);
     free(p->thread_index.slots);
     free(p->pending);
-    p->live = p->thread_index = mk_kv_heap_table();
+    p->thread_index = mk_kv_heap_table();
     p->blocks = NULL;
     p->blocks_cap = p->blocks_used = 0;
     p->free_block = 0;
@@ -789,13 +878,13 @@ void mk_profile_finish(mk_profile_t *p)
             (p->free_null < p->calls[MK_K_FREE] ? p->free_null : p->calls[MK_K_FREE]);
     /* What is still live is leaked at the end; charge it to its stacks. */
     for (size_t i = 0; i < p->live.cap; i++) {
-        const mk_kv_t *l = &p->live.slots[i];
-        if (!l->key)
+        const mk_live_slot_t *l = &p->live.slots[i];
+        if (!l->block1)
             continue;
-        const mk_block_t *b = &p->blocks[l->b];
+        const mk_block_t *b = &p->blocks[l->block1 - 1];
         mk_stack_agg_t *a = &p->stacks[b->agg];
         a->leaked_blocks += b->weight;
-        a->leaked_bytes += l->a * b->weight;
+        a->leaked_bytes += (uint64_t)b->size * b->weight;
     }
     /* Each stack's share of the latest peak (see touch). */
     for (size_t i = 0; i < p->nstacks; i++) {

@@ -24,8 +24,8 @@
 /* Allocations smaller than this cost more in bookkeeping than they carry. */
 #define MK_TINY_SIZE 32
 
-/* The live blocks of one stack in allocation order (their per-stack serial
- * numbers), to tell whether frees come in LIFO or FIFO order. Bounded: a
+/* The live blocks of one stack in allocation order (their serial numbers),
+ * to tell whether frees come in LIFO or FIFO order. Bounded: a
  * stack with more live blocks than this forgets its oldest. */
 #define MK_ORDER_WINDOW 256
 
@@ -56,7 +56,6 @@ typedef struct mk_stack_agg {
     uint64_t realloc_grows, realloc_steps; /* grew a block; grew one grown before */
     mk_hist_t size_hist;
     mk_hist_t life_hist;     /* ns */
-    uint64_t seq;            /* blocks allocated so far: the next serial */
     mk_order_window_t order; /* its live blocks, for lifo/fifo_frees */
     /* A sampled trace: the variances of the calls and bytes estimates (the
      * Horvitz-Thompson estimator's, sum of (1 - p) / p^2 x value^2). */
@@ -108,6 +107,19 @@ typedef struct mk_growth {
 typedef struct mk_thread_state mk_thread_state_t;
 typedef struct mk_block mk_block_t;
 
+/* The replay's live blocks by address, open addressing with linear probing
+ * from mk_addr_home. A slot holds a block record's index + 1 (0: empty) and
+ * its home slot; the address is in the record. 8 bytes a slot, where a
+ * kv_table.h slot is 24: a parser's trace has millions of live blocks. */
+typedef struct mk_live_slot {
+    uint32_t block1, home;
+} mk_live_slot_t;
+
+typedef struct mk_live_table {
+    mk_live_slot_t *slots;
+    size_t cap, used; /* cap: 0 or a power of two <= 2^32; used <= 3/4 cap */
+} mk_live_table_t;
+
 typedef struct mk_profile {
     uint64_t calls[MK_K_COUNT]; /* every counted call, by kind */
     uint64_t bytes[MK_K_COUNT]; /* requested bytes, by kind */
@@ -148,7 +160,7 @@ typedef struct mk_profile {
     mk_kv_table_t pairs;
     mk_profile_opts_t opts;
     /* private to profile.c */
-    mk_kv_table_t live; /* address -> a = size, b = index into blocks */
+    mk_live_table_t live; /* address -> index into blocks (profile.c) */
     mk_block_t *blocks;
     size_t blocks_cap, blocks_used;
     uint64_t free_block; /* head of the free list of block records, + 1 */

@@ -17,8 +17,12 @@
  * The map is not kv_table.h's: its deletion must also update where[] for
  * every entry it shifts, which is what makes remove(i) lookup-free. A map
  * slot is 8 bytes, an index and a tag of the address: the address itself
- * is addr[index], read to confirm a tag that matches (a program with
- * millions of live blocks holds twice as many slots).
+ * is addr[index], read to confirm a tag that matches. The writer's map has
+ * twice as many slots as the arrays have room for (a load of 1/8 to 1/2:
+ * short probes in the tracer's hot path); a reader's may be lean, grown on
+ * its own to a load of at most 3/4 (a parser's trace holds millions of live
+ * blocks in one index, and the map is most of its memory). The map decides
+ * no index, so the two sides may size theirs differently.
  */
 #ifndef MEMKIT_TRACE_ADDR_INDEX_H
 #define MEMKIT_TRACE_ADDR_INDEX_H
@@ -44,7 +48,8 @@ typedef struct mk_addr_index {
         uint32_t idx1; /* index + 1; 0: empty */
         uint32_t tag;  /* mk_index_tag of its address */
     } * map;
-    uint32_t map_cap; /* power of two, at least 2 * cap */
+    uint32_t map_cap; /* power of two: 2 * cap, or if lean at least 4/3 n */
+    bool lean;
     mk_index_alloc_fn alloc;
     mk_index_free_fn release;
 } mk_addr_index_t;
@@ -94,45 +99,56 @@ static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap,
     where[idx] = (uint32_t)i;
 }
 
+/* A map of map_cap slots for the entries there are. */
+static inline bool mk_index_remap(mk_addr_index_t *x, uint32_t map_cap)
+{
+    struct mk_index_slot *map = x->alloc(map_cap * sizeof *map);
+    if (!map)
+        return false;
+    memset(map, 0, map_cap * sizeof *map);
+    for (uint32_t i = 0; i < x->n; i++)
+        mk_index_map_put(map, map_cap, x->where, x->addr[i], i);
+    if (x->map)
+        x->release(x->map, x->map_cap * sizeof *x->map);
+    x->map = map;
+    x->map_cap = map_cap;
+    return true;
+}
+
 static inline bool mk_index_grow(mk_addr_index_t *x)
 {
     /* From 64: a reader holds one index per thread of the trace, and
      * programs may run thousands of short threads. */
-    uint32_t cap = x->cap ? x->cap * 2 : 64, map_cap = cap * 2;
+    uint32_t cap = x->cap ? x->cap * 2 : 64;
     uint64_t *addr = x->alloc(cap * sizeof *addr);
     uint8_t *cls = x->alloc(cap);
     uint32_t *where = x->alloc(cap * sizeof *where);
-    struct mk_index_slot *map = x->alloc(map_cap * sizeof *map);
-    if (!addr || !map || !cls || !where) {
+    if (!addr || !cls || !where) {
         if (addr)
             x->release(addr, cap * sizeof *addr);
         if (cls)
             x->release(cls, cap);
         if (where)
             x->release(where, cap * sizeof *where);
-        if (map)
-            x->release(map, map_cap * sizeof *map);
         return false;
     }
-    memset(map, 0, map_cap * sizeof *map);
     if (x->n) {
         memcpy(addr, x->addr, x->n * sizeof *addr);
         memcpy(cls, x->cls, x->n);
+        memcpy(where, x->where, x->n * sizeof *where);
     }
-    for (uint32_t i = 0; i < x->n; i++)
-        mk_index_map_put(map, map_cap, where, addr[i], i);
     if (x->addr) {
         x->release(x->addr, x->cap * sizeof *x->addr);
         x->release(x->cls, x->cap);
         x->release(x->where, x->cap * sizeof *x->where);
-        x->release(x->map, x->map_cap * sizeof *x->map);
     }
     x->addr = addr;
     x->cls = cls;
     x->where = where;
-    x->map = map;
     x->cap = cap;
-    x->map_cap = map_cap;
+    /* where[] is the map's: a failed remap leaves the old map whole */
+    if (!x->lean || !x->map)
+        return mk_index_remap(x, x->lean ? cap : cap * 2);
     return true;
 }
 
@@ -147,6 +163,9 @@ static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
     if (!addr || s || x->n >= MK_INDEX_MAX)
         return true;
     if (x->n == x->cap && !mk_index_grow(x))
+        return false;
+    if (x->lean && (x->n + 1) * 4ull > x->map_cap * 3ull &&
+        !mk_index_remap(x, x->map_cap * 2))
         return false;
     x->cls[x->n] = (uint8_t)cls;
     x->addr[x->n] = addr;

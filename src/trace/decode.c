@@ -73,6 +73,7 @@ void mk_decoder_init(mk_decoder_t *d, mk_addr_state_t *scratch)
     d->addr = scratch;
     d->live.alloc = index_alloc;
     d->live.release = index_release;
+    d->live.lean = true; /* addr_index.h: the reader's map, sized on its own */
 }
 
 void mk_decoder_free(mk_decoder_t *d)

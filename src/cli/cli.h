@@ -84,7 +84,9 @@ bool mk_resolve_command(const char *cmd, char *out, size_t cap);
 typedef enum mk_program_kind {
     MK_PROGRAM_PRELOADABLE, /* dynamically linked (or a script, or unknown) */
     MK_PROGRAM_STATIC,      /* statically linked: no loader runs */
-    MK_PROGRAM_SETID,       /* setuid/setgid: the loader ignores LD_PRELOAD */
+    MK_PROGRAM_SETID,       /* runs with raised privileges (a set-id bit for
+                             * someone else, file capabilities): the loader
+                             * ignores LD_PRELOAD */
 } mk_program_kind;
 mk_program_kind mk_program_kind_of(const char *file);
 

@@ -460,8 +460,8 @@ int mk_cmd_trace(int argc, char **argv)
                               cmd[0]);
     switch (mk_program_kind_of(file)) {
     case MK_PROGRAM_SETID:
-        return mk_usage_error("trace: %s is setuid or setgid: the loader ignores "
-                              "LD_PRELOAD for it",
+        return mk_usage_error("trace: %s runs with raised privileges (setuid, setgid or "
+                              "file capabilities): the loader ignores LD_PRELOAD for it",
                               file);
     case MK_PROGRAM_STATIC:
         return mk_usage_error(

@@ -565,8 +565,9 @@ int mk_cmd_tune(int argc, char **argv)
                               st.o.cmd[0]);
     mk_program_kind kind = mk_program_kind_of(file);
     if (kind == MK_PROGRAM_SETID)
-        return mk_usage_error("tune: %s is setuid or setgid: the loader ignores the "
-                              "candidates' LD_PRELOAD and GLIBC_TUNABLES for it",
+        return mk_usage_error("tune: %s runs with raised privileges (setuid, setgid or "
+                              "file capabilities): the loader ignores the candidates' "
+                              "LD_PRELOAD and GLIBC_TUNABLES for it",
                               file);
     st.o.progress = isatty(STDERR_FILENO);
     if ((rc = make_candidates(&st, kind)) < 0 && (rc = run_all(&st, &v)) < 0) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 bool mk_resolve_command(const char *cmd, char *out, size_t cap)
@@ -53,6 +55,24 @@ static bool elf_is_static(int fd)
     return true;
 }
 
+/* Would exec run it in secure mode (AT_SECURE), where the loader ignores
+ * LD_PRELOAD? The kernel asks for it when exec changes the effective user or
+ * group away from the real one, or raises capabilities: a set-id bit naming
+ * someone else, or file capabilities for anyone but root (who has them all).
+ * A set-id bit naming the caller changes nothing (root running su), and a
+ * nosuid mount ignores the bits and the capabilities alike. */
+static bool exec_is_secure(int fd, const struct stat *st)
+{
+    struct statvfs vfs;
+    if (fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOSUID))
+        return false;
+    if ((st->st_mode & S_ISUID) && st->st_uid != getuid())
+        return true;
+    if ((st->st_mode & S_ISGID) && st->st_gid != getgid())
+        return true;
+    return getuid() != 0 && fgetxattr(fd, "security.capability", NULL, 0) > 0;
+}
+
 mk_program_kind mk_program_kind_of(const char *file)
 {
     struct stat st;
@@ -61,7 +81,7 @@ mk_program_kind mk_program_kind_of(const char *file)
 
     if (fd < 0)
         return kind; /* exec will say why */
-    if (fstat(fd, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+    if (fstat(fd, &st) == 0 && exec_is_secure(fd, &st))
         kind = MK_PROGRAM_SETID;
     else if (elf_is_static(fd))
         kind = MK_PROGRAM_STATIC;

@@ -750,6 +750,33 @@ badargs)
     expect_status 2
     expect_re "cannot find"
     ;;
+setid)
+    # A set-id bit matters only when exec would change ids with it: a program
+    # setuid to its own owner (root running su) is traced like any other; one
+    # setuid to someone else is refused at once, since the loader would ignore
+    # LD_PRELOAD (unless its file system is mounted nosuid: then the bit does
+    # nothing and the program is traced).
+    cp "$progs/basic" "$work/own_setuid"
+    chmod u+s "$work/own_setuid"
+    trace -- "$work/own_setuid"
+    expect_status 0
+    expect "Mallocs: 12"
+    expect "Allocation calls: 30"
+    if [ "$(id -u)" = 0 ]; then
+        cp "$progs/basic" "$work/other_setuid"
+        chown 65534 "$work/other_setuid" && chmod u+s "$work/other_setuid"
+        trace -- "$work/other_setuid"
+        if findmnt -no OPTIONS --target "$work" 2>/dev/null | grep -qw nosuid; then
+            expect_status 0
+            expect "Mallocs: 12"
+        else
+            expect_status 2
+            expect_re "raised privileges .*the loader ignores LD_PRELOAD"
+        fi
+    else
+        echo "note [$test]: not root, so no program setuid to another user could be made; only the own-setuid case ran"
+    fi
+    ;;
 localbuf)
     # memkit bench's local-array workload, traced: with a local buffer only the
     # calls needing 1,000 entries (one in 1,000) allocate; with malloc, all do.

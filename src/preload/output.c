@@ -303,8 +303,8 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
         len += plen[i];
     /* A small record (a short thread's only one, its last) goes through the
      * shared context under the output lock: a context of its own costs a
-     * thread about 70 KB for as long as its state lives, and a program with
-     * thousands of threads would hold that many. */
+     * thread about 32 KB resident for as long as its state lives, and a
+     * program with thousands of threads would hold that many. */
     mk_thread_t *own = t && (t->cctx || len >= SMALL_RECORD) ? t : NULL;
     void **cctx = own ? &own->cctx : &shared_cctx;
     /* A flush ends a block early: 3 bytes of block head, and each flushed

@@ -360,9 +360,8 @@ static bool inside_stack_query(const uintptr_t *frames, int n)
 static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
 {
     if (inside_stack_query(frames, n))
-        return; /* the next capture asks */
-    t->stack_known = true;
-    t->stack_lo = t->stack_hi = 0; /* unless glibc tells them below */
+        return;            /* the next capture asks */
+    t->stack_known = true; /* lo == hi == 0 until glibc tells them below */
     if (!t->stack_cache)
         t->stack_cache = cache_new();
     else /* a state that served an ended thread: its keys are that stack's */

@@ -39,7 +39,8 @@ struct mk_thread {
     struct mk_site_table *sites;        /* --summary-only: per-thread site totals */
     struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
     uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
-    bool stack_known;                   /* stack_lo/hi asked for (stacks.c) */
+    bool stack_known;                   /* stack_lo/hi asked for (stacks.c);
+                                         * until then both are 0 */
     uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind not in the
                                          * site table (frees, system calls, sites
                                          * the table had no room for); --sample:

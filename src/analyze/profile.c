@@ -224,9 +224,7 @@ static void live_remove(mk_profile_t *p, mk_live_slot_t *s)
     mk_live_table_t *t = &p->live;
     size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
     for (size_t i = (hole + 1) & mask; t->slots[i].block1; i = (i + 1) & mask) {
-        size_t home = t->slots[i].home;
-        /* Move i into the hole unless its home lies cyclically in (hole, i]. */
-        if (((i - home) & mask) >= ((i - hole) & mask)) {
+        if (mk_probe_moves_back(i, t->slots[i].home, hole, mask)) {
             t->slots[hole] = t->slots[i];
             hole = i;
         }

@@ -183,7 +183,7 @@ static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
     size_t hole = x->where[i];
     for (size_t j = (hole + 1) & mask; x->map[j].idx1; j = (j + 1) & mask) {
         size_t home = mk_index_home(x->addr[x->map[j].idx1 - 1], x->map_cap);
-        if (((j - home) & mask) >= ((j - hole) & mask)) {
+        if (mk_probe_moves_back(j, home, hole, mask)) {
             x->map[hole] = x->map[j];
             x->where[x->map[hole].idx1 - 1] = (uint32_t)hole;
             hole = j;

@@ -128,13 +128,20 @@ static inline mk_kv_t *mk_kv_put_as(mk_kv_table_t *t, uint64_t key, bool *fresh,
     }
 }
 
+/* Backward-shift deletion (every table of linear probing here): may the
+ * entry at slot i, whose home is `home`, move back into the hole? Not if its
+ * home lies cyclically in (hole, i]: it would then sit before its home. */
+static inline bool mk_probe_moves_back(size_t i, size_t home, size_t hole, size_t mask)
+{
+    return ((i - home) & mask) >= ((i - hole) & mask);
+}
+
 static inline void mk_kv_remove_as(mk_kv_table_t *t, mk_kv_t *s, bool addresses)
 {
     size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
     for (size_t i = (hole + 1) & mask; t->slots[i].key; i = (i + 1) & mask) {
         size_t home = mk_kv_home(t->slots[i].key, t->cap, addresses);
-        /* Move i into the hole unless its home lies cyclically in (hole, i]. */
-        if (((i - home) & mask) >= ((i - hole) & mask)) {
+        if (mk_probe_moves_back(i, home, hole, mask)) {
             t->slots[hole] = t->slots[i];
             hole = i;
         }

@@ -504,20 +504,43 @@ _Static_assert(MK_SLOT_SCAN_BYTES / 8 <= SLOT_OFF_MAX,
  * A slot not found within the scan's bound is 0: the stack is not cached. */
 /* The slot each return address of frames[0..n) was read from (see
  * unwind_fast), 0 where it was not found. */
+/* The first slot-aligned word from at (itself slot-aligned) below end that
+ * holds want, 0 if none. Four slots a step while they fit below end: a
+ * compiler's 32 frames span tens of KB, and the bound is then checked once
+ * per 64 bytes instead of once per slot. */
+static inline uintptr_t scan_for(uintptr_t at, uintptr_t end, uintptr_t want)
+{
+    for (; at + 56 < end; at += 64) { /* the step's last slot is at + 48 */
+        const uintptr_t *w = (const uintptr_t *)at;
+        if (w[0] == want)
+            return at;
+        if (w[2] == want)
+            return at + 16;
+        if (w[4] == want)
+            return at + 32;
+        if (w[6] == want)
+            return at + 48;
+    }
+    for (; at + 8 <= end; at += 16)
+        if (*(const uintptr_t *)at == want)
+            return at;
+    return 0;
+}
+
 static void find_slots(const uintptr_t *frames, uintptr_t *slots, int n, uintptr_t fp,
                        uintptr_t hi)
 {
     uintptr_t at = (fp | 15) - 7; /* the first slot-aligned word above fp */
     uintptr_t end = hi - fp > MK_SLOT_SCAN_BYTES ? fp + MK_SLOT_SCAN_BYTES : hi;
-    for (int i = 0; i < n; i++) {
-        while (at + 8 <= end && *(const uintptr_t *)at != frames[i])
-            at += 16;
-        slots[i] = at + 8 <= end ? at : 0;
-        if (slots[i])
-            at += 16; /* the next frame's slot lies above */
-        else
-            end = 0; /* not found: the rest are not looked for */
+    int i = 0;
+    for (; i < n; i++) {
+        slots[i] = scan_for(at, end, frames[i]);
+        if (!slots[i])
+            break;
+        at = slots[i] + 16; /* the next frame's slot lies above */
     }
+    for (; i < n; i++)
+        slots[i] = 0; /* not found: the rest are not looked for */
 }
 
 static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *slots,

@@ -234,16 +234,16 @@ shortthreads)
 manykeys)
     # 1,536 keys per thread, 8 rounds each: the stack cache grows past its
     # first size while keys miss, and every allocation keeps its own stack,
-    # also when the last 4 rounds reach the same keys by other callers
-    # (descend_b). Each stack's bytes are 4 times the size its leaf and
-    # depth give, and twice that for the two workers, whose stacks are the
-    # same.
+    # also when later rounds reach the same keys by other callers, near the
+    # hook (descend_b) or far from it (from_y). Each stack's bytes are 2
+    # times the size its leaf and depth give, and twice that for the two
+    # workers, whose stacks are the same.
     trace -q -- "$progs/manykeys"
     expect_status 0
     "$memkit" report --format collapsed --weight bytes "$work"/t.*.mkt >"$out" 2>&1 ||
         fail "collapsed report failed"
     awk '
-        / leaf[0-7][0-7] / || /;leaf[0-7][0-7] / {
+        /;leaf[0-7][0-7] / {
             n = split($0, f, ";")
             d = -1
             for (i = 1; i <= n; i++)
@@ -251,16 +251,16 @@ manykeys)
                     d++
             match($0, /leaf[0-7][0-7] /)
             k = substr($0, RSTART + 4, 2) + 0
-            want = (/^__clone3 / ? 2 : 1) * 4 * (8 + 8 * (k * 24 + d))
-            if ($NF != want) {
+            want = (/^__clone3 / ? 2 : 1) * 2 * (8 + 8 * (k * 24 + d))
+            if ($NF != want || !/;from_[xy] /) {
                 print "wrong: " $0 " (want " want ")"
                 bad++
             }
             stacks++
         }
         END {
-            if (stacks != 2 * 2 * 64 * 24 || bad) {
-                print stacks " leaf stacks (want 6144), " bad + 0 " wrong"
+            if (stacks != 2 * 4 * 64 * 24 || bad) {
+                print stacks " leaf stacks (want 12288), " bad + 0 " wrong"
                 exit 1
             }
         }' "$out" >"$work/check" || fail "$(tail -n 3 "$work/check")"

@@ -3,11 +3,14 @@
  * round for 8 rounds. The tracer's per-thread stack cache, keyed by (return
  * address, frame address), starts far smaller than that and grows while the
  * keys miss; every allocation must still get its own stack. leafNN (NN:
- * 00-07, 10-17, ... 70-77) reached through d + 1 frames of descend_a()
- * allocates 8 + 8 * (NN * DEPTHS + d) bytes. The last 4 rounds go through
- * descend_b() instead, whose frames are the same size: the same keys, whose
- * cached stacks no longer hold. So a stack's bytes tell whether its
- * allocations were all put on it: 4 times that size, nothing else.
+ * 00-07, 10-17, ... 70-77) reached through d + 1 frames of descend_a() or
+ * descend_b() allocates 8 + 8 * (NN * DEPTHS + d) bytes. Rounds 0-1 come
+ * from from_x() through descend_a(), 2-3 from from_y() (the same key and
+ * inner frames, another caller further out), 4-5 from from_x() through
+ * descend_b() (another caller at the first frame), 6-7 from from_y(): the
+ * frames of each pair are the same size, so the keys are the same and the
+ * cached stacks stop holding at different depths. A stack's bytes tell
+ * whether its allocations were all put on it: 2 times that size.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -66,14 +69,29 @@ static __attribute__((noinline)) void descend_b(int d, int k, int depth)
         leaves[k](depth);
 }
 
+typedef void descend_fn(int d, int k, int depth);
+
+/* Two outer callers of the same frame size. */
+static __attribute__((noinline)) void from_x(descend_fn *descend, int d, int k)
+{
+    descend(d, k, d);
+}
+
+static __attribute__((noinline)) void from_y(descend_fn *descend, int d, int k)
+{
+    descend(d, k, d);
+}
+
 static void *rounds(void *arg)
 {
     (void)arg;
     for (int r = 0; r < ROUNDS; r++) {
+        void (*from)(descend_fn *, int, int) = (r / 2) % 2 ? from_y : from_x;
+        descend_fn *descend = r < ROUNDS / 2 ? descend_a : descend_b;
         /* leaves outer, depths inner: neighbouring keys share neither */
         for (int k = 0; k < LEAVES; k++)
             for (int d = 0; d < DEPTHS; d++)
-                (r < ROUNDS / 2 ? descend_a : descend_b)(d, k, d);
+                from(descend, d, k);
         while (nkept > 0)
             free(kept[--nkept]);
     }

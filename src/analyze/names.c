@@ -9,7 +9,6 @@
 #include "../trace/kv_table.h"
 #include "symbolize.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,19 +526,84 @@ bool mk_frame_known(const mk_frame_t *f)
     return f->function || f->file;
 }
 
+/* A label built piece by piece, as snprintf would (truncated to cap - 1
+ * bytes, always terminated): reports label every site they roll up, and
+ * snprintf's format parsing was a fifth of the summary memkit trace prints. */
+typedef struct label {
+    char *buf;
+    size_t cap, len;
+} label_t;
+
+static void label_put(label_t *l, const char *s, size_t n)
+{
+    if (l->len + 1 < l->cap) {
+        size_t room = l->cap - 1 - l->len;
+        memcpy(l->buf + l->len, s, n < room ? n : room);
+    }
+    l->len += n;
+}
+
+static void label_str(label_t *l, const char *s)
+{
+    label_put(l, s, strlen(s));
+}
+
+static void label_dec(label_t *l, int v)
+{
+    char digits[12], *p = digits + sizeof digits;
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    label_put(l, p, (size_t)(digits + sizeof digits - p));
+}
+
+static void label_hex(label_t *l, uint64_t v)
+{
+    char digits[16], *p = digits + sizeof digits;
+    do
+        *--p = "0123456789abcdef"[v & 15];
+    while (v >>= 4);
+    label_put(l, p, (size_t)(digits + sizeof digits - p));
+}
+
+static const char *label_end(label_t *l)
+{
+    if (l->cap)
+        l->buf[l->len < l->cap ? l->len : l->cap - 1] = 0;
+    return l->buf;
+}
+
 const char *mk_frame_label(const mk_frame_t *f, char *buf, size_t cap)
 {
-    if (f->function && f->file)
-        snprintf(buf, cap, "%s (%s:%d)", f->function, f->file, f->line);
-    else if (f->function)
-        snprintf(buf, cap, "%s (%s)", f->function, f->module ? f->module : "?");
-    else if (f->file)
-        snprintf(buf, cap, "%s:%d", f->file, f->line);
-    else if (f->module)
-        snprintf(buf, cap, "%s+0x%" PRIx64, f->module, f->offset);
-    else
-        snprintf(buf, cap, "0x%" PRIx64, f->offset);
-    return buf;
+    label_t l = {buf, cap, 0};
+    if (f->function && f->file) { /* "%s (%s:%d)" */
+        label_str(&l, f->function);
+        label_put(&l, " (", 2);
+        label_str(&l, f->file);
+        label_put(&l, ":", 1);
+        label_dec(&l, f->line);
+        label_put(&l, ")", 1);
+    } else if (f->function) { /* "%s (%s)" */
+        label_str(&l, f->function);
+        label_put(&l, " (", 2);
+        label_str(&l, f->module ? f->module : "?");
+        label_put(&l, ")", 1);
+    } else if (f->file) { /* "%s:%d" */
+        label_str(&l, f->file);
+        label_put(&l, ":", 1);
+        label_dec(&l, f->line);
+    } else { /* "%s+0x%" PRIx64, or "0x%" PRIx64 */
+        if (f->module) {
+            label_str(&l, f->module);
+            label_put(&l, "+", 1);
+        }
+        label_put(&l, "0x", 2);
+        label_hex(&l, f->offset);
+    }
+    return label_end(&l);
 }
 
 const char *mk_frame_long(const mk_frame_t *f, char *buf, size_t cap)

@@ -170,6 +170,49 @@ static int by_addr_then_rank(const void *a, const void *b)
     return x->size > y->size ? -1 : x->size < y->size; /* the wider first */
 }
 
+/* Sorts as by_addr_then_rank, stably (as glibc's qsort, a merge sort): a
+ * radix sort on the address bytes that differ, then an insertion sort within
+ * each run of one address (aliases: a few). qsort's calls of the comparison
+ * were a fifth of the summary memkit trace prints on a clang compile. */
+static void sort_syms(func_sym_t *syms, size_t n)
+{
+    func_sym_t *tmp = n > 1 ? malloc(n * sizeof *tmp) : NULL;
+    if (!tmp) {
+        qsort(syms, n, sizeof *syms, by_addr_then_rank);
+        return;
+    }
+    uint64_t any = 0, every = ~(uint64_t)0;
+    for (size_t i = 0; i < n; i++) {
+        any |= syms[i].addr;
+        every &= syms[i].addr;
+    }
+    func_sym_t *from = syms, *to = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (!(((any ^ every) >> shift) & 0xff))
+            continue; /* every address has this byte: the pass keeps the order */
+        size_t at[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            at[((from[i].addr >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++)
+            at[b + 1] += at[b];
+        for (size_t i = 0; i < n; i++)
+            to[at[(from[i].addr >> shift) & 0xff]++] = from[i];
+        func_sym_t *was = from;
+        from = to;
+        to = was;
+    }
+    if (from != syms)
+        memcpy(syms, from, n * sizeof *syms);
+    free(tmp);
+    for (size_t i = 1; i < n; i++) { /* within one address: rank, the wider first */
+        func_sym_t x = syms[i];
+        size_t j = i;
+        for (; j > 0 && by_addr_then_rank(&syms[j - 1], &x) > 0; j--)
+            syms[j] = syms[j - 1];
+        syms[j] = x;
+    }
+}
+
 /* Is section shndx of elf executable code? */
 static bool in_code(Elf *elf, GElf_Word shndx)
 {
@@ -211,7 +254,7 @@ static void load_syms(Dwfl_Module *mod, module_syms_t *ms)
                                        : 2,
         };
     }
-    qsort(ms->syms, ms->n, sizeof *ms->syms, by_addr_then_rank);
+    sort_syms(ms->syms, ms->n);
     size_t kept = 0; /* aliases at one address: the preferred one stays */
     for (size_t i = 0; i < ms->n; i++)
         if (!kept || ms->syms[kept - 1].addr != ms->syms[i].addr)

@@ -13,13 +13,14 @@
  * slot is claimed with one CAS, so threads never wait on each other. Ids are
  * dense from 1; 0 means "no stack" (table or arena full: counted, said once).
  *
- * Most allocations come from a few hot paths, so each thread keeps a small
- * cache of recent stacks keyed by the hook's (return address, frame address)
- * and remembers where on the stack each return address of the stack was
- * found. A hit re-reads those slots: if every one still holds the same
- * return address at the same place, the unwinder would walk the very same
- * frames (each frame's size follows from its code address), so the cached id
- * is the stack's id: a few loads instead of a DWARF walk.
+ * Most allocations come from a few hot paths, so each thread keeps a cache
+ * of recent stacks (64 entries, more on busy threads: below), keyed by the
+ * hook's (return address, frame address), and remembers where on the stack
+ * each return address of the stack was found. A hit re-reads those slots: if
+ * every one still holds the same return address at the same place, the
+ * unwinder would walk the very same frames (each frame's size follows from
+ * its code address), so the cached id is the stack's id: a few loads
+ * instead of a DWARF walk.
  *
  * A stack's definition is written by the first thread that uses it in the
  * current file (generation): another thread may use the id in an event that

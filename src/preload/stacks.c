@@ -56,6 +56,10 @@ typedef struct stack_rec {
 
 static _Atomic(stack_rec_t *) *table;
 static uint8_t *arena;
+/* For a return address, how far above its slot the next frame's slot was
+ * (find_slots): the caller's frame size at that call, which its code fixes. */
+#define GAP_BITS 16 /* 64K entries, 512 KiB of address space */
+static _Atomic uint64_t *gaps;
 static atomic_size_t arena_used;
 static atomic_uint next_id = 1;
 
@@ -179,6 +183,10 @@ void mk_stacks_init(void)
         arena = NULL;
         mk_warn_once("memkit: cannot map the stack table; stacks are not recorded");
     }
+    gaps = mk_sys_mmap(NULL, sizeof(*gaps) << GAP_BITS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (gaps == MAP_FAILED)
+        gaps = NULL; /* slots are scanned for, as without it */
 }
 
 atomic_int mk_stacks_state;
@@ -551,6 +559,33 @@ static inline uintptr_t scan_for(uintptr_t at, uintptr_t end, uintptr_t want)
     return 0;
 }
 
+/* A gap entry: the return address above 16 bits of gap, in words. User
+ * addresses take 47 bits, and the scan's bound keeps a gap below 2^16 words. */
+_Static_assert(MK_SLOT_SCAN_BYTES / 8 < 1u << 16, "a gap fits its entry");
+
+static inline _Atomic uint64_t *gap_entry(uintptr_t ra)
+{
+    return &gaps[(ra * 0x9e3779b97f4a7c15ull) >> (64 - GAP_BITS)];
+}
+
+/* Where the slot after ra's (at slot) was last time, if the map knows. */
+static inline uintptr_t gap_guess(uintptr_t ra, uintptr_t slot)
+{
+    uint64_t g = gaps ? atomic_load_explicit(gap_entry(ra), memory_order_relaxed) : 0;
+    return g >> 16 == ra && (g & 0xffff) >= 2 ? slot + 8 * (g & 0xffff) : 0;
+}
+
+static inline void gap_learn(uintptr_t ra, uintptr_t slot, uintptr_t next)
+{
+    if (gaps && ra >> 47 == 0) /* one relaxed word: a torn pair cannot be read */
+        atomic_store_explicit(gap_entry(ra), (uint64_t)ra << 16 | (next - slot) / 8,
+                              memory_order_relaxed);
+}
+
+/* Each frame's slot is looked for first where the gap from the frame below
+ * put it last time (a compiler's frames are large, and the scan read about
+ * 27 KB of stack a stack), and scanned for only if that word does not hold
+ * the frame's return address. */
 static void find_slots(const uintptr_t *frames, uintptr_t *slots, int n, uintptr_t fp,
                        uintptr_t hi)
 {
@@ -558,9 +593,16 @@ static void find_slots(const uintptr_t *frames, uintptr_t *slots, int n, uintptr
     uintptr_t end = hi - fp > MK_SLOT_SCAN_BYTES ? fp + MK_SLOT_SCAN_BYTES : hi;
     int i = 0;
     for (; i < n; i++) {
-        slots[i] = scan_for(at, end, frames[i]);
-        if (!slots[i])
-            break;
+        uintptr_t guess = i ? gap_guess(frames[i - 1], slots[i - 1]) : 0;
+        if (guess && guess + 8 <= end && *(const uintptr_t *)guess == frames[i]) {
+            slots[i] = guess;
+        } else {
+            slots[i] = scan_for(at, end, frames[i]);
+            if (!slots[i])
+                break;
+            if (i)
+                gap_learn(frames[i - 1], slots[i - 1], slots[i]);
+        }
         at = slots[i] + 16; /* the next frame's slot lies above */
     }
     for (; i < n; i++)

@@ -338,7 +338,9 @@ static stack_rec_t *intern_rec(mk_thread_t *t, uintptr_t *frames, int depth)
 #define CACHE_BITS_FIRST 6
 #define CACHE_BITS_MAX   12
 #define CACHE_BITS_STEP  2
-#define CACHE_WAYS       4
+#define CACHE_WAYS_BITS  2
+#define CACHE_WAYS       (1u << CACHE_WAYS_BITS)
+_Static_assert(CACHE_BITS_FIRST >= CACHE_WAYS_BITS, "the first cache holds a set");
 
 /* Where frame i+1's return address lives, in words above the key's fp: the
  * slot scan stays within MK_SLOT_SCAN_BYTES of fp, so 16 bits hold it, and an
@@ -369,7 +371,7 @@ typedef struct mk_stack_cache {
 
 static inline unsigned cache_bits(const mk_stack_cache_t *c)
 {
-    return 64 - c->shift + 2; /* log2(CACHE_WAYS) */
+    return 64 - c->shift + CACHE_WAYS_BITS;
 }
 
 static inline cache_entry_t *cache_set(const mk_stack_cache_t *c, uintptr_t ra,
@@ -406,7 +408,7 @@ static mk_stack_cache_t *cache_new(unsigned bits)
     if (p == MAP_FAILED)
         return NULL;
     mk_stack_cache_t *c = (mk_stack_cache_t *)p;
-    c->shift = 64 - bits + 2; /* log2(CACHE_WAYS): sets, not entries */
+    c->shift = 64 - (bits - CACHE_WAYS_BITS); /* sets, not entries */
     c->entry_size = entry;
     c->map_len = len;
     c->entries = p + head;
@@ -534,8 +536,6 @@ _Static_assert(MK_SLOT_SCAN_BYTES / 8 <= SLOT_OFF_MAX,
  * where the stack pointer is 16-byte aligned less 8 (the psABI), so frame
  * i's slot is the first such word above frame i-1's that holds frames[i].
  * A slot not found within the scan's bound is 0: the stack is not cached. */
-/* The slot each return address of frames[0..n) was read from (see
- * unwind_fast), 0 where it was not found. */
 /* The first slot-aligned word from at (itself slot-aligned) below end that
  * holds want, 0 if none. Four slots a step while they fit below end: a
  * compiler's 32 frames span tens of KB, and the bound is then checked once
@@ -582,7 +582,10 @@ static inline void gap_learn(uintptr_t ra, uintptr_t slot, uintptr_t next)
                               memory_order_relaxed);
 }
 
-/* Each frame's slot is looked for first where the gap from the frame below
+/* The slot each return address of frames[0..n) was read from (see
+ * unwind_fast), 0 where it was not found.
+ *
+ * Each frame's slot is looked for first where the gap from the frame below
  * put it last time (a compiler's frames are large, and the scan read about
  * 27 KB of stack a stack), and scanned for only if that word does not hold
  * the frame's return address. */
@@ -686,7 +689,7 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
     stack_rec_t *r = intern_rec(t, frames, n);
     if (!r)
         return 0;
-    if (set && !same) { /* the key, for its second sight */
+    if (set && !slots_found) { /* the key, for its second sight */
         cache_entry_t *e = cache_victim(c, set);
         e->ra = ra;
         e->fp = fp;
@@ -695,8 +698,10 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         cache_missed(t, c); /* last: it may replace c and set with it */
     } else if (set) {
         /* A second sight takes its first sight's way; another stack of a key
-         * whose stacks all failed takes a way of its own. */
-        cache_entry_t *e = same->nslots == SLOTS_LATER ? same : cache_victim(c, set);
+         * whose stacks all failed, or a first sight walked by unw_step (its
+         * slots come with the walk), takes a way of its own. */
+        cache_entry_t *e =
+            same && same->nslots == SLOTS_LATER ? same : cache_victim(c, set);
         e->ra = 0;
         /* Cache only stacks whose every slot lies in our stack, above the
          * hook, a whole number of words and at most SLOT_OFF_MAX words up. */

@@ -11,11 +11,13 @@
 #include "output.h"
 
 #include "fds.h"
+#include "raw_frame.h"
 #include "thread.h"
 
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced: stable since zstd 1.3 */
 #include <zstd.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -289,6 +291,58 @@ static uint8_t *zbuf_for(size_t need, uint8_t **buf, size_t *cap)
 
 #define SMALL_RECORD (16u << 10)
 
+/* Records below this are stored raw (raw_frame.h): a short process's every
+ * record is (its header, its modules: about 4 KiB for cmake's 20 libraries,
+ * its samples and its end), and it never pays for a zstd context. Its
+ * modules would compress by a third, build ids being random. */
+#define RAW_RECORD_MAX (8u << 10)
+
+static uint8_t raw_buf[MK_RECORD_HEAD_LEN + RAW_RECORD_MAX + 16];
+
+static uint8_t *put_record_head(uint8_t *h, mk_thread_t *t, unsigned type, size_t zn,
+                                size_t len)
+{
+    bool events = t && type == MK_REC_EVENTS;
+    h = mk_put_u32(h, MK_RECORD_SYNC);
+    h = mk_put_u32(h, type);
+    h = mk_put_u32(h, (uint32_t)zn);
+    h = mk_put_u32(h, (uint32_t)len);
+    h = mk_put_u32(h, events ? t->index : 0);
+    h = mk_put_u32(h, 0);
+    h = mk_put_u64(h, events ? t->w.anchor_ns : 0);
+    return mk_put_u64(h, events ? t->w.anchor_tick : 0);
+}
+
+/* Appends the record; called under out_lock, which it releases. */
+static bool append_record(mk_thread_t *t, unsigned type, const uint8_t *rec, size_t n)
+{
+    if (MK_UNLIKELY(mk_st.cfg.test_signal) && t && type == MK_REC_EVENTS) {
+        int sig = mk_st.cfg.test_signal; /* tests: a signal at the worst moment */
+        mk_st.cfg.test_signal = 0;
+        raise(sig);
+    }
+    errno = 0;
+    bool ok = trace_fd_ready() && write_trace(mk_st.fd, rec, n);
+    int err = errno ? errno : ENOSPC;
+    if (ok)
+        atomic_fetch_add(&mk_st.bytes_written, n);
+    mk_output_unlock();
+    if (!ok)
+        fail("cannot write trace", err);
+    return ok;
+}
+
+/* A small record as a raw frame, built in raw_buf under out_lock. */
+static bool write_raw_record(mk_thread_t *t, unsigned type, const void *const *part,
+                             const size_t *plen, int nparts, size_t len)
+{
+    assert(len < RAW_RECORD_MAX && mk_raw_frame_bound(len) <= len + 16);
+    mk_output_lock();
+    size_t zn = mk_raw_frame_write(raw_buf + MK_RECORD_HEAD_LEN, part, plen, nparts, len);
+    put_record_head(raw_buf, t, type, zn, len);
+    return append_record(t, type, raw_buf, MK_RECORD_HEAD_LEN + zn);
+}
+
 /* Compresses the parts as one zstd frame and appends the record. An EVENTS
  * record's parts are its head and its streams: each stream ends a zstd
  * block, so that each block's Huffman table is fitted to one kind of number
@@ -301,6 +355,8 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
 
     for (int i = 0; i < nparts; i++)
         len += plen[i];
+    if (len < RAW_RECORD_MAX)
+        return mk_st.fd >= 0 && write_raw_record(t, type, part, plen, nparts, len);
     /* A small record (a short thread's only one, its last) goes through the
      * shared context under the output lock: a context of its own costs a
      * thread about 32 KB resident for as long as its state lives, and a
@@ -351,32 +407,10 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
         fail("cannot compress trace", EIO);
         return false;
     }
-    size_t zn = out.pos;
-    uint8_t *h = z;
-    h = mk_put_u32(h, MK_RECORD_SYNC);
-    h = mk_put_u32(h, type);
-    h = mk_put_u32(h, (uint32_t)zn);
-    h = mk_put_u32(h, (uint32_t)len);
-    h = mk_put_u32(h, events ? t->index : 0);
-    h = mk_put_u32(h, 0);
-    h = mk_put_u64(h, events ? t->w.anchor_ns : 0);
-    mk_put_u64(h, events ? t->w.anchor_tick : 0);
+    put_record_head(z, t, type, out.pos, len);
     if (own)
         mk_output_lock();
-    if (MK_UNLIKELY(mk_st.cfg.test_signal) && events) {
-        int sig = mk_st.cfg.test_signal; /* tests: a signal at the worst moment */
-        mk_st.cfg.test_signal = 0;
-        raise(sig);
-    }
-    errno = 0;
-    bool ok = trace_fd_ready() && write_trace(mk_st.fd, z, MK_RECORD_HEAD_LEN + zn);
-    int err = errno ? errno : ENOSPC;
-    if (ok)
-        atomic_fetch_add(&mk_st.bytes_written, MK_RECORD_HEAD_LEN + zn);
-    mk_output_unlock();
-    if (!ok)
-        fail("cannot write trace", err);
-    return ok;
+    return append_record(t, type, z, MK_RECORD_HEAD_LEN + out.pos);
 }
 
 /* Signals and cancellation wait while a record is compressed and written

@@ -12,11 +12,13 @@
  * reports say so instead of printing leaks that are not.
  */
 #define _GNU_SOURCE
+#include "elf_sym.h"
 #include "modules.h"
 
 #include "output.h"
 
 #include <dlfcn.h>
+#include <errno.h> /* program_invocation_name */
 #include <link.h>
 #include <string.h>
 
@@ -24,6 +26,30 @@
  * again: the loader's lock may be held by a thread the fork left behind). */
 static uint8_t notes[4096];
 static size_t notes_len;
+
+/* Does the object holding f define `name` there? Sets *by to its path. A
+ * non-PIE executable that takes malloc's address has a canonical PLT entry
+ * (python3): dlsym answers with it, an undefined symbol with a value, but
+ * it jumps to ours. Only a definition shadows. */
+static bool defined_at(void *f, const char *name, const char **by)
+{
+    mk_elf_sym_t at;
+    enum mk_elf_found found = mk_elf_symbol_at(f, name, &at);
+    if (found == MK_ELF_FOUND) {
+        /* the program by its own name, as dladdr says it */
+        *by = at.path[0] ? at.path : program_invocation_name;
+        return at.sym && at.sym->st_shndx != SHN_UNDEF &&
+               at.base + at.sym->st_value == (uintptr_t)f;
+    }
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (found == MK_ELF_NO_OBJECT || !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+        !sym || sym->st_shndx == SHN_UNDEF || !info.dli_sname ||
+        strcmp(info.dli_sname, name) != 0)
+        return false;
+    *by = info.dli_fname;
+    return true;
+}
 
 void mk_shadowed_find(void)
 {
@@ -36,19 +62,13 @@ void mk_shadowed_find(void)
 
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         void *f = dlsym(RTLD_DEFAULT, names[i]);
-        Dl_info at;
-        const ElfW(Sym) *sym = NULL;
-        if (!f || mk_in_tracer(f) || !dladdr1(f, &at, (void **)&sym, RTLD_DL_SYMENT))
-            continue; /* ours, or not defined anywhere (new/delete in C programs) */
-        /* A non-PIE executable that takes malloc's address has a canonical
-         * PLT entry (python3): dlsym answers with it, an undefined symbol
-         * with a value, but it jumps to ours. Only a definition shadows. */
-        if (!sym || sym->st_shndx == SHN_UNDEF || !at.dli_sname ||
-            strcmp(at.dli_sname, names[i]) != 0)
-            continue;
+        const char *object = NULL;
+        if (!f || mk_in_tracer(f) || !defined_at(f, names[i], &object))
+            continue; /* ours, not defined anywhere (new/delete in C programs),
+                       * or a canonical PLT entry */
         flags |= (uint8_t)(1u << i);
         if (!by)
-            by = at.dli_fname && at.dli_fname[0] ? at.dli_fname : "the program";
+            by = object && object[0] ? object : "the program";
         n++;
     }
     if (!n)

@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include "stacks.h"
 
+#include "elf_sym.h"
 #include "proc_io.h"
 
 #define UNW_LOCAL_ONLY
@@ -128,14 +129,13 @@ static uintptr_t query_lo, query_len; /* pthread_getattr_np's code */
 
 static void find_stack_query(void)
 {
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
+    mk_elf_sym_t at;
     query_lo = (uintptr_t)&pthread_getattr_np;
     /* Without its symbol's size, a page: the function is about 1 KB. */
     query_len = 4096;
-    if (dladdr1((void *)query_lo, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
-        sym->st_size)
-        query_len = sym->st_size;
+    if (mk_elf_symbol_at((void *)query_lo, "pthread_getattr_np", &at) == MK_ELF_FOUND &&
+        at.sym && at.base + at.sym->st_value == query_lo && at.sym->st_size)
+        query_len = at.sym->st_size;
 }
 
 typedef struct gcc_walk {

@@ -1,0 +1,111 @@
+/*
+ * elf_sym.c - a loaded object's dynamic symbol by name (elf_sym.h).
+ *
+ * The GNU hash table (DT_GNU_HASH): nbuckets, the index of the first hashed
+ * symbol, the bloom filter's size in words and its shift, the bloom words,
+ * the buckets, then one 32-bit hash per hashed symbol, in symbol order. A
+ * bucket holds the first symbol of its chain; a chain's hashes keep all but
+ * their low bit, which marks the chain's last symbol.
+ */
+#define _GNU_SOURCE
+#include "elf_sym.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+typedef struct lookup {
+    const void *addr;
+    const char *name;
+    mk_elf_sym_t *out;
+    enum mk_elf_found found;
+} lookup_t;
+
+/* The address a dynamic entry points at. glibc relocates these pointers in
+ * place, but not the vDSO's, whose page is read-only: those are below the
+ * bias. */
+static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) ptr)
+{
+    return ptr < info->dlpi_addr ? info->dlpi_addr + ptr : ptr;
+}
+
+static uint32_t gnu_hash(const char *name)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = h * 33 + *c;
+    return h;
+}
+
+/* `name` in the object's hash table; NULL if absent, and *no_hash set when
+ * the object has no such table. */
+static const ElfW(Sym) * gnu_lookup(const struct dl_phdr_info *info,
+                                    const ElfW(Dyn) * dyn, const char *name,
+                                    bool *no_hash)
+{
+    const uint32_t *gh = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_GNU_HASH)
+            gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
+    }
+    if (!gh || !symtab || !strtab) {
+        *no_hash = true;
+        return NULL;
+    }
+    uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_words = gh[2];
+    if (!nbuckets)
+        return NULL;
+    /* The bloom filter is skipped: the names asked for are mostly there. */
+    const uint32_t *buckets =
+        (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_words);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t h = gnu_hash(name);
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset)
+        return NULL; /* an empty bucket */
+    for (;; i++) {
+        uint32_t ch = chain[i - symoffset];
+        if ((ch | 1) == (h | 1) && strcmp(strtab + symtab[i].st_name, name) == 0)
+            return &symtab[i];
+        if (ch & 1)
+            return NULL;
+    }
+}
+
+static int in_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    lookup_t *l = arg;
+    const ElfW(Dyn) *dyn = NULL;
+    bool holds = false;
+
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (uintptr_t)l->addr - lo < ph->p_memsz)
+            holds = true;
+        else if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)lo;
+    }
+    if (!holds)
+        return 0; /* on to the next object */
+    bool no_hash = !dyn;
+    l->out->path = info->dlpi_name ? info->dlpi_name : "";
+    l->out->base = info->dlpi_addr;
+    l->out->sym = dyn ? gnu_lookup(info, dyn, l->name, &no_hash) : NULL;
+    l->found = no_hash ? MK_ELF_NO_HASH : MK_ELF_FOUND;
+    return 1;
+}
+
+enum mk_elf_found mk_elf_symbol_at(const void *addr, const char *name, mk_elf_sym_t *out)
+{
+    lookup_t l = {.addr = addr, .name = name, .out = out, .found = MK_ELF_NO_OBJECT};
+    dl_iterate_phdr(in_object, &l);
+    return l.found;
+}

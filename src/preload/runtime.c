@@ -215,6 +215,7 @@ static void fork_child(void)
 {
     mk_output_after_fork_child();
     mk_modules_after_fork_child();
+    mk_stacks_after_fork_child();
     if (atomic_load(&mk_st.phase) != MK_PHASE_ON) {
         mk_guard--;
         return;

@@ -8,10 +8,11 @@
  * cannot start (unwind). On top, memkit's own cache (below) makes repeated
  * stacks a few loads.
  *
- * Interning: a lock-free open-addressing table maps a stack (hash, frames) to
- * a small id. Records live in an mmap'd arena bumped with one atomic add; a
- * slot is claimed with one CAS, so threads never wait on each other. Ids are
- * dense from 1; 0 means "no stack" (table or arena full: counted, said once).
+ * Interning: an open-addressing table maps a stack (hash, frames) to a small
+ * id. Lookups take no lock; a new stack is added under a lock, which keeps
+ * one record per stack while the table grows. Records live in an mmap'd
+ * arena bumped with one atomic add. Ids are dense from 1; 0 means "no
+ * stack" (table or arena full: counted, said once).
  *
  * Most allocations come from a few hot paths, so each thread keeps a cache
  * of recent stacks (64 entries, more on busy threads: below), keyed by the
@@ -38,14 +39,21 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <unwind.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#define TABLE_BITS  20                           /* 1M slots, 8 MiB of address space */
-#define TABLE_LIMIT ((1u << TABLE_BITS) / 4 * 3) /* stop at 75% load */
-#define ARENA_SIZE  (256ul << 20)                /* reserved, touched only as used */
+/* The table of distinct stacks starts at 4,096 slots (32 KiB) and grows 4x
+ * when half full, up to 1M slots. It used to be 1M slots from the start:
+ * each new stack touched a page of it at random, twice (a read fault, then
+ * the write's), and those faults were 46% of all the page faults of cmake's
+ * configure traced (49,497 of 112,297 in its 68 processes). */
+#define TABLE_BITS_FIRST 12
+#define TABLE_BITS_MAX   20
+#define TABLE_BITS_STEP  2
+#define ARENA_SIZE       (256ul << 20) /* reserved, touched only as used */
 
 typedef struct stack_rec {
     uint64_t hash;
@@ -55,12 +63,39 @@ typedef struct stack_rec {
     uintptr_t frames[];
 } stack_rec_t;
 
-static _Atomic(stack_rec_t *) *table;
+typedef struct stack_table {
+    size_t mask;  /* slots - 1 */
+    size_t limit; /* records it takes before the next grows */
+    int bits;
+    _Atomic(stack_rec_t *) slot[];
+} stack_table_t;
+
+/* Lookups read the current table without a lock; a stack not found there is
+ * looked for again and added under table_lock, which growth takes too, so a
+ * stack has one record and one id. A lookup on a table that has just been
+ * replaced finds nothing (its slots are released) and goes the locked way. */
+static _Atomic(stack_table_t *) table;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t table_used;       /* records in the current table; under table_lock */
+static atomic_bool table_stuck; /* the lock's holder never came back */
 static uint8_t *arena;
 /* For a return address, how far above its slot the next frame's slot was
  * (find_slots): the caller's frame size at that call, which its code fixes. */
-#define GAP_BITS 16 /* 64K entries, 512 KiB of address space */
-static _Atomic uint64_t *gaps;
+typedef struct gap_map {
+    int bits;
+    atomic_size_t learned; /* entries written over a different address */
+    _Atomic uint64_t entry[];
+} gap_map_t;
+/* The map starts at 4K entries (32 KiB) and grows 4x when as many return
+ * addresses as half its entries were learned, up to 64K (512 KiB): a short
+ * process touches a few pages of it, not a hundred. A lossy cache, so a
+ * growth copies what it can and loses what a racing thread writes into the
+ * old map. */
+#define GAP_BITS_FIRST 12
+#define GAP_BITS_MAX   16
+#define GAP_BITS_STEP  2
+static _Atomic(gap_map_t *) gaps;
+static atomic_flag gaps_growing = ATOMIC_FLAG_INIT;
 static atomic_size_t arena_used;
 static atomic_uint next_id = 1;
 
@@ -164,6 +199,40 @@ static int unwind_gcc(uintptr_t *frames, int max, uintptr_t ra)
     return w.n > 0 ? w.n : -1; /* the caller not found: libunwind's walk decides */
 }
 
+static size_t gap_map_bytes(int bits)
+{
+    return sizeof(gap_map_t) + (sizeof(uint64_t) << bits);
+}
+
+static gap_map_t *gap_map_new(int bits)
+{
+    gap_map_t *m = mk_sys_mmap(NULL, gap_map_bytes(bits), PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    m->bits = bits;
+    return m;
+}
+
+static size_t table_bytes(int bits)
+{
+    return sizeof(stack_table_t) + (sizeof(stack_rec_t *) << bits);
+}
+
+/* An empty table of 2^bits slots (zeroed by mmap), NULL if it cannot be had. */
+static stack_table_t *table_new(int bits)
+{
+    stack_table_t *tb = mk_sys_mmap(NULL, table_bytes(bits), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tb == MAP_FAILED)
+        return NULL;
+    tb->bits = bits;
+    tb->mask = ((size_t)1 << bits) - 1;
+    /* half full, linear probing stays short; the largest stops at 3/4 */
+    tb->limit = bits < TABLE_BITS_MAX ? (size_t)1 << (bits - 1) : (size_t)3 << (bits - 2);
+    return tb;
+}
+
 void mk_stacks_init(void)
 {
     /* Per-thread caches: no lock inside libunwind on the capture path.
@@ -174,19 +243,17 @@ void mk_stacks_init(void)
     else
         find_gcc_unwinder();
     find_stack_query();
-    table = mk_sys_mmap(NULL, sizeof(*table) << TABLE_BITS, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    stack_table_t *first = table_new(TABLE_BITS_FIRST);
     arena = mk_sys_mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (table == MAP_FAILED || arena == MAP_FAILED) {
-        table = NULL;
+    if (!first || arena == MAP_FAILED) {
+        first = NULL;
         arena = NULL;
         mk_warn_once("memkit: cannot map the stack table; stacks are not recorded");
     }
-    gaps = mk_sys_mmap(NULL, sizeof(*gaps) << GAP_BITS, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (gaps == MAP_FAILED)
-        gaps = NULL; /* slots are scanned for, as without it */
+    atomic_store_explicit(&table, first, memory_order_release);
+    /* without a map, slots are scanned for */
+    atomic_store_explicit(&gaps, gap_map_new(GAP_BITS_FIRST), memory_order_release);
 }
 
 atomic_int mk_stacks_state;
@@ -275,51 +342,123 @@ uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth)
     return r ? use_rec(t, r) : 0;
 }
 
-static stack_rec_t *intern_rec(mk_thread_t *t, uintptr_t *frames, int depth)
+/* The record of the stack in tb, or NULL with *empty set to the slot where
+ * it would go. */
+static stack_rec_t *table_find(stack_table_t *tb, uint64_t h, const uintptr_t *frames,
+                               int depth, size_t *empty)
 {
-    static atomic_uint used_slots;
-
-    (void)t;
-    if (MK_UNLIKELY(!table || depth <= 0))
-        return NULL;
-    uint64_t h = hash_frames(frames, depth);
-    size_t mask = ((size_t)1 << TABLE_BITS) - 1;
-    stack_rec_t *mine = NULL;
-
+    size_t mask = tb->mask;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-        stack_rec_t *r = atomic_load_explicit(&table[i], memory_order_acquire);
-        if (r) {
-            if (rec_equal(r, h, frames, depth))
-                return r; /* the usual case: one probe, one compare */
-            continue;
-        }
-        /* An empty slot: the stack is new. Claim the slot for it. */
-        if (atomic_load_explicit(&used_slots, memory_order_relaxed) >= TABLE_LIMIT) {
-            mk_warn_once("memkit: more than %u distinct stacks; further new stacks are "
-                         "recorded without a stack",
-                         TABLE_LIMIT);
+        /* Acquire: the record's fields, written before it was published. */
+        stack_rec_t *r = atomic_load_explicit(&tb->slot[i], memory_order_acquire);
+        if (!r) {
+            *empty = i;
             return NULL;
         }
-        if (!mine) {
-            mine = rec_new(h, frames, depth);
-            if (!mine) {
-                mk_warn_once("memkit: stack arena full; further new stacks are recorded "
-                             "without a stack");
-                return NULL;
-            }
-        }
-        stack_rec_t *expected = NULL;
-        /* Release: a thread that finds the record in the slot sees its fields. */
-        if (atomic_compare_exchange_strong_explicit(
-                &table[i], &expected, mine, memory_order_acq_rel, memory_order_acquire)) {
-            atomic_fetch_add_explicit(&used_slots, 1, memory_order_relaxed);
-            return mine;
-        }
-        /* Lost the race for this slot; the winner may hold our very stack. An id
-         * burned here leaves a gap, which readers accept. */
-        if (rec_equal(expected, h, frames, depth))
-            return expected;
+        if (rec_equal(r, h, frames, depth))
+            return r; /* the usual case: one probe, one compare */
     }
+}
+
+/* The next table, 4x larger, holding tb's records; tb's slots are given
+ * back (lookups still on it find nothing there and take the lock). Under
+ * table_lock. */
+static stack_table_t *table_grow(stack_table_t *tb)
+{
+    stack_table_t *nt = table_new(tb->bits + TABLE_BITS_STEP);
+    if (!nt)
+        return NULL;
+    for (size_t i = 0; i <= tb->mask; i++) {
+        stack_rec_t *r = atomic_load_explicit(&tb->slot[i], memory_order_relaxed);
+        size_t at;
+        if (r && !table_find(nt, r->hash, r->frames, (int)r->depth, &at))
+            atomic_store_explicit(&nt->slot[at], r, memory_order_relaxed);
+    }
+    atomic_store_explicit(&table, nt, memory_order_release);
+    /* Only whole pages of slots: the header stays, so a lookup that read
+     * this table's address reads its mask and then zeroed slots. */
+    uintptr_t lo = ((uintptr_t)tb->slot + 4095) & ~(uintptr_t)4095;
+    uintptr_t hi = ((uintptr_t)tb + table_bytes(tb->bits)) & ~(uintptr_t)4095;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    return nt;
+}
+
+/* table_lock, waited for at most a second: a holder that never comes back
+ * (a signal handler that interrupted it and exited, or jumped away) must
+ * not hang every other thread; their new stacks then go without. */
+static bool table_lock_take(void)
+{
+    if (pthread_mutex_trylock(&table_lock) == 0)
+        return true;
+    uint64_t give_up = mk_now() + 1000000000u;
+    while (!atomic_load_explicit(&table_stuck, memory_order_relaxed)) {
+        sched_yield();
+        if (pthread_mutex_trylock(&table_lock) == 0)
+            return true;
+        if (mk_now() > give_up) {
+            atomic_store(&table_stuck, true);
+            mk_warn_once("memkit: the stack table stayed locked; further new stacks "
+                         "are recorded without a stack");
+        }
+    }
+    return false;
+}
+
+/* A stack the lock-free lookup did not find: looked for again, and added,
+ * under table_lock. */
+static stack_rec_t *intern_locked(uint64_t h, const uintptr_t *frames, int depth)
+{
+    if (!table_lock_take())
+        return NULL;
+    stack_table_t *tb = atomic_load_explicit(&table, memory_order_relaxed);
+    size_t at;
+    stack_rec_t *r = table_find(tb, h, frames, depth, &at);
+    if (!r && table_used >= tb->limit) {
+        stack_table_t *nt = tb->bits < TABLE_BITS_MAX ? table_grow(tb) : NULL;
+        if (!nt) {
+            mk_warn_once("memkit: more than %zu distinct stacks; further new stacks are "
+                         "recorded without a stack",
+                         tb->limit);
+            pthread_mutex_unlock(&table_lock);
+            return NULL;
+        }
+        tb = nt;
+        r = table_find(tb, h, frames, depth, &at); /* not there: finds its slot */
+    }
+    if (!r) {
+        r = rec_new(h, frames, depth);
+        if (r) {
+            /* Release: a lookup that finds the record sees its fields. */
+            atomic_store_explicit(&tb->slot[at], r, memory_order_release);
+            table_used++;
+        } else {
+            mk_warn_once("memkit: stack arena full; further new stacks are recorded "
+                         "without a stack");
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    return r;
+}
+
+static stack_rec_t *intern_rec(mk_thread_t *t, uintptr_t *frames, int depth)
+{
+    (void)t;
+    stack_table_t *tb = atomic_load_explicit(&table, memory_order_acquire);
+    if (MK_UNLIKELY(!tb || depth <= 0))
+        return NULL;
+    uint64_t h = hash_frames(frames, depth);
+    size_t at;
+    stack_rec_t *r = table_find(tb, h, frames, depth, &at);
+    return r ? r : intern_locked(h, frames, depth);
+}
+
+/* In a forked child: a thread the fork left behind may have held the lock. */
+void mk_stacks_after_fork_child(void)
+{
+    pthread_mutex_init(&table_lock, NULL);
+    atomic_store(&table_stuck, false);
+    atomic_flag_clear(&gaps_growing);
 }
 
 /* ---- the per-thread stack cache ---- */
@@ -563,23 +702,58 @@ static inline uintptr_t scan_for(uintptr_t at, uintptr_t end, uintptr_t want)
  * addresses take 47 bits, and the scan's bound keeps a gap below 2^16 words. */
 _Static_assert(MK_SLOT_SCAN_BYTES / 8 < 1u << 16, "a gap fits its entry");
 
-static inline _Atomic uint64_t *gap_entry(uintptr_t ra)
+static inline _Atomic uint64_t *gap_entry(gap_map_t *m, uintptr_t ra)
 {
-    return &gaps[(ra * 0x9e3779b97f4a7c15ull) >> (64 - GAP_BITS)];
+    return &m->entry[(ra * 0x9e3779b97f4a7c15ull) >> (64 - m->bits)];
 }
 
 /* Where the slot after ra's (at slot) was last time, if the map knows. */
 static inline uintptr_t gap_guess(uintptr_t ra, uintptr_t slot)
 {
-    uint64_t g = gaps ? atomic_load_explicit(gap_entry(ra), memory_order_relaxed) : 0;
+    gap_map_t *m = atomic_load_explicit(&gaps, memory_order_acquire);
+    uint64_t g = m ? atomic_load_explicit(gap_entry(m, ra), memory_order_relaxed) : 0;
     return g >> 16 == ra && (g & 0xffff) >= 2 ? slot + 8 * (g & 0xffff) : 0;
+}
+
+/* A map 4x larger takes m's place: one thread grows it, the others go on
+ * with m meanwhile. m's pages are given back; a reader still on it reads
+ * zeros, which guess nothing. */
+static __attribute__((noinline)) void gap_map_grow(gap_map_t *m)
+{
+    if (atomic_flag_test_and_set(&gaps_growing))
+        return;
+    gap_map_t *n = gap_map_new(m->bits + GAP_BITS_STEP);
+    if (n) {
+        for (size_t i = 0; i < (size_t)1 << m->bits; i++) {
+            uint64_t g = atomic_load_explicit(&m->entry[i], memory_order_relaxed);
+            if (g)
+                atomic_store_explicit(gap_entry(n, (uintptr_t)(g >> 16)), g,
+                                      memory_order_relaxed);
+        }
+        atomic_store_explicit(&n->learned, (size_t)1 << (m->bits - 1),
+                              memory_order_relaxed);
+        atomic_store_explicit(&gaps, n, memory_order_release);
+        uintptr_t lo = ((uintptr_t)m->entry + 4095) & ~(uintptr_t)4095;
+        uintptr_t hi = ((uintptr_t)m + gap_map_bytes(m->bits)) & ~(uintptr_t)4095;
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
+    atomic_flag_clear(&gaps_growing);
 }
 
 static inline void gap_learn(uintptr_t ra, uintptr_t slot, uintptr_t next)
 {
-    if (gaps && ra >> 47 == 0) /* one relaxed word: a torn pair cannot be read */
-        atomic_store_explicit(gap_entry(ra), (uint64_t)ra << 16 | (next - slot) / 8,
-                              memory_order_relaxed);
+    gap_map_t *m = atomic_load_explicit(&gaps, memory_order_acquire);
+    if (!m || ra >> 47)
+        return;
+    /* one relaxed word: a torn pair cannot be read */
+    _Atomic uint64_t *e = gap_entry(m, ra);
+    uint64_t was = atomic_exchange_explicit(e, (uint64_t)ra << 16 | (next - slot) / 8,
+                                            memory_order_relaxed);
+    if (was >> 16 != ra && m->bits < GAP_BITS_MAX &&
+        atomic_fetch_add_explicit(&m->learned, 1, memory_order_relaxed) + 1 ==
+            (size_t)1 << (m->bits - 1))
+        gap_map_grow(m);
 }
 
 /* The slot each return address of frames[0..n) was read from (see

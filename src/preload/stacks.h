@@ -28,6 +28,8 @@ static inline bool mk_stacks_ready(void)
     return mk_stacks_init_once();
 }
 MK_HIDDEN void mk_stacks_flush_cache(void);
+/* In a forked child, before its first capture. */
+MK_HIDDEN void mk_stacks_after_fork_child(void);
 /* Set once the program registers an unwind table at run time (stacks.c). */
 extern atomic_bool mk_frames_registered MK_HIDDEN;
 

@@ -127,6 +127,11 @@ typedef struct mk_tls {
     int guard;
     bool no_state;
     int shielded;
+    /* Inside libunwind for a capture: its signal masking is skipped
+     * (signals.c's sigprocmask), and the mask it asks for is read once. */
+    bool in_unwind;
+    bool unwind_mask_known;
+    sigset_t unwind_mask;
 } mk_tls_t;
 extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec")));
 #define mk_guard (mk_tls.guard)

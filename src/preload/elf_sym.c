@@ -109,3 +109,33 @@ enum mk_elf_found mk_elf_symbol_at(const void *addr, const char *name, mk_elf_sy
     dl_iterate_phdr(in_object, &l);
     return l.found;
 }
+
+typedef struct segment {
+    uintptr_t addr, lo, hi;
+} segment_t;
+
+static int segment_in_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    segment_t *seg = arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && seg->addr - lo < ph->p_memsz) {
+            seg->lo = lo;
+            seg->hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+bool mk_elf_segment_of(const void *addr, uintptr_t *lo, uintptr_t *hi)
+{
+    segment_t seg = {.addr = (uintptr_t)addr};
+    if (!dl_iterate_phdr(segment_in_object, &seg))
+        return false;
+    *lo = seg.lo;
+    *hi = seg.hi;
+    return true;
+}

@@ -12,6 +12,7 @@
 #define MEMKIT_PRELOAD_ELF_SYM_H
 
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct mk_elf_sym {
@@ -29,5 +30,8 @@ enum mk_elf_found {
 /* The loaded object that holds addr, and its dynamic symbol `name`. Takes
  * the loader's lock (dl_iterate_phdr); allocates nothing. */
 enum mk_elf_found mk_elf_symbol_at(const void *addr, const char *name, mk_elf_sym_t *out);
+
+/* The bounds of the loaded segment that holds addr: false if none does. */
+bool mk_elf_segment_of(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
 #endif /* MEMKIT_PRELOAD_ELF_SYM_H */

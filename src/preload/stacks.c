@@ -79,6 +79,8 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t table_used;       /* records in the current table; under table_lock */
 static atomic_bool table_stuck; /* the lock's holder never came back */
 static uint8_t *arena;
+/* libunwind's code, for the calls it makes from within a capture. */
+static uintptr_t unwinder_lo, unwinder_hi;
 /* For a return address, how far above its slot the next frame's slot was
  * (find_slots): the caller's frame size at that call, which its code fixes. */
 typedef struct gap_map {
@@ -243,6 +245,11 @@ void mk_stacks_init(void)
     else
         find_gcc_unwinder();
     find_stack_query();
+    uintptr_t lo, hi;
+    if (mk_elf_segment_of((const void *)&unw_backtrace, &lo, &hi)) {
+        unwinder_lo = lo;
+        unwinder_hi = hi;
+    }
     stack_table_t *first = table_new(TABLE_BITS_FIRST);
     arena = mk_sys_mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -257,6 +264,11 @@ void mk_stacks_init(void)
 }
 
 atomic_int mk_stacks_state;
+
+bool mk_unwinder_calls(uintptr_t pc)
+{
+    return pc - unwinder_lo < unwinder_hi - unwinder_lo;
+}
 
 bool mk_stacks_init_once(void)
 {
@@ -843,6 +855,8 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
     bool slots_found = same != NULL;
     int cancel = mk_cancel_off(); /* libunwind checks memory through a pipe */
     int n = -1;
+    mk_tls.in_unwind = true; /* its signal masking skipped (signals.c) */
+    mk_tls.unwind_mask_known = false;
     if (mk_st.cfg.sample_mean && gcc_backtrace &&
         !atomic_load_explicit(&mk_frames_registered, memory_order_relaxed)) {
         n = unwind_gcc(frames, depth, ra); /* a sample: libgcc's walk (above) */
@@ -855,6 +869,7 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         n = unwind(frames, slots, depth, ra);
         slots_found = true; /* libunwind's walk reads them on the way */
     }
+    mk_tls.in_unwind = false;
     mk_cancel_restore(cancel);
     if (n <= 0)
         return 0;

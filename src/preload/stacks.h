@@ -28,6 +28,9 @@ static inline bool mk_stacks_ready(void)
     return mk_stacks_init_once();
 }
 MK_HIDDEN void mk_stacks_flush_cache(void);
+/* Is pc in libunwind's code? (Its signal masking inside a capture is
+ * skipped: signals.c.) */
+MK_HIDDEN bool mk_unwinder_calls(uintptr_t pc);
 /* In a forked child, before its first capture. */
 MK_HIDDEN void mk_stacks_after_fork_child(void);
 /* Set once the program registers an unwind table at run time (stacks.c). */

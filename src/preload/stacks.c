@@ -44,6 +44,7 @@
 #include <unwind.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 /* The table of distinct stacks starts at 4,096 slots (32 KiB) and grows 4x
  * when half full, up to 1M slots. It used to be 1M slots from the start:
@@ -595,6 +596,34 @@ static bool inside_stack_query(const uintptr_t *frames, int n)
     return false;
 }
 
+/* The loader's: the stack pointer the process image started with. */
+extern void *__libc_stack_end;
+
+/* The process's initial thread, running on the stack it started with: its
+ * bounds without pthread_getattr_np, which reads /proc/self/maps to find
+ * the stack's top (a read of a file as long as the process has mappings,
+ * in every process; and its bytes had to be taken off the program's I/O
+ * with two more reads). The top is the stack pointer at the start: every
+ * frame lies below it. The bottom is the top less the stack's size limit
+ * (as glibc takes it), at most 128 MiB: the kernel keeps that much below
+ * the stack free of other mappings (mmap_base), so [fp, top) is the stack
+ * itself for any fp in the bounds. False for any other thread or stack
+ * (a fork child's thread that was not the initial one, a stack of the
+ * program's own). */
+static bool initial_stack(mk_thread_t *t, uintptr_t sp)
+{
+    uintptr_t hi = (uintptr_t)__libc_stack_end;
+    struct rlimit rl;
+    if (t->tid != mk_st.pid || !hi || getrlimit(RLIMIT_STACK, &rl) != 0)
+        return false;
+    uintptr_t size = rl.rlim_cur < (128ul << 20) ? (uintptr_t)rl.rlim_cur : 128ul << 20;
+    if (size < (64u << 10) || hi < size || sp >= hi || sp < hi - size)
+        return false;
+    t->stack_lo = hi - size;
+    t->stack_hi = hi;
+    return true;
+}
+
 /* The thread's bounds and an empty cache, unless its stack (n frames) is
  * inside pthread_getattr_np. */
 static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
@@ -613,6 +642,9 @@ static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
         t->stack_cache = cache_new(CACHE_BITS_FIRST);
     }
     if (!t->stack_cache)
+        return;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (initial_stack(t, here))
         return;
     /* For the main thread glibc reads /proc/self/maps: ours, not the
      * program's I/O. */

@@ -10,6 +10,7 @@
 #include "symbolize.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +56,16 @@ struct mk_names {
     mk_frame_t *distinct;     /* every distinct frame of the merged stacks */
     size_t ndistinct, distinct_cap;
     mk_kv_table_t frame_keys; /* frame_key -> a = its index in distinct */
+    /* Strings adopted from one other names object (mk_names_add_stack's
+     * from), by their address there: each of its strings is one copy, so
+     * a string met again is an address looked up, not a string hashed and
+     * compared. Emptied when the stacks come from another object. */
+    uint64_t serial;       /* this object's, unique in the process */
+    uint64_t adopted_from; /* the serial whose strings `adopted` holds */
+    mk_kv_table_t adopted; /* address there -> a = the string here */
 };
+
+static _Atomic uint64_t next_serial = 1;
 
 static bool strings_grow(mk_names_t *n)
 {
@@ -114,6 +124,8 @@ mk_names_t *mk_names_new(void)
         n->stack_index = mk_kv_heap_table();
         n->module_pcs = mk_kv_heap_table();
         n->stack_keys = mk_kv_heap_table();
+        n->adopted = mk_kv_heap_table();
+        n->serial = atomic_fetch_add(&next_serial, 1);
         n->frame_keys = mk_kv_heap_table();
     }
     return n;
@@ -165,6 +177,7 @@ void mk_names_free(mk_names_t *n)
     free(n->stack_keys.slots);
     free(n->distinct);
     free(n->frame_keys.slots);
+    free(n->adopted.slots);
     free(n);
 }
 
@@ -227,6 +240,37 @@ static mk_frame_t adopt_frame(mk_names_t *n, const mk_frame_t *f)
 {
     mk_symbol_t s = {f->function, f->file, f->line, f->module, f->offset};
     return frame_of(n, &s);
+}
+
+/* A string of the names object n->adopted_from, interned in n. Only
+ * mk_names_add_stack adopts through the memo: it alone empties it when its
+ * strings' owner changes. */
+static const char *adopt_str_memo(mk_names_t *n, const char *s)
+{
+    bool fresh;
+    if (!s)
+        return NULL;
+    mk_kv_t *e = mk_kv_put(&n->adopted, (uintptr_t)s, &fresh);
+    if (e && !fresh)
+        return (const char *)(uintptr_t)e->a;
+    const char *own = intern_str(n, s);
+    if (e && own)
+        e->a = (uintptr_t)own;
+    else if (e)
+        mk_kv_remove(&n->adopted, e);
+    return own;
+}
+
+/* adopt_frame for a frame of n->adopted_from. */
+static mk_frame_t adopt_frame_memo(mk_names_t *n, const mk_frame_t *f)
+{
+    return (mk_frame_t){
+        .function = adopt_str_memo(n, f->function),
+        .file = adopt_str_memo(n, f->file),
+        .line = f->line,
+        .module = adopt_str_memo(n, f->module),
+        .offset = f->offset,
+    };
 }
 
 /* A frame's hash: its strings are n's own (interned: one pointer per
@@ -300,13 +344,18 @@ static bool same_names(const mk_names_t *n, const uint32_t *a, const uint32_t *b
     return true;
 }
 
-uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth)
+uint32_t mk_names_add_stack(mk_names_t *n, const mk_names_t *from,
+                            const mk_frame_t *frames, uint32_t depth)
 {
+    if (from->serial != n->adopted_from) { /* another object's addresses */
+        mk_kv_release(&n->adopted);
+        n->adopted_from = from->serial;
+    }
     uint32_t *ids = malloc((depth ? depth : 1) * sizeof *ids);
     if (!ids)
         return 0;
     for (uint32_t i = 0; i < depth; i++) {
-        mk_frame_t own = adopt_frame(n, &frames[i]);
+        mk_frame_t own = adopt_frame_memo(n, &frames[i]);
         if ((ids[i] = frame_id(n, &own)) == UINT32_MAX) {
             free(ids);
             return 0;

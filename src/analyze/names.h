@@ -35,12 +35,14 @@ mk_names_t *mk_names_new(void);
 uint32_t mk_names_add_location(mk_names_t *n, const char *file, size_t file_len,
                                int line);
 
-/* The stack id of a list of frames already symbolized (another names
- * object's: the merged report of several processes), made on first sight
- * and shared by every list naming the same frames: function, file, line
- * and module, the offset only where the function is unknown. Returns 0
- * when memory ran out. */
-uint32_t mk_names_add_stack(mk_names_t *n, const mk_frame_t *frames, uint32_t depth);
+/* The stack id of a list of frames already symbolized by another names
+ * object, from (the merged report of several processes: a process's), made
+ * on first sight and shared by every list naming the same frames: function,
+ * file, line and module, the offset only where the function is unknown.
+ * The frames' strings must be from's own and live until the next call with
+ * another object. Returns 0 when memory ran out. */
+uint32_t mk_names_add_stack(mk_names_t *n, const mk_names_t *from,
+                            const mk_frame_t *frames, uint32_t depth);
 
 /* Frees the frames of a stack resolved before (mk_names_stack): a process
  * merged into a run's report needs each only once. Asked again, it is

@@ -545,7 +545,7 @@ static uint32_t merged_id(mk_report_t *m, mk_report_t *one, uint32_t stack)
 {
     uint32_t depth;
     const mk_frame_t *frames = mk_names_stack(one->names, stack, &depth);
-    uint32_t id = mk_names_add_stack(m->names, frames, depth);
+    uint32_t id = mk_names_add_stack(m->names, one->names, frames, depth);
     mk_names_drop_stack(one->names, stack); /* copied: its frames go */
     return id;
 }

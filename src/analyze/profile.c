@@ -911,6 +911,8 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr, bool site_stacks
     derive_totals(p);
     p->frees = s->frees_live;
     p->total_allocated = mk_allocated_bytes(s->bytes);
+    if (p->opts.counts_only)
+        return true; /* a process table's row: no site is shown */
     for (size_t i = 0; i < s->nsites; i++) {
         uint64_t id = site_stacks ? s->sites[i].pc : i + 1;
         if (id > UINT32_MAX)

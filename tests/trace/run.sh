@@ -496,13 +496,16 @@ dlopen)
 outputfail)
     # A missing directory fails every process of a tree alike: one line for
     # the run (not one per process), the program's own output unchanged.
-    "$memkit" trace -o "$work/no/such/dir/t" -- sh -c \
+    # (memkit's pid starts the run id that names its marker: exec keeps $$)
+    sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$work/memkit.pid" \
+        "$memkit" trace -o "$work/no/such/dir/t" -- sh -c \
         'for i in $(seq 30); do /bin/true; done; echo looped' >"$out" 2>&1
     status=$?
     expect_status 0
     expect "looped"
     [ "$(grep -c 'cannot create trace' "$out")" -eq 1 ] || fail "expected one 'cannot create' line"
-    ls /dev/shm/memkit-*.said >/dev/null 2>&1 && fail "the run's marker was left in /dev/shm"
+    ls /dev/shm/memkit-"$(cat "$work/memkit.pid")"-*.said >/dev/null 2>&1 &&
+        fail "the run's marker was left in /dev/shm"
     # A full disk: one line, and no empty trace per process.
     if unshare -m true 2>/dev/null; then
         unshare -m sh -c 'mount -t tmpfs -o size=12k none "$1" &&

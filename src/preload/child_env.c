@@ -17,8 +17,8 @@ static const char *const traced_vars[] = {
 _Static_assert(N_TRACED_VARS == MK_CHILD_ENV_VARS, "child_env.h counts them");
 
 /* Each "NAME=value" (or "") packed one after the other in saved_text, as
- * long as each fits in 4,200 bytes: a slot of its own each put the eight on
- * eight pages, eight page faults in every traced process. */
+ * long as each fits in 4,200 bytes: a slot of its own each would put the
+ * eight on eight pages, eight page faults in every traced process. */
 #define SAVED_MAX 4200
 static char saved_text[N_TRACED_VARS * SAVED_MAX];
 static char *saved_env[N_TRACED_VARS];

@@ -217,6 +217,18 @@ static gap_map_t *gap_map_new(int bits)
     return m;
 }
 
+/* Gives back the whole pages of a replaced table from `from` to `end`: the
+ * part before `from` (its header) stays, so a lookup still on the table
+ * reads its size and then zeroed entries, which find nothing. A raw system
+ * call, as for all of the tracer's own mappings. */
+static void give_back_pages(const void *from, const void *end)
+{
+    uintptr_t lo = ((uintptr_t)from + 4095) & ~(uintptr_t)4095;
+    uintptr_t hi = (uintptr_t)end & ~(uintptr_t)4095;
+    if (hi > lo)
+        syscall(SYS_madvise, (void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static size_t table_bytes(int bits)
 {
     return sizeof(stack_table_t) + (sizeof(stack_rec_t *) << bits);
@@ -388,12 +400,7 @@ static stack_table_t *table_grow(stack_table_t *tb)
             atomic_store_explicit(&nt->slot[at], r, memory_order_relaxed);
     }
     atomic_store_explicit(&table, nt, memory_order_release);
-    /* Only whole pages of slots: the header stays, so a lookup that read
-     * this table's address reads its mask and then zeroed slots. */
-    uintptr_t lo = ((uintptr_t)tb->slot + 4095) & ~(uintptr_t)4095;
-    uintptr_t hi = ((uintptr_t)tb + table_bytes(tb->bits)) & ~(uintptr_t)4095;
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    give_back_pages(tb->slot, (const uint8_t *)tb + table_bytes(tb->bits));
     return nt;
 }
 
@@ -777,10 +784,7 @@ static __attribute__((noinline)) void gap_map_grow(gap_map_t *m)
         atomic_store_explicit(&n->learned, (size_t)1 << (m->bits - 1),
                               memory_order_relaxed);
         atomic_store_explicit(&gaps, n, memory_order_release);
-        uintptr_t lo = ((uintptr_t)m->entry + 4095) & ~(uintptr_t)4095;
-        uintptr_t hi = ((uintptr_t)m + gap_map_bytes(m->bits)) & ~(uintptr_t)4095;
-        if (hi > lo)
-            madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        give_back_pages(m->entry, (const uint8_t *)m + gap_map_bytes(m->bits));
     }
     atomic_flag_clear(&gaps_growing);
 }

@@ -78,23 +78,28 @@ static const ElfW(Sym) * gnu_lookup(const struct dl_phdr_info *info,
     }
 }
 
+/* The loaded segment of the object that holds addr, NULL if none does. */
+static const ElfW(Phdr) * segment_holding(const struct dl_phdr_info *info, uintptr_t addr)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+            return ph;
+    }
+    return NULL;
+}
+
 static int in_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     lookup_t *l = arg;
     const ElfW(Dyn) *dyn = NULL;
-    bool holds = false;
 
     (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && (uintptr_t)l->addr - lo < ph->p_memsz)
-            holds = true;
-        else if (ph->p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)lo;
-    }
-    if (!holds)
+    if (!segment_holding(info, (uintptr_t)l->addr))
         return 0; /* on to the next object */
+    for (int i = 0; i < info->dlpi_phnum && !dyn; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
     bool no_hash = !dyn;
     l->out->path = info->dlpi_name ? info->dlpi_name : "";
     l->out->base = info->dlpi_addr;
@@ -118,16 +123,12 @@ static int segment_in_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     segment_t *seg = arg;
     (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && seg->addr - lo < ph->p_memsz) {
-            seg->lo = lo;
-            seg->hi = lo + ph->p_memsz;
-            return 1;
-        }
-    }
-    return 0;
+    const ElfW(Phdr) *ph = segment_holding(info, seg->addr);
+    if (!ph)
+        return 0;
+    seg->lo = info->dlpi_addr + ph->p_vaddr;
+    seg->hi = seg->lo + ph->p_memsz;
+    return 1;
 }
 
 bool mk_elf_segment_of(const void *addr, uintptr_t *lo, uintptr_t *hi)

@@ -28,6 +28,20 @@ static int check_failures, check_passes;
         }                                                                                \
     } while (0)
 
+/* CHECK, and a message of its own (printf's format) for what the condition
+ * does not say: the input that failed. */
+#define CHECK_MSG(cond, ...)                                                             \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            check_passes++;                                                              \
+        } else {                                                                         \
+            check_failures++;                                                            \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);     \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fputc('\n', stderr);                                                         \
+        }                                                                                \
+    } while (0)
+
 #define CHECK_EQ(a, b)                                                                   \
     do {                                                                                 \
         long long check_a_ = (long long)(a), check_b_ = (long long)(b);                  \

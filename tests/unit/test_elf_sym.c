@@ -7,23 +7,12 @@
  */
 #define _GNU_SOURCE
 #include "../../src/preload/elf_sym.h"
+#include "check.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                         \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fputc('\n', stderr);                                                         \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 /* Exported by the test program (linked -rdynamic). */
 int elf_sym_probe(int x);
@@ -37,26 +26,26 @@ static void check_defined(const char *name, void *addr)
 {
     mk_elf_sym_t at;
     int found = mk_elf_symbol_at(addr, name, &at);
-    CHECK(found == MK_ELF_FOUND, "%s: found %d", name, found);
+    CHECK_MSG(found == MK_ELF_FOUND, "%s: found %d", name, found);
     if (found != MK_ELF_FOUND)
         return;
-    CHECK(at.sym != NULL, "%s: no symbol", name);
+    CHECK_MSG(at.sym != NULL, "%s: no symbol", name);
     if (!at.sym)
         return;
-    CHECK(at.sym->st_shndx != SHN_UNDEF, "%s: undefined", name);
-    CHECK(at.base + at.sym->st_value == (uintptr_t)addr, "%s: at %#lx, not %p", name,
-          (unsigned long)(at.base + at.sym->st_value), addr);
+    CHECK_MSG(at.sym->st_shndx != SHN_UNDEF, "%s: undefined", name);
+    CHECK_MSG(at.base + at.sym->st_value == (uintptr_t)addr, "%s: at %#lx, not %p", name,
+              (unsigned long)(at.base + at.sym->st_value), addr);
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    CHECK(dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym, "%s: dladdr1",
-          name);
+    CHECK_MSG(dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym, "%s: dladdr1",
+              name);
     if (sym)
-        CHECK(sym->st_size == at.sym->st_size, "%s: size %lu, dladdr1 %lu", name,
-              (unsigned long)at.sym->st_size, (unsigned long)sym->st_size);
+        CHECK_MSG(sym->st_size == at.sym->st_size, "%s: size %lu, dladdr1 %lu", name,
+                  (unsigned long)at.sym->st_size, (unsigned long)sym->st_size);
     uintptr_t lo, hi;
-    CHECK(mk_elf_segment_of(addr, &lo, &hi) && lo <= (uintptr_t)addr &&
-              (uintptr_t)addr < hi,
-          "%s: segment", name);
+    CHECK_MSG(mk_elf_segment_of(addr, &lo, &hi) && lo <= (uintptr_t)addr &&
+                  (uintptr_t)addr < hi,
+              "%s: segment", name);
 }
 
 int main(void)
@@ -71,32 +60,32 @@ int main(void)
      * strlen is its interceptor, a plain definition.) */
     mk_elf_sym_t ifunc;
     void *impl = dlsym(RTLD_DEFAULT, "strlen");
-    CHECK(mk_elf_symbol_at(impl, "strlen", &ifunc) == MK_ELF_FOUND, "strlen: no object");
+    CHECK_MSG(mk_elf_symbol_at(impl, "strlen", &ifunc) == MK_ELF_FOUND,
+              "strlen: no object");
     if (ifunc.sym && ELF64_ST_TYPE(ifunc.sym->st_info) == STT_GNU_IFUNC)
-        CHECK(ifunc.base + ifunc.sym->st_value != (uintptr_t)impl,
-              "strlen: the IFUNC's resolver is where its choice is");
+        CHECK_MSG(ifunc.base + ifunc.sym->st_value != (uintptr_t)impl,
+                  "strlen: the IFUNC's resolver is where its choice is");
     else
         check_defined("strlen", impl);
     /* the program's own: its path is the loader's "" */
     check_defined("elf_sym_probe", (void *)elf_sym_probe);
     mk_elf_sym_t at;
-    CHECK(mk_elf_symbol_at((void *)elf_sym_probe, "elf_sym_probe", &at) == MK_ELF_FOUND &&
-              at.path[0] == 0,
-          "the program's path is not empty: %s", at.path);
+    CHECK_MSG(mk_elf_symbol_at((void *)elf_sym_probe, "elf_sym_probe", &at) ==
+                      MK_ELF_FOUND &&
+                  at.path[0] == 0,
+              "the program's path is not empty: %s", at.path);
     /* a name the object holding the address does not define */
-    CHECK(mk_elf_symbol_at(dlsym(RTLD_DEFAULT, "malloc"), "no_such_symbol_here", &at) ==
-                  MK_ELF_FOUND &&
-              at.sym == NULL,
-          "a missing name was found");
+    CHECK_MSG(mk_elf_symbol_at(dlsym(RTLD_DEFAULT, "malloc"), "no_such_symbol_here",
+                               &at) == MK_ELF_FOUND &&
+                  at.sym == NULL,
+              "a missing name was found");
     /* an address no object holds: a heap block */
     void *heap = malloc(64);
-    CHECK(mk_elf_symbol_at(heap, "malloc", &at) == MK_ELF_NO_OBJECT,
-          "a heap address is in an object");
+    CHECK_MSG(mk_elf_symbol_at(heap, "malloc", &at) == MK_ELF_NO_OBJECT,
+              "a heap address is in an object");
     uintptr_t lo, hi;
-    CHECK(!mk_elf_segment_of(heap, &lo, &hi), "a heap address has a segment");
+    CHECK_MSG(!mk_elf_segment_of(heap, &lo, &hi), "a heap address has a segment");
     free(heap);
-    if (failures)
-        return 1;
-    printf("ok: symbols by hash agree with the dynamic linker (%d)\n", elf_sym_probe(1));
-    return 0;
+    CHECK_EQ(elf_sym_probe(1), 4); /* called, so it is not dead code */
+    return check_report("symbols by hash agree with the dynamic linker");
 }

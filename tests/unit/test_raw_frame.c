@@ -5,6 +5,7 @@
  * content split into random parts; and XXH64 against published values.
  */
 #include "../../src/preload/raw_frame.h"
+#include "check.h"
 
 #include <zstd.h>
 
@@ -12,26 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                         \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fputc('\n', stderr);                                                         \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
-
-static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint64_t rng; /* test_seed(): MEMKIT_TEST_SEED replays a failure */
 
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return xorshift64(&rng);
 }
 
 /* One frame of len random bytes in up to 5 parts, decoded by libzstd. */
@@ -50,26 +36,27 @@ static void check_len(size_t len, uint8_t *src, uint8_t *frame, uint8_t *back)
         at += n;
     }
     size_t n = mk_raw_frame_write(frame, part, plen, nparts, len);
-    CHECK(n == mk_raw_frame_bound(len), "len %zu: frame %zu bytes, bound %zu", len, n,
-          mk_raw_frame_bound(len));
-    CHECK(ZSTD_getFrameContentSize(frame, n) == len, "len %zu: content size", len);
+    CHECK_MSG(n == mk_raw_frame_bound(len), "len %zu: frame %zu bytes, bound %zu", len, n,
+              mk_raw_frame_bound(len));
+    CHECK_MSG(ZSTD_getFrameContentSize(frame, n) == len, "len %zu: content size", len);
     size_t got = ZSTD_decompress(back, len + 1, frame, n);
-    CHECK(!ZSTD_isError(got) && got == len, "len %zu: %s", len,
-          ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong length");
-    CHECK(memcmp(back, src, len) == 0, "len %zu: content differs", len);
+    CHECK_MSG(!ZSTD_isError(got) && got == len, "len %zu: %s", len,
+              ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong length");
+    CHECK_MSG(memcmp(back, src, len) == 0, "len %zu: content differs", len);
     /* a flipped content bit must fail the checksum */
     if (len) {
         frame[9 + 3 + next() % len] ^= (uint8_t)(1u << (next() % 8));
         got = ZSTD_decompress(back, len + 1, frame, n);
-        CHECK(ZSTD_isError(got), "len %zu: a damaged frame decoded", len);
+        CHECK_MSG(ZSTD_isError(got), "len %zu: a damaged frame decoded", len);
     }
 }
 
 int main(void)
 {
+    rng = test_seed();
     /* XXH64 with seed 0, from the reference implementation's documentation */
-    CHECK(mk_xxh64("", 0) == 0xEF46DB3751D8E999u, "xxh64 of the empty string");
-    CHECK(mk_xxh64("abc", 3) == 0x44BC2CF5AD770999u, "xxh64 of abc");
+    CHECK_MSG(mk_xxh64("", 0) == 0xEF46DB3751D8E999u, "xxh64 of the empty string");
+    CHECK_MSG(mk_xxh64("abc", 3) == 0x44BC2CF5AD770999u, "xxh64 of abc");
 
     size_t cap = MK_RAW_FRAME_MAX;
     uint8_t *src = malloc(cap), *frame = malloc(mk_raw_frame_bound(cap)),
@@ -84,8 +71,5 @@ int main(void)
     free(src);
     free(frame);
     free(back);
-    if (failures)
-        return 1;
-    puts("ok: raw zstd frames decode with their checksums");
-    return 0;
+    return check_report("raw zstd frames decode with their checksums");
 }

@@ -2,8 +2,8 @@
  * addr_index.h - the per-thread index of live blocks that lets a trace name
  * a freed block by a small number instead of its address.
  *
- * Each thread keeps the blocks it allocated in a dense array (address by
- * index) plus a hash map (index by address). A free by the same thread names
+ * Each thread numbers the blocks it allocated densely, 0..n-1, and keeps
+ * them in a hash map by address. A free by the same thread names
  * the block's index, which costs about log2(live blocks) bits where an
  * address delta costs 20 or more. The writer (tracer) and the reader apply
  * exactly the same operations in the same order, so their indexes stay
@@ -11,18 +11,30 @@
  *
  *   add(a):    a already present (freed where this thread could not see):
  *              keep its index; else append it, unless the index is full.
- *   remove(i): the last entry moves into slot i (swap-remove).
+ *   remove(i): the last index takes number i (swap-remove).
  *
- * Memory comes from the caller's allocator (the tracer must not malloc).
- * The map is not kv_table.h's: its deletion must also update where[] for
- * every entry it shifts, which is what makes remove(i) lookup-free. A map
- * slot is 8 bytes, an index and a tag of the address: the address itself
- * is addr[index], read to confirm a tag that matches. The writer's map has
- * twice as many slots as the arrays have room for (a load of 1/8 to 1/2:
- * short probes in the tracer's hot path); a reader's may be lean, grown on
- * its own to a load of at most 3/4 (a parser's trace holds millions of live
- * blocks in one index, and the map is most of its memory). The map decides
- * no index, so the two sides may size theirs differently.
+ * Memory comes from the caller's allocator (the tracer must not malloc; it
+ * maps pages, which come zeroed: then the map is not cleared). The map is not
+ * kv_table.h's: its deletion must also update where[] for every entry it shifts, which is
+ * what makes remove(i) lookup-free. A map slot is 8 bytes: the entry's index and size
+ * class, and its address's key (mk_addr_key), from which its home follows
+ * at any map size. So growing the map and a deletion's shifts read no
+ * addresses, and a free reads two cache lines in a large index (the slot,
+ * and addr[] to confirm the match), not four: a program that frees a
+ * million live blocks in hash order (an interpreter's teardown) pays that
+ * per free. The address lives in addr[], written in order as blocks come,
+ * which keeps the map small for programs that build and never free.
+ * The writer's map has twice as many slots as the arrays have room for (a
+ * load of 1/8 to 1/2: short probes in the tracer's hot path); a reader's
+ * may be lean, grown on its own to a load of at most 3/4 (a parser's trace
+ * holds millions of live blocks in one index, and the map is most of its
+ * memory). The map decides no index, so the two sides may size theirs
+ * differently.
+ *
+ * Invariants: n <= cap <= MK_INDEX_MAX; for every i < n, map[where[i]]
+ * holds index i and mk_addr_key(addr[i]); a slot is empty iff its meta is
+ * 0; every entry sits in the probe run from its home with no empty slot
+ * between (backward-shift deletion keeps it so).
  */
 #ifndef MEMKIT_TRACE_ADDR_INDEX_H
 #define MEMKIT_TRACE_ADDR_INDEX_H
@@ -32,82 +44,90 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kv_table.h" /* mk_addr_home */
+#include "kv_table.h" /* mk_addr_key, mk_addr_key_home, mk_probe_moves_back */
 
 #define MK_INDEX_MAX (1u << 22) /* beyond this many live blocks, addresses are raw */
 
 typedef void *(*mk_index_alloc_fn)(size_t size);
 typedef void (*mk_index_free_fn)(void *p, size_t size);
 
+typedef struct mk_index_slot {
+    uint32_t key;  /* mk_addr_key of the address */
+    uint32_t meta; /* index + 1 (low 24 bits; 0: an empty slot), size class
+                    * (high 8) */
+} mk_index_slot_t;
+
+_Static_assert(MK_INDEX_MAX < (1u << 24), "an index + 1 fits the slot's 24 bits");
+
 typedef struct mk_addr_index {
     uint64_t *addr;  /* dense: addr[i] for i < n */
-    uint8_t *cls;    /* and the size class each was allocated with */
     uint32_t *where; /* where[i]: the map slot that holds index i */
     uint32_t n, cap;
-    struct mk_index_slot {
-        uint32_t idx1; /* index + 1; 0: empty */
-        uint32_t tag;  /* mk_index_tag of its address */
-    } * map;
+    mk_index_slot_t *map;
     uint32_t map_cap; /* power of two: 2 * cap, or if lean at least 4/3 n */
     bool lean;
+    bool zeroed; /* alloc's memory comes zeroed */
     mk_index_alloc_fn alloc;
     mk_index_free_fn release;
 } mk_addr_index_t;
 
-/* A block's home slot keeps the heap's layout (mk_addr_home). */
-static inline size_t mk_index_home(uint64_t addr, uint32_t cap)
+static inline uint32_t mk_slot_idx(const mk_index_slot_t *s)
 {
-    return mk_addr_home(addr, cap);
+    return (s->meta & 0xffffffu) - 1;
 }
 
-/* 32 bits of the address that its home slot does not already say. */
-static inline uint32_t mk_index_tag(uint64_t addr)
+static inline unsigned mk_slot_cls(const mk_index_slot_t *s)
 {
-    return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32);
+    return s->meta >> 24;
 }
 
-static inline struct mk_index_slot *mk_index_slot_of(const mk_addr_index_t *x,
-                                                     uint64_t addr)
+static inline mk_index_slot_t *mk_index_slot_of(const mk_addr_index_t *x, uint64_t addr)
 {
     if (!x->map_cap)
         return NULL;
-    uint32_t tag = mk_index_tag(addr);
-    for (size_t i = mk_index_home(addr, x->map_cap);; i = (i + 1) & (x->map_cap - 1)) {
-        const struct mk_index_slot *s = &x->map[i];
-        if (!s->idx1)
+    uint32_t key = mk_addr_key(addr);
+    for (size_t i = mk_addr_key_home(key, x->map_cap);; i = (i + 1) & (x->map_cap - 1)) {
+        mk_index_slot_t *s = &x->map[i];
+        if (!s->meta)
             return NULL;
-        if (s->tag == tag && x->addr[s->idx1 - 1] == addr)
-            return &x->map[i];
+        if (s->key == key && x->addr[mk_slot_idx(s)] == addr)
+            return s;
     }
 }
 
 /* The index of a live block, or -1. */
 static inline int64_t mk_index_find(const mk_addr_index_t *x, uint64_t addr)
 {
-    const struct mk_index_slot *s = addr ? mk_index_slot_of(x, addr) : NULL;
-    return s ? (int64_t)s->idx1 - 1 : -1;
+    const mk_index_slot_t *s = addr ? mk_index_slot_of(x, addr) : NULL;
+    return s ? (int64_t)mk_slot_idx(s) : -1;
 }
 
-static inline void mk_index_map_put(struct mk_index_slot *map, uint32_t cap,
-                                    uint32_t *where, uint64_t addr, uint32_t idx)
+static inline void mk_index_map_put(mk_index_slot_t *map, uint32_t cap, uint32_t *where,
+                                    uint32_t key, uint32_t meta)
 {
-    size_t i = mk_index_home(addr, cap);
-    while (map[i].idx1)
+    size_t i = mk_addr_key_home(key, cap);
+    while (map[i].meta)
         i = (i + 1) & (cap - 1);
-    map[i].idx1 = idx + 1;
-    map[i].tag = mk_index_tag(addr);
-    where[idx] = (uint32_t)i;
+    map[i] = (mk_index_slot_t){.key = key, .meta = meta};
+    where[(meta & 0xffffffu) - 1] = (uint32_t)i;
 }
 
-/* A map of map_cap slots for the entries there are. */
+/* A map of map_cap slots for the entries there are. The old map is read in
+ * slot order and homes come from keys: a key's home keeps the heap's
+ * layout at every size, so the entries land in the new map in nearly the
+ * same order and both maps stream. (Placing them in index order, from
+ * addr[], missed the cache on the new map for each entry: growing a
+ * writer's map to millions of entries cost more than recording them.) */
 static inline bool mk_index_remap(mk_addr_index_t *x, uint32_t map_cap)
 {
-    struct mk_index_slot *map = x->alloc(map_cap * sizeof *map);
+    mk_index_slot_t *map = x->alloc(map_cap * sizeof *map);
     if (!map)
         return false;
-    memset(map, 0, map_cap * sizeof *map);
-    for (uint32_t i = 0; i < x->n; i++)
-        mk_index_map_put(map, map_cap, x->where, x->addr[i], i);
+    if (!x->zeroed)
+        memset(map, 0, map_cap * sizeof *map);
+    for (uint32_t j = 0; j < x->map_cap; j++)
+        if (x->map[j].meta)
+            mk_index_map_put(map, map_cap, x->where, x->map[j].key, x->map[j].meta);
     if (x->map)
         x->release(x->map, x->map_cap * sizeof *x->map);
     x->map = map;
@@ -121,29 +141,23 @@ static inline bool mk_index_grow(mk_addr_index_t *x)
      * programs may run thousands of short threads. */
     uint32_t cap = x->cap ? x->cap * 2 : 64;
     uint64_t *addr = x->alloc(cap * sizeof *addr);
-    uint8_t *cls = x->alloc(cap);
     uint32_t *where = x->alloc(cap * sizeof *where);
-    if (!addr || !cls || !where) {
+    if (!addr || !where) {
         if (addr)
             x->release(addr, cap * sizeof *addr);
-        if (cls)
-            x->release(cls, cap);
         if (where)
             x->release(where, cap * sizeof *where);
         return false;
     }
     if (x->n) {
         memcpy(addr, x->addr, x->n * sizeof *addr);
-        memcpy(cls, x->cls, x->n);
         memcpy(where, x->where, x->n * sizeof *where);
     }
     if (x->addr) {
         x->release(x->addr, x->cap * sizeof *x->addr);
-        x->release(x->cls, x->cap);
         x->release(x->where, x->cap * sizeof *x->where);
     }
     x->addr = addr;
-    x->cls = cls;
     x->where = where;
     x->cap = cap;
     /* where[] is the map's: a failed remap leaves the old map whole */
@@ -156,10 +170,9 @@ static inline bool mk_index_grow(mk_addr_index_t *x)
  * would disagree, so the writer stops and the reader stops reading. */
 static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
 {
-    struct mk_index_slot *s = addr ? mk_index_slot_of(x, addr) : NULL;
-    if (s)
-        x->cls[s->idx1 - 1] =
-            (uint8_t)cls; /* a stale entry takes the new block's class */
+    mk_index_slot_t *s = addr ? mk_index_slot_of(x, addr) : NULL;
+    if (s) /* a stale entry takes the new block's class */
+        s->meta = (s->meta & 0xffffffu) | (uint32_t)cls << 24;
     if (!addr || s || x->n >= MK_INDEX_MAX)
         return true;
     if (x->n == x->cap && !mk_index_grow(x))
@@ -167,36 +180,48 @@ static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
     if (x->lean && (x->n + 1) * 4ull > x->map_cap * 3ull &&
         !mk_index_remap(x, x->map_cap * 2))
         return false;
-    x->cls[x->n] = (uint8_t)cls;
     x->addr[x->n] = addr;
-    mk_index_map_put(x->map, x->map_cap, x->where, addr, x->n);
+    mk_index_map_put(x->map, x->map_cap, x->where, mk_addr_key(addr),
+                     (x->n + 1) | (uint32_t)cls << 24);
     x->n++;
     return true;
 }
 
-/* Removes the block at index i (i < n), with no lookup: where[] knows its
- * map slot. */
-static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
+/* The slot of index i (i < n). */
+static inline mk_index_slot_t *mk_index_slot_at(const mk_addr_index_t *x, uint32_t i)
 {
-    uint32_t mask = x->map_cap - 1;
+    return &x->map[x->where[i]];
+}
+
+/* Removes the entry in slot s (from mk_index_slot_of or mk_index_slot_at),
+ * with no lookup. */
+static inline void mk_index_remove_slot(mk_addr_index_t *x, mk_index_slot_t *s)
+{
+    uint32_t mask = x->map_cap - 1, i = mk_slot_idx(s);
     /* Backward-shift deletion: no tombstones, probe runs stay short. */
-    size_t hole = x->where[i];
-    for (size_t j = (hole + 1) & mask; x->map[j].idx1; j = (j + 1) & mask) {
-        size_t home = mk_index_home(x->addr[x->map[j].idx1 - 1], x->map_cap);
+    size_t hole = (size_t)(s - x->map);
+    for (size_t j = (hole + 1) & mask; x->map[j].meta; j = (j + 1) & mask) {
+        size_t home = mk_addr_key_home(x->map[j].key, x->map_cap);
         if (mk_probe_moves_back(j, home, hole, mask)) {
             x->map[hole] = x->map[j];
-            x->where[x->map[hole].idx1 - 1] = (uint32_t)hole;
+            x->where[mk_slot_idx(&x->map[hole])] = (uint32_t)hole;
             hole = j;
         }
     }
-    x->map[hole].idx1 = 0;
+    x->map[hole].meta = 0;
     uint32_t last = --x->n;
-    if (i != last) {
+    if (i != last) { /* the last index takes number i */
         x->addr[i] = x->addr[last];
-        x->cls[i] = x->cls[last];
         x->where[i] = x->where[last];
-        x->map[x->where[i]].idx1 = i + 1;
+        mk_index_slot_t *moved = &x->map[x->where[i]];
+        moved->meta = (moved->meta & 0xff000000u) | (i + 1);
     }
+}
+
+/* Removes the block at index i (i < n). */
+static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
+{
+    mk_index_remove_slot(x, mk_index_slot_at(x, i));
 }
 
 /* Empties the index, keeping its memory for the next owner. */
@@ -211,12 +236,11 @@ static inline void mk_index_free(mk_addr_index_t *x)
 {
     if (x->addr) {
         x->release(x->addr, x->cap * sizeof *x->addr);
-        x->release(x->cls, x->cap);
         x->release(x->where, x->cap * sizeof *x->where);
-        x->release(x->map, x->map_cap * sizeof *x->map);
     }
+    if (x->map)
+        x->release(x->map, x->map_cap * sizeof *x->map);
     x->addr = NULL;
-    x->cls = NULL;
     x->where = NULL;
     x->map = NULL;
     x->n = x->cap = x->map_cap = 0;

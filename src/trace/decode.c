@@ -100,18 +100,18 @@ static uint64_t get_raw_addr(mk_cursor_t *c, addr_state_t *a)
     return a->prev;
 }
 
-static void note_free(addr_state_t *a, uint64_t addr, const mk_decoder_t *d, int64_t idx)
+static void note_free(addr_state_t *a, uint64_t addr, const mk_index_slot_t *s)
 {
-    if (idx >= 0)
-        mk_reuse_free(&a->reuse, d->live.cls[idx], addr);
+    if (s)
+        mk_reuse_free(&a->reuse, mk_slot_cls(s), addr);
 }
 
-/* A FREEREF field: the address, and its live index (or -1). */
+/* A FREEREF field: the address, and its live index's slot (or NULL). */
 static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t *d,
-                            int64_t *idx)
+                            mk_index_slot_t **slot)
 {
     uint64_t code = get_split(st, MK_S_FREEREF_LO);
-    *idx = -1;
+    *slot = NULL;
     if (code == 0)
         return 0;
     if (code == 1)
@@ -120,7 +120,7 @@ static uint64_t get_freeref(mk_cursor_t *st, addr_state_t *a, const mk_decoder_t
         st[MK_S_FREEREF_LO].err = 1;
         return 0;
     }
-    *idx = (int64_t)(code - 2);
+    *slot = mk_index_slot_at(&d->live, (uint32_t)(code - 2));
     return a->prev = d->live.addr[code - 2];
 }
 
@@ -357,7 +357,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
-        int64_t idx;
+        mk_index_slot_t *slot;
         switch (cls) {
         case MK_CLASS_ALLOC:
             ev.size = get_split(st, MK_S_SIZE_LO);
@@ -367,22 +367,21 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_FREE:
-            ev.addr = get_freeref(st, a, d, &idx);
-            if (ev.addr)
-                note_free(a, ev.addr, d, idx);
-            if (idx >= 0)
-                mk_index_remove(&d->live, (uint32_t)idx);
+            ev.addr = get_freeref(st, a, d, &slot);
+            if (slot) {
+                note_free(a, ev.addr, slot);
+                mk_index_remove_slot(&d->live, slot);
+            }
             break;
         case MK_CLASS_REALLOC:
             ev.size = get_split(st, MK_S_SIZE_LO);
-            ev.old_addr = get_freeref(st, a, d, &idx);
+            ev.old_addr = get_freeref(st, a, d, &slot);
             /* The new address's code decides whether the old block was freed. */
             {
                 bool freed = ev.old_addr && (next_code_nonzero(st, &rs) || ev.size == 0);
-                if (freed) {
-                    note_free(a, ev.old_addr, d, idx);
-                    if (idx >= 0)
-                        mk_index_remove(&d->live, (uint32_t)idx);
+                if (freed && slot) {
+                    note_free(a, ev.old_addr, slot);
+                    mk_index_remove_slot(&d->live, slot);
                 }
             }
             ev.addr = get_newaddr(st, a, d, ev.size, &rs, false);

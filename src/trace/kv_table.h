@@ -56,6 +56,26 @@ static inline size_t mk_addr_home(uint64_t addr, size_t cap)
     return (size_t)(page + ((addr >> 4) & 255)) & (cap - 1);
 }
 
+/* A block address's key: the top 24 bits of its page's hash (as
+ * mk_addr_home's), then its granule in the page (8 bits). A table whose
+ * slots keep the key, not the address, finds each one's home from the key
+ * alone (mk_addr_key_home), so it grows and deletes without reading the
+ * addresses, which lie elsewhere and cost a cache miss each. */
+static inline uint32_t mk_addr_key(uint64_t addr)
+{
+    uint64_t page = (addr >> 12) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(page >> 40) << 8 | (uint32_t)((addr >> 4) & 255);
+}
+
+/* mk_addr_home(addr, cap) == mk_addr_key_home(mk_addr_key(addr), cap) for
+ * cap <= 2^24; beyond, the runs start on a lattice of 2^(bits - 24) slots. */
+static inline size_t mk_addr_key_home(uint32_t key, size_t cap)
+{
+    unsigned bits = (unsigned)__builtin_ctzll(cap); /* 1 <= bits <= 32 */
+    uint32_t start = (uint32_t)((uint64_t)(key & ~255u) >> (32 - bits));
+    return (start + (key & 255)) & (cap - 1);
+}
+
 /* A key's home slot: mk_addr_home for a table of block addresses (the
  * mk_addr_* functions), a hash of the key for the others (mk_kv_*). A table
  * is used through one family only. */

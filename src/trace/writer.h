@@ -158,29 +158,31 @@ static inline void mk_writer_head(mk_writer_t *w, unsigned kind, uint64_t now)
     w->events++;
 }
 
-/* A freed block joins the reuse model if it is in the live index (i >= 0:
- * then its class is known). */
-static inline void mk_writer_note_free(mk_writer_t *w, uintptr_t addr, int64_t i)
+/* A freed block joins the reuse model if it is in the live index (then its
+ * class is known). */
+static inline void mk_writer_note_free(mk_writer_t *w, uintptr_t addr,
+                                       const mk_index_slot_t *s)
 {
-    if (i >= 0)
-        mk_reuse_free(w->reuse, w->live.cls[i], addr);
+    if (s)
+        mk_reuse_free(w->reuse, mk_slot_cls(s), addr);
 }
 
 /* A freed block: its live index when this writer allocated it (about 14
- * bits for 10,000 live blocks), else its address. Does not remove it. */
-static inline int64_t mk_writer_freeref(mk_writer_t *w, uintptr_t addr)
+ * bits for 10,000 live blocks), else its address. Does not remove it;
+ * returns its slot in the index, or NULL. */
+static inline mk_index_slot_t *mk_writer_freeref(mk_writer_t *w, uintptr_t addr)
 {
-    int64_t i = mk_index_find(&w->live, addr);
+    mk_index_slot_t *s = addr ? mk_index_slot_of(&w->live, addr) : NULL;
     if (!addr) {
         mk_writer_split(w, MK_S_FREEREF_LO, 0);
-    } else if (i >= 0) {
-        mk_writer_split(w, MK_S_FREEREF_LO, 2 + (uint64_t)i);
+    } else if (s) {
+        mk_writer_split(w, MK_S_FREEREF_LO, 2 + (uint64_t)mk_slot_idx(s));
         w->prev_addr = addr;
     } else {
         mk_writer_split(w, MK_S_FREEREF_LO, 1);
         mk_writer_raw_addr(w, addr);
     }
-    return i;
+    return s;
 }
 
 /* A code of NEWADDR (pending NULL: a byte each) or of CACHED, whose
@@ -310,10 +312,10 @@ static inline __attribute__((always_inline)) void
 mk_writer_free(mk_writer_t *w, uint64_t now, unsigned kind, uintptr_t addr)
 {
     mk_writer_head(w, kind, now);
-    int64_t i = mk_writer_freeref(w, addr);
-    mk_writer_note_free(w, addr, i);
-    if (i >= 0)
-        mk_index_remove(&w->live, (uint32_t)i);
+    mk_index_slot_t *s = mk_writer_freeref(w, addr);
+    mk_writer_note_free(w, addr, s);
+    if (s)
+        mk_index_remove_slot(&w->live, s);
 }
 
 /* realloc-like events: old freed when the call returned a block or size was 0. */
@@ -323,11 +325,11 @@ static inline bool mk_writer_realloc(mk_writer_t *w, uint64_t now, unsigned kind
 {
     mk_writer_head(w, kind, now);
     mk_writer_split(w, MK_S_SIZE_LO, size);
-    int64_t i = mk_writer_freeref(w, old);
+    mk_index_slot_t *s = mk_writer_freeref(w, old);
     if (old && (addr || size == 0)) { /* the old block was freed */
-        mk_writer_note_free(w, old, i);
-        if (i >= 0)
-            mk_index_remove(&w->live, (uint32_t)i);
+        mk_writer_note_free(w, old, s);
+        if (s)
+            mk_index_remove_slot(&w->live, s);
     }
     bool ok = mk_writer_newaddr(w, addr, size, false);
     mk_writer_put(w, MK_S_STACK, stack);

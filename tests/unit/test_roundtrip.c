@@ -48,6 +48,7 @@ static void writer_init(mk_writer_t *w)
     w->reuse = calloc(1, sizeof *w->reuse);
     w->live.alloc = zalloc;
     w->live.release = release;
+    w->live.zeroed = true;
 }
 
 static void writer_free(mk_writer_t *w)

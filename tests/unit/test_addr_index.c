@@ -1,0 +1,177 @@
+/*
+ * test_addr_index.c - the live-block index that writer and reader keep
+ * identically (src/trace/addr_index.h), checked against a simple model: an
+ * array of addresses where add appends and remove(i) moves the last into i.
+ *   - After every operation, find(a) is a's place in the model (or -1), and
+ *     each index's slot holds that index and its class.
+ *   - Both map sizings (the writer's, twice the arrays; the reader's lean
+ *     one) through growth from empty to thousands of entries and
+ *     back, with addresses laid out as a heap lays them (runs in a page),
+ *     scattered, and crowded into few homes.
+ *   - Adding an address already present keeps its index and takes the new
+ *     class; the index stops growing at its capacity's memory failure
+ *     without losing what it holds.
+ *   - mk_addr_key_home agrees with mk_addr_home at every table size up to
+ *     2^24 slots.
+ */
+#define _GNU_SOURCE
+#include "../../src/trace/addr_index.h"
+#include "check.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#define MODEL_MAX 12000
+
+static uint64_t rng;
+static uint64_t model[MODEL_MAX];
+static unsigned model_cls[MODEL_MAX];
+static uint32_t model_n;
+static size_t fail_after = SIZE_MAX; /* allocations that succeed before failing */
+
+static void *test_alloc(size_t n)
+{
+    if (fail_after == 0)
+        return NULL;
+    fail_after--;
+    return calloc(1, n);
+}
+
+static void test_release(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+static int64_t model_find(uint64_t a)
+{
+    for (uint32_t i = 0; i < model_n; i++)
+        if (model[i] == a)
+            return i;
+    return -1;
+}
+
+/* An address of the given layout: 0 heap-like (16-byte granules in a few
+ * hundred pages), 1 scattered over 2^40, 2 crowded (the same granule of
+ * pages 64 MiB apart: one home per table size below 2^14 pages). */
+static uint64_t some_address(int layout)
+{
+    uint64_t r = xorshift64(&rng);
+    switch (layout) {
+    case 0:
+        return 0x560000000000ull + ((r % 300) << 12) + ((r >> 20) % 256) * 16;
+    case 1:
+        return (r & ((1ull << 40) - 1) & ~15ull) | 16;
+    default:
+        return 0x7f0000000000ull + ((r % 4096) << 26) + 32;
+    }
+}
+
+static void check_all(const mk_addr_index_t *x, const char *what)
+{
+    CHECK_MSG(x->n == model_n, "%s: n %u, model %u", what, x->n, model_n);
+    for (uint32_t i = 0; i < model_n; i++) {
+        const mk_index_slot_t *s = mk_index_slot_at(x, i);
+        if (mk_index_find(x, model[i]) != i || mk_slot_idx(s) != i ||
+            mk_slot_cls(s) != model_cls[i] || x->addr[i] != model[i]) {
+            CHECK_MSG(false, "%s: index %u of %u disagrees", what, i, model_n);
+            return;
+        }
+    }
+}
+
+static void run(bool lean, int layout, uint32_t target, unsigned long long seed)
+{
+    /* as the tracer (zeroed pages) and the reader (malloc) have them */
+    mk_addr_index_t x = {
+        .lean = lean, .zeroed = !lean, .alloc = test_alloc, .release = test_release};
+    rng = seed | 1;
+    model_n = 0;
+    /* grow toward target with some removals, then shrink to empty */
+    for (int phase = 0; phase < 2; phase++) {
+        for (uint32_t step = 0; step < 3 * target; step++) {
+            uint64_t r = xorshift64(&rng);
+            bool grow = phase == 0 ? r % 4 != 0 : r % 4 == 0;
+            if (grow && model_n < target) {
+                uint64_t a = some_address(layout);
+                unsigned cls = (unsigned)(r >> 40) & 255;
+                int64_t at = model_find(a);
+                CHECK(mk_index_add(&x, a, cls));
+                if (at < 0) {
+                    model[model_n] = a;
+                    model_cls[model_n++] = cls;
+                } else {
+                    model_cls[at] = cls; /* present: keeps its index */
+                }
+            } else if (model_n) {
+                uint32_t i = (uint32_t)(r % model_n);
+                if (r & (1ull << 50))
+                    mk_index_remove(&x, i);
+                else
+                    mk_index_remove_slot(&x, mk_index_slot_of(&x, model[i]));
+                model[i] = model[--model_n];
+                model_cls[i] = model_cls[model_n];
+            }
+            if (step % 997 == 0)
+                check_all(&x, lean ? "lean" : "writer");
+        }
+        check_all(&x, lean ? "lean, phase end" : "writer, phase end");
+        CHECK_EQ(mk_index_find(&x, 0x1234560), -1); /* never added (odd granule) */
+    }
+    mk_index_free(&x);
+}
+
+/* The index keeps everything it holds when memory runs out. */
+static void run_out_of_memory(void)
+{
+    mk_addr_index_t x = {.alloc = test_alloc, .release = test_release};
+    rng = 77;
+    model_n = 0;
+    fail_after = 3 * 4; /* arrays and map, four times over: up to 512 entries */
+    bool ok = true;
+    while (ok && model_n < MODEL_MAX) {
+        uint64_t a = some_address(0);
+        if (model_find(a) >= 0)
+            continue;
+        ok = mk_index_add(&x, a, 7);
+        if (ok) {
+            model[model_n] = a;
+            model_cls[model_n++] = 7;
+        }
+    }
+    CHECK(!ok);
+    CHECK_EQ(model_n, 512);
+    check_all(&x, "out of memory");
+    fail_after = SIZE_MAX;
+    mk_index_free(&x);
+}
+
+static void check_key_homes(void)
+{
+    uint64_t r = 99;
+    for (unsigned bits = 1; bits <= 24; bits++)
+        for (int k = 0; k < 2000; k++) {
+            uint64_t a = xorshift64(&r) & ((1ull << 56) - 1);
+            size_t cap = (size_t)1 << bits;
+            if (mk_addr_key_home(mk_addr_key(a), cap) != mk_addr_home(a, cap)) {
+                CHECK_MSG(false, "address %#llx, %zu slots", (unsigned long long)a, cap);
+                return;
+            }
+        }
+    check_passes++;
+    /* beyond 2^24 slots a key still has a home inside the table */
+    CHECK(mk_addr_key_home(0xffffffffu, (size_t)1 << 32) < ((size_t)1 << 32));
+}
+
+int main(void)
+{
+    unsigned long long seed = test_seed();
+    for (int layout = 0; layout < 3; layout++) {
+        run(false, layout, 5000, seed + (unsigned)layout);
+        run(true, layout, 5000, seed + 10 + (unsigned)layout);
+    }
+    run(false, 0, MODEL_MAX, seed + 20);
+    run_out_of_memory();
+    check_key_homes();
+    return check_report("test_addr_index");
+}

@@ -166,39 +166,37 @@ static mk_live_slot_t *live_find(const mk_profile_t *p, uint64_t addr)
     const mk_live_table_t *t = &p->live;
     if (!t->cap)
         return NULL;
-    uint32_t home = (uint32_t)mk_addr_home(addr, t->cap);
-    for (size_t i = home;; i = (i + 1) & (t->cap - 1)) {
+    uint32_t key = mk_addr_key(addr);
+    for (size_t i = mk_addr_key_home(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
         mk_live_slot_t *s = &t->slots[i];
         if (!s->block1)
             return NULL;
-        /* the home tells most neighbours apart without reading their records */
-        if (s->home == home && p->blocks[s->block1 - 1].addr == addr)
+        /* the key tells most neighbours apart without reading their records */
+        if (s->key == key && p->blocks[s->block1 - 1].addr == addr)
             return s;
     }
 }
 
-static void live_place(mk_live_slot_t *slots, size_t cap, uint32_t block1, uint32_t home)
+static void live_place(mk_live_slot_t *slots, size_t cap, uint32_t block1, uint32_t key)
 {
-    size_t i = home;
+    size_t i = mk_addr_key_home(key, cap);
     while (slots[i].block1)
         i = (i + 1) & (cap - 1);
-    slots[i] = (mk_live_slot_t){block1, home};
+    slots[i] = (mk_live_slot_t){block1, key};
 }
 
 static bool live_grow(mk_profile_t *p)
 {
     mk_live_table_t *t = &p->live;
     size_t cap = t->cap ? t->cap * 2 : 1024;
-    if (cap > (1ull << 32)) /* homes are 32 bits */
+    if (cap > (1ull << 32)) /* block numbers are 32 bits */
         return false;
     mk_live_slot_t *s = calloc(cap, sizeof *s);
     if (!s)
         return false;
-    for (size_t i = 0; i < t->cap; i++) {
-        uint32_t b1 = t->slots[i].block1;
-        if (b1)
-            live_place(s, cap, b1, (uint32_t)mk_addr_home(p->blocks[b1 - 1].addr, cap));
-    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].block1)
+            live_place(s, cap, t->slots[i].block1, t->slots[i].key);
     free(t->slots);
     t->slots = s;
     t->cap = cap;
@@ -212,8 +210,7 @@ static bool live_add(mk_profile_t *p, uint64_t bi)
     assert(bi < UINT32_MAX && !live_find(p, p->blocks[bi].addr));
     if ((t->used + 1) * 4 > t->cap * 3 && !live_grow(p))
         return false;
-    live_place(t->slots, t->cap, (uint32_t)bi + 1,
-               (uint32_t)mk_addr_home(p->blocks[bi].addr, t->cap));
+    live_place(t->slots, t->cap, (uint32_t)bi + 1, mk_addr_key(p->blocks[bi].addr));
     t->used++;
     return true;
 }
@@ -224,7 +221,8 @@ static void live_remove(mk_profile_t *p, mk_live_slot_t *s)
     mk_live_table_t *t = &p->live;
     size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
     for (size_t i = (hole + 1) & mask; t->slots[i].block1; i = (i + 1) & mask) {
-        if (mk_probe_moves_back(i, t->slots[i].home, hole, mask)) {
+        if (mk_probe_moves_back(i, mk_addr_key_home(t->slots[i].key, t->cap), hole,
+                                mask)) {
             t->slots[hole] = t->slots[i];
             hole = i;
         }

@@ -108,11 +108,14 @@ typedef struct mk_thread_state mk_thread_state_t;
 typedef struct mk_block mk_block_t;
 
 /* The replay's live blocks by address, open addressing with linear probing
- * from mk_addr_home. A slot holds a block record's index + 1 (0: empty) and
- * its home slot; the address is in the record. 8 bytes a slot, where a
- * kv_table.h slot is 24: a parser's trace has millions of live blocks. */
+ * from a home that keeps the heap's layout (as mk_addr_home). A slot holds a
+ * block record's index + 1 (0: empty) and the address's key, which its
+ * home follows from at any table size (mk_addr_key: growing the table reads
+ * no block record); the address is in the record. 8
+ * bytes a slot, where a kv_table.h slot is 24: a parser's trace has
+ * millions of live blocks. */
 typedef struct mk_live_slot {
-    uint32_t block1, home;
+    uint32_t block1, key;
 } mk_live_slot_t;
 
 typedef struct mk_live_table {

@@ -31,8 +31,7 @@ typedef struct shard {
 } shard_t;
 
 static shard_t shards[SHARDS] = {
-    [0 ... SHARDS -
-     1] = {.map = {.alloc = mk_pages_zeroed, .release = mk_pages_release}}};
+    [0 ... SHARDS - 1] = {.map = {.alloc = mk_pages_table, .release = mk_pages_release}}};
 
 /* Blocks in the map: while 0, a take need not look (the block a thread frees
  * was put by a thread that happens-before it, so its count is visible). */

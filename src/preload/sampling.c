@@ -18,7 +18,7 @@ atomic_uint mk_snapshot_gen;
 
 /* The set: key the block's address. Its lock is a spin lock: it is held for a
  * probe or two, and a sampled event is rare. */
-static mk_kv_table_t sampled = {.alloc = mk_pages_zeroed, .release = mk_pages_release};
+static mk_kv_table_t sampled = {.alloc = mk_pages_table, .release = mk_pages_release};
 static atomic_int sampled_lock;
 
 /* Snapshots: the next one is due at this many ns since the start (0: no

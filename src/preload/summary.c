@@ -31,8 +31,7 @@
 static void maybe_checkpoint(mk_thread_t *t);
 
 /* Site table: key site, a = calls, b = bytes, in mmap'd memory. */
-#define MMAP_TABLE                                                                       \
-    ((mk_kv_table_t){.alloc = mk_pages_zeroed, .release = mk_pages_release})
+#define MMAP_TABLE ((mk_kv_table_t){.alloc = mk_pages_table, .release = mk_pages_release})
 
 typedef struct mk_site_table {
     mk_kv_table_t t;

@@ -30,7 +30,7 @@ static void reset_buffer(mk_thread_t *t)
  * again cost each new thread eight system calls and the other cores a TLB
  * shootdown (a third of a short thread's traced cost); a large one goes
  * back to the system. */
-#define MK_INDEX_KEEP 4096 /* entries: 188 KB with its map */
+#define MK_INDEX_KEEP 4096 /* entries: 112 KB with its map */
 
 static void reset_index(mk_thread_t *t)
 {
@@ -40,8 +40,9 @@ static void reset_index(mk_thread_t *t)
         return;
     }
     mk_index_free(live);
-    live->alloc = mk_pages_zeroed;
+    live->alloc = mk_pages_table;
     live->release = mk_pages_release;
+    live->zeroed = true;
 }
 
 void mk_index_failed(void)

@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* The merge decodes a whole record before it hands out the first event, so
  * the decoder works in bursts of up to MK_RECORD_ITEMS events. The buffer
@@ -22,6 +23,12 @@
  * 64 slots were no faster within this machine's noise and cost 14 MB more. */
 #define BATCH  8192 /* events per slot: 450 KB */
 #define NSLOTS ((int)(MK_RECORD_ITEMS / BATCH))
+
+/* A trace file smaller than this (about 50,000 events) is walked on the
+ * calling thread: a short process's trace decodes in a millisecond or two,
+ * less than starting a thread and faulting in its slots costs; cmake's
+ * configure leaves 68 such traces for one merged report. */
+#define PIPELINE_MIN_BYTES (128u << 10)
 
 typedef struct batch {
     size_t n;
@@ -115,27 +122,39 @@ static bool consume(pipe_t *q, mk_event_fn fn, void *ctx)
 
 bool mk_trace_walk_pipelined(mk_trace_t *tr, mk_event_fn fn, void *ctx)
 {
+    if (tr->file_size && tr->file_size < PIPELINE_MIN_BYTES)
+        return mk_trace_walk(tr, fn, ctx);
     pipe_t q = {.tr = tr};
     pthread_t decoder;
     bool ok = true;
 
-    for (int i = 0; i < NSLOTS; i++)
-        if (!(q.slots[i] = malloc(sizeof *q.slots[i])))
-            ok = false;
+    /* One mapping for all slots, given back whole at the end; a slot no
+     * batch reaches is never touched. NSLOTS mallocs of 450 KB went to the
+     * heap once glibc's mmap threshold had risen, and the heap was grown
+     * and trimmed around every walk; a malloc of the block would raise the
+     * threshold to 14 MB for the rest of the report. */
+    size_t block_bytes = NSLOTS * sizeof(batch_t);
+    batch_t *block = mmap(NULL, block_bytes, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) {
+        block = NULL;
+        ok = false;
+    }
     if (ok &&
         (pthread_mutex_init(&q.lock, NULL) != 0 || pthread_cond_init(&q.cond, NULL) != 0))
         ok = false;
+    for (int i = 0; ok && i < NSLOTS; i++)
+        q.slots[i] = &block[i];
     if (!ok || pthread_create(&decoder, NULL, decode, &q) != 0) {
         /* no thread to be had: the plain walk does the same job */
-        for (int i = 0; i < NSLOTS; i++)
-            free(q.slots[i]);
+        if (block)
+            munmap(block, block_bytes);
         return mk_trace_walk(tr, fn, ctx);
     }
     ok = consume(&q, fn, ctx);
     pthread_join(decoder, NULL);
     pthread_mutex_destroy(&q.lock);
     pthread_cond_destroy(&q.cond);
-    for (int i = 0; i < NSLOTS; i++)
-        free(q.slots[i]);
+    munmap(block, block_bytes);
     return ok;
 }

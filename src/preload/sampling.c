@@ -6,11 +6,11 @@
 #define _GNU_SOURCE
 #include "sampling.h"
 
+#include "ln_unit.h"
 #include "output.h"
 
 #include "../trace/kv_table.h"
 
-#include <math.h>
 #include <sys/mman.h>
 
 _Atomic(mk_sample_filter_t *) mk_sample_filter;
@@ -99,7 +99,7 @@ int64_t mk_sample_draw(mk_thread_t *t)
     x ^= x >> 27;
     t->sample_rng = x;
     double u = (double)((x * 0x2545f4914f6cdd1dull) >> 11 | 1) * 0x1p-53;
-    double d = -log(u) * (double)mk_st.cfg.sample_mean;
+    double d = -mk_ln_unit(u) * (double)mk_st.cfg.sample_mean;
     /* At least 1: a budget of 0 would sample the next allocation of 0 bytes. */
     return d < 1 ? 1 : d > 0x1p62 ? (int64_t)1 << 62 : (int64_t)d;
 }

@@ -244,6 +244,24 @@ static void *shared_cctx;
 static uint8_t *shared_zbuf;
 static size_t shared_zcap;
 
+/* zstd calls these tracing hooks when something defines them: they are weak
+ * references, which a copy of zstd linked into the tracer would resolve
+ * against a program's own definitions. The tracer's say "no tracing". */
+unsigned long long ZSTD_trace_compress_begin(const void *cctx);
+void ZSTD_trace_compress_end(unsigned long long ctx, const void *trace);
+
+unsigned long long ZSTD_trace_compress_begin(const void *cctx)
+{
+    (void)cctx;
+    return 0;
+}
+
+void ZSTD_trace_compress_end(unsigned long long ctx, const void *trace)
+{
+    (void)ctx;
+    (void)trace;
+}
+
 /* zstd's memory comes from mmap, not malloc: a record may be written from a
  * signal handler (signals.c, _exit) that interrupted malloc holding its
  * lock. Each block keeps its length in front of it for the free. */

@@ -112,13 +112,6 @@ static inline mk_index_slot_t *mk_index_slot_of(const mk_addr_index_t *x, uint64
     }
 }
 
-/* The index of a live block, or -1. */
-static inline int64_t mk_index_find(const mk_addr_index_t *x, uint64_t addr)
-{
-    const mk_index_slot_t *s = addr ? mk_index_slot_of(x, addr) : NULL;
-    return s ? (int64_t)mk_slot_idx(s) : -1;
-}
-
 static inline void mk_index_map_put(mk_index_slot_t *map, uint32_t cap, uint32_t *where,
                                     uint32_t key, uint32_t meta)
 {
@@ -126,7 +119,7 @@ static inline void mk_index_map_put(mk_index_slot_t *map, uint32_t cap, uint32_t
     while (map[i].meta)
         i = (i + 1) & (cap - 1);
     map[i] = (mk_index_slot_t){.key = key, .meta = meta};
-    where[(meta & 0xffffffu) - 1] = (uint32_t)i;
+    where[mk_slot_idx(&map[i])] = (uint32_t)i;
 }
 
 /* A map of map_cap slots for the entries there are. The old map is read in
@@ -232,12 +225,6 @@ static inline void mk_index_remove_slot(mk_addr_index_t *x, mk_index_slot_t *s)
         x->where[i] = x->where[last];
         mk_slot_renumber(&x->map[x->where[i]], i + 1);
     }
-}
-
-/* Removes the block at index i (i < n). */
-static inline void mk_index_remove(mk_addr_index_t *x, uint32_t i)
-{
-    mk_index_remove_slot(x, mk_index_slot_at(x, i));
 }
 
 /* Empties the index, keeping its memory for the next owner. */

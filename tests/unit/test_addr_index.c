@@ -2,7 +2,8 @@
  * test_addr_index.c - the live-block index that writer and reader keep
  * identically (src/trace/addr_index.h), checked against a simple model: an
  * array of addresses where add appends and remove(i) moves the last into i.
- *   - After every operation, find(a) is a's place in the model (or -1), and
+ *   - After every operation, a's slot names a's place in the model (none
+ *     for an address not in it), and
  *     each index's slot holds that index and its class.
  *   - Both map sizings (the writer's, twice the arrays; the reader's lean
  *     one) through growth from empty to thousands of entries and
@@ -72,7 +73,7 @@ static void check_all(const mk_addr_index_t *x, const char *what)
     CHECK_MSG(x->n == model_n, "%s: n %u, model %u", what, x->n, model_n);
     for (uint32_t i = 0; i < model_n; i++) {
         const mk_index_slot_t *s = mk_index_slot_at(x, i);
-        if (mk_index_find(x, model[i]) != i || mk_slot_idx(s) != i ||
+        if (mk_index_slot_of(x, model[i]) != s || mk_slot_idx(s) != i ||
             mk_slot_cls(s) != model_cls[i] || x->addr[i] != model[i]) {
             CHECK_MSG(false, "%s: index %u of %u disagrees", what, i, model_n);
             return;
@@ -106,7 +107,7 @@ static void run(bool lean, int layout, uint32_t target, unsigned long long seed)
             } else if (model_n) {
                 uint32_t i = (uint32_t)(r % model_n);
                 if (r & (1ull << 50))
-                    mk_index_remove(&x, i);
+                    mk_index_remove_slot(&x, mk_index_slot_at(&x, i));
                 else
                     mk_index_remove_slot(&x, mk_index_slot_of(&x, model[i]));
                 model[i] = model[--model_n];
@@ -116,7 +117,7 @@ static void run(bool lean, int layout, uint32_t target, unsigned long long seed)
                 check_all(&x, lean ? "lean" : "writer");
         }
         check_all(&x, lean ? "lean, phase end" : "writer, phase end");
-        CHECK_EQ(mk_index_find(&x, 0x1234560), -1); /* never added (odd granule) */
+        CHECK(!mk_index_slot_of(&x, 0x1234560)); /* never added (odd granule) */
     }
     mk_index_free(&x);
 }

@@ -2,11 +2,14 @@
  * hooks_cxx.c - C++ operator new and delete, every variant, by their mangled
  * names. Each forwards to the next definition (libstdc++'s or libc++'s), so
  * new_handler loops and std::bad_alloc behave exactly as without memkit; the
- * malloc inside is unrecorded because the hook's in_hook flag is set. This
+ * malloc inside is unrecorded because the hook's in_hook flag is set. The
+ * plain operators call the real malloc or free themselves when that is all
+ * the next definition would do (below). This
  * file is built with -fexceptions: a throwing new unwinds through the hook,
  * and the cleanup below leaves the hook (clears the flag) on the way.
  */
 #define _GNU_SOURCE
+#include "elf_sym.h"
 #include "record.h"
 
 #include <dlfcn.h>
@@ -14,6 +17,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef void *(*new_fn)(size_t);
@@ -180,6 +184,79 @@ static void stand_in_del_al_nt(void *p, size_t al, const void *nt)
     free(p);
 }
 
+/* ---- the standard library's plain operators ----
+ *
+ * libstdc++'s and libc++'s plain operator new is malloc in a new_handler
+ * loop, and their plain, sized and array deletes are free. Forwarded, a
+ * traced new/delete pair costs four more interposed calls: the operator,
+ * our malloc nested in it, and for a sized delete the plain delete it calls
+ * and our free nested in that (twice an untraced new/delete loop's time).
+ * So where the next operator is one of theirs and the program's malloc and
+ * free are ours, a hook calls the real malloc or free itself: the same
+ * allocator the operator would reach. A failed malloc still goes to the
+ * operator, for its new_handler loop and its bad_alloc. */
+
+enum { CXX_UNKNOWN = 0, CXX_DIRECT = 1, CXX_FORWARD = -1 };
+
+/* Does the global scope bind malloc and free to us? Not when the program
+ * defines its own (shadowed.c): the operator's malloc would be the
+ * program's. A canonical PLT entry (a non-PIE program that takes malloc's
+ * address) also answers "no": the forwarding way is always right. */
+static bool malloc_is_ours(void)
+{
+    static int8_t ours; /* CXX_UNKNOWN until asked, then DIRECT or FORWARD */
+    int8_t v = __atomic_load_n(&ours, __ATOMIC_RELAXED);
+    if (v == CXX_UNKNOWN) {
+        mk_guard++; /* dlsym may allocate */
+        v = mk_in_tracer(dlsym(RTLD_DEFAULT, "malloc")) &&
+                    mk_in_tracer(dlsym(RTLD_DEFAULT, "free"))
+                ? CXX_DIRECT
+                : CXX_FORWARD;
+        mk_guard--;
+        __atomic_store_n(&ours, v, __ATOMIC_RELAXED);
+    }
+    return v == CXX_DIRECT;
+}
+
+/* Is `real`, the next definition of operator `name`, the standard
+ * library's? Asked once per operator (*state caches the answer). */
+static __attribute__((noinline)) bool cxx_direct_slow(int8_t *state, void *real,
+                                                      const char *name)
+{
+    mk_elf_sym_t at;
+    int8_t v = CXX_FORWARD;
+    if (real && malloc_is_ours() && mk_elf_symbol_at(real, name, &at) == MK_ELF_FOUND) {
+        const char *base = strrchr(at.path, '/');
+        base = base ? base + 1 : at.path;
+        if (strncmp(base, "libstdc++.so", 12) == 0 || strncmp(base, "libc++.so", 9) == 0)
+            v = CXX_DIRECT;
+    }
+    __atomic_store_n(state, v, __ATOMIC_RELAXED);
+    return v == CXX_DIRECT;
+}
+
+/* For the hook of operator `name` whose next definition is `real`: may it
+ * call malloc or free itself? `plain` (a constant) rules out the operators
+ * that are more than malloc or free (aligned, nothrow). */
+#define CXX_DIRECT_OK(plain, real, name)                                                 \
+    ({                                                                                   \
+        static int8_t direct_;                                                           \
+        int8_t d_ = __atomic_load_n(&direct_, __ATOMIC_RELAXED);                         \
+        (plain) &&                                                                       \
+            (MK_LIKELY(d_ == CXX_DIRECT) ||                                              \
+             (d_ == CXX_UNKNOWN && cxx_direct_slow(&direct_, (void *)(real), name)));    \
+    })
+
+/* What the standard library's plain operators do, minus the new_handler
+ * loop (a failed malloc is retried by the operator itself). The bootstrap
+ * heap's blocks (base.h) are never freed, as in our free. */
+#define CXX_MALLOC(size) mk_real.malloc((size) ? (size) : 1)
+#define CXX_FREE(p)                                                                      \
+    do {                                                                                 \
+        if (MK_LIKELY(!mk_is_boot(p)))                                                   \
+            mk_real.free(p);                                                             \
+    } while (0)
+
 static void leave_cleanup(mk_thread_t **t)
 {
     if (*t)
@@ -209,25 +286,29 @@ static void sample_unnest(mk_thread_t **t)
  * apart, behind a one-test dispatch. Both run the next operator inside the
  * hook, so the malloc inside it goes straight through unrecorded. */
 
-#define NEW_HOOK(sym, kind, params, fn_type, args, stand_in)                             \
+#define NEW_HOOK(plain, sym, kind, params, fn_type, args, stand_in)                      \
     static __attribute__((noinline)) void *general##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
         fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
         SCOPED_ENTER();                                                                  \
-        void *p = next args; /* may throw: the cleanup leaves */                         \
+        void *p = t && CXX_DIRECT_OK(plain, next, #sym) ? CXX_MALLOC(size) : NULL;       \
+        if (!p)                                                                          \
+            p = next args; /* may throw: the cleanup leaves */                           \
         if (t)                                                                           \
             record_alloc(t, kind, size, ALIGN_ARG, p, ra);                               \
         return p;                                                                        \
     }                                                                                    \
     static __attribute__((noinline)) void *summary##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
+        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
         if (mk_nested())                                                                 \
-            return CXX_REAL(fn_type, #sym, stand_in) args; /* nested */                  \
+            return real args; /* nested */                                               \
         mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();     \
         if (MK_UNLIKELY(!t))                                                             \
             return general##sym(ra, STRIP args);                                         \
-        void *p = CXX_REAL(fn_type, #sym, stand_in)                                      \
-            args; /* may throw: uncounted, as in a trace */                              \
+        void *p = CXX_DIRECT_OK(plain, real, #sym) ? CXX_MALLOC(size) : NULL;            \
+        if (!p)                                                                          \
+            p = real args; /* may throw: uncounted, as in a trace */                     \
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);                               \
         return p;                                                                        \
     }                                                                                    \
@@ -241,9 +322,15 @@ static void sample_unnest(mk_thread_t **t)
         t->counts[kind]++;                                                               \
         t->bytes[kind] += size;                                                          \
         t->sample_left -= (int64_t)size;                                                 \
+        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
+        if (CXX_DIRECT_OK(plain, real, #sym)) {                                          \
+            void *p = CXX_MALLOC(size);                                                  \
+            if (MK_LIKELY(p != NULL))                                                    \
+                return p;                                                                \
+        }                                                                                \
         sample_nest(t);                                                                  \
         mk_thread_t *nested __attribute__((cleanup(sample_unnest))) = t; /* may throw */ \
-        return CXX_REAL(fn_type, #sym, stand_in) args;                                   \
+        return real args;                                                                \
     }                                                                                    \
     MK_EXPORT void *sym params;                                                          \
     MK_EXPORT void *sym params                                                           \
@@ -256,41 +343,45 @@ static void sample_unnest(mk_thread_t **t)
     }
 
 #define ALIGN_ARG 0
-NEW_HOOK(_Znwm, MK_K_NEW, (size_t size), new_fn, (size), stand_in_new)
-NEW_HOOK(_Znam, MK_K_NEW_ARRAY, (size_t size), new_fn, (size), stand_in_new)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, MK_K_NEW, (size_t size, const void *nt), new_nt_fn,
+NEW_HOOK(1, _Znwm, MK_K_NEW, (size_t size), new_fn, (size), stand_in_new)
+NEW_HOOK(1, _Znam, MK_K_NEW_ARRAY, (size_t size), new_fn, (size), stand_in_new)
+NEW_HOOK(0, _ZnwmRKSt9nothrow_t, MK_K_NEW, (size_t size, const void *nt), new_nt_fn,
          (size, nt), stand_in_new_nt)
-NEW_HOOK(_ZnamRKSt9nothrow_t, MK_K_NEW_ARRAY, (size_t size, const void *nt), new_nt_fn,
+NEW_HOOK(0, _ZnamRKSt9nothrow_t, MK_K_NEW_ARRAY, (size_t size, const void *nt), new_nt_fn,
          (size, nt), stand_in_new_nt)
 #undef ALIGN_ARG
 #define ALIGN_ARG al
-NEW_HOOK(_ZnwmSt11align_val_t, MK_K_NEW_ALIGNED, (size_t size, size_t al), new_al_fn,
+NEW_HOOK(0, _ZnwmSt11align_val_t, MK_K_NEW_ALIGNED, (size_t size, size_t al), new_al_fn,
          (size, al), stand_in_new_al)
-NEW_HOOK(_ZnamSt11align_val_t, MK_K_NEW_ARRAY_ALIGNED, (size_t size, size_t al),
+NEW_HOOK(0, _ZnamSt11align_val_t, MK_K_NEW_ARRAY_ALIGNED, (size_t size, size_t al),
          new_al_fn, (size, al), stand_in_new_al)
-NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ALIGNED,
+NEW_HOOK(0, _ZnwmSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ALIGNED,
          (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt),
          stand_in_new_al_nt)
-NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
+NEW_HOOK(0, _ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
          (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt),
          stand_in_new_al_nt)
 #undef ALIGN_ARG
 
 /* ---- delete ---- */
 
-#define DELETE_HOOK(sym, kind, params, fn_type, args, stand_in)                          \
+#define DELETE_HOOK(plain, sym, kind, params, fn_type, args, stand_in)                   \
     static __attribute__((noinline)) void general##sym params                            \
     {                                                                                    \
         fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
         SCOPED_ENTER();                                                                  \
         if (t)                                                                           \
             record_free(t, kind, p);                                                     \
-        next args;                                                                       \
+        if (t && CXX_DIRECT_OK(plain, next, #sym))                                       \
+            CXX_FREE(p);                                                                 \
+        else                                                                             \
+            next args;                                                                   \
     }                                                                                    \
     static __attribute__((noinline)) void summary##sym params                            \
     {                                                                                    \
+        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
         if (mk_nested()) {                                                               \
-            CXX_REAL(fn_type, #sym, stand_in) args; /* nested */                         \
+            real args; /* nested */                                                      \
             return;                                                                      \
         }                                                                                \
         mk_thread_t *t = mk_summary_enter();                                             \
@@ -299,8 +390,10 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             return;                                                                      \
         }                                                                                \
         mk_summary_free(t, kind, (uintptr_t)p);                                          \
-        CXX_REAL(fn_type, #sym, stand_in)                                                \
-        args; /* in the hook: its free goes straight through */                          \
+        if (CXX_DIRECT_OK(plain, real, #sym))                                            \
+            CXX_FREE(p);                                                                 \
+        else                                                                             \
+            real args; /* in the hook: its free goes straight through */                 \
         mk_leave(t);                                                                     \
     }                                                                                    \
     static __attribute__((noinline)) void sample##sym params                             \
@@ -313,8 +406,13 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             return;                                                                      \
         }                                                                                \
         t->counts[kind]++;                                                               \
+        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
+        if (CXX_DIRECT_OK(plain, real, #sym)) {                                          \
+            CXX_FREE(p);                                                                 \
+            return;                                                                      \
+        }                                                                                \
         sample_nest(t);                                                                  \
-        CXX_REAL(fn_type, #sym, stand_in) args;                                          \
+        real args;                                                                       \
         sample_unnest(&t);                                                               \
     }                                                                                    \
     MK_EXPORT void sym params;                                                           \
@@ -328,26 +426,27 @@ NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             general##sym args;                                                           \
     }
 
-DELETE_HOOK(_ZdlPv, MK_K_DELETE, (void *p), del_fn, (p), stand_in_del)
-DELETE_HOOK(_ZdaPv, MK_K_DELETE_ARRAY, (void *p), del_fn, (p), stand_in_del)
-DELETE_HOOK(_ZdlPvm, MK_K_DELETE, (void *p, size_t n), del_sz_fn, (p, n), stand_in_del_x)
-DELETE_HOOK(_ZdaPvm, MK_K_DELETE_ARRAY, (void *p, size_t n), del_sz_fn, (p, n),
+DELETE_HOOK(1, _ZdlPv, MK_K_DELETE, (void *p), del_fn, (p), stand_in_del)
+DELETE_HOOK(1, _ZdaPv, MK_K_DELETE_ARRAY, (void *p), del_fn, (p), stand_in_del)
+DELETE_HOOK(1, _ZdlPvm, MK_K_DELETE, (void *p, size_t n), del_sz_fn, (p, n),
             stand_in_del_x)
-DELETE_HOOK(_ZdlPvRKSt9nothrow_t, MK_K_DELETE, (void *p, const void *nt), del_nt_fn,
-            (p, nt), stand_in_del_nt)
-DELETE_HOOK(_ZdaPvRKSt9nothrow_t, MK_K_DELETE_ARRAY, (void *p, const void *nt), del_nt_fn,
-            (p, nt), stand_in_del_nt)
-DELETE_HOOK(_ZdlPvSt11align_val_t, MK_K_DELETE, (void *p, size_t al), del_al_fn, (p, al),
+DELETE_HOOK(1, _ZdaPvm, MK_K_DELETE_ARRAY, (void *p, size_t n), del_sz_fn, (p, n),
             stand_in_del_x)
-DELETE_HOOK(_ZdaPvSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t al), del_al_fn,
+DELETE_HOOK(0, _ZdlPvRKSt9nothrow_t, MK_K_DELETE, (void *p, const void *nt), del_nt_fn,
+            (p, nt), stand_in_del_nt)
+DELETE_HOOK(0, _ZdaPvRKSt9nothrow_t, MK_K_DELETE_ARRAY, (void *p, const void *nt),
+            del_nt_fn, (p, nt), stand_in_del_nt)
+DELETE_HOOK(0, _ZdlPvSt11align_val_t, MK_K_DELETE, (void *p, size_t al), del_al_fn,
             (p, al), stand_in_del_x)
-DELETE_HOOK(_ZdlPvmSt11align_val_t, MK_K_DELETE, (void *p, size_t n, size_t al),
+DELETE_HOOK(0, _ZdaPvSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t al), del_al_fn,
+            (p, al), stand_in_del_x)
+DELETE_HOOK(0, _ZdlPvmSt11align_val_t, MK_K_DELETE, (void *p, size_t n, size_t al),
             del_sz_al_fn, (p, n, al), stand_in_del_xy)
-DELETE_HOOK(_ZdaPvmSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t n, size_t al),
+DELETE_HOOK(0, _ZdaPvmSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t n, size_t al),
             del_sz_al_fn, (p, n, al), stand_in_del_xy)
-DELETE_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE,
+DELETE_HOOK(0, _ZdlPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE,
             (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt),
             stand_in_del_al_nt)
-DELETE_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE_ARRAY,
+DELETE_HOOK(0, _ZdaPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE_ARRAY,
             (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt),
             stand_in_del_al_nt)

@@ -633,6 +633,27 @@ cxx)
         expect "$line"
     done
     expect_re "main at cxx.cc:[0-9]+ \(cxx\)$"
+    # Sampling counts every call as well; new calls malloc itself there
+    # (hooks_cxx.c), and the new_handler still runs before bad_alloc.
+    rm -f "$work"/t.*
+    trace --sample 64K --top 20 -- "$progs/cxx"
+    expect_status 0
+    for line in "News: 7" "Deletes: 7" "Aligned allocations: 2" "Mallocs: 1" \
+        "Allocation calls: 8"; do
+        expect "$line"
+    done
+    ;;
+cxxownmalloc)
+    # The program's own malloc serves the standard library's new in every
+    # mode: memkit's new may not call libc's malloc in its place.
+    for mode in "" --summary-only "--sample 1K"; do
+        rm -f "$work"/t.*
+        trace $mode -- "$progs/cxxownmalloc"
+        expect_status 0
+        expect "cxxownmalloc: done"
+        expect "News: 200"
+        expect "Deletes: 200"
+    done
     ;;
 killed)
     trace -- "$progs/killed"

@@ -27,6 +27,7 @@
 #include "record.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,14 +141,23 @@ void mk_signals_arm(void (*end)(int reason))
         covered_signals[fixed_signals[i]] = true;
     for (int sig = SIGRTMIN; sig <= SIGRTMAX && sig < NSIG; sig++)
         covered_signals[sig] = true;
+    /* One call a signal (not a query, then a change: 54 signals, in every
+     * process): ours goes in and the action it replaced comes back. One the
+     * program set, or SIG_IGN (nohup, a background job), is not ours to
+     * touch: it goes back at once. Signals wait meanwhile, so that none
+     * meets our handler where the program's action was. */
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &was);
     for (int sig = 1; sig < NSIG; sig++) {
-        if (!covered_signals[sig])
-            continue;
-        struct sigaction now;
-        /* Ignored (nohup, a background job) or handled: not ours to touch. */
-        if (next_sigaction()(sig, NULL, &now) == 0 && now.sa_handler == SIG_DFL)
-            stand_in(sig, NULL);
+        struct sigaction prev;
+        if (covered_signals[sig] && stand_in(sig, &prev) == 0 &&
+            prev.sa_handler != SIG_DFL) {
+            next_sigaction()(sig, &prev, NULL);
+            atomic_store(&stands_in[sig], false);
+        }
     }
+    pthread_sigmask(SIG_SETMASK, &was, NULL);
     atomic_store(&armed, true);
 }
 

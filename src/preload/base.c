@@ -7,10 +7,12 @@
 #include "base.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 mk_real_fns_t mk_real;
 mk_state_t mk_st = {.fd = -1};
@@ -68,6 +70,23 @@ static struct {
     dev_t dev;
     ino_t ino;
 } start_stderr;
+
+const char *mk_exe_path(size_t *len)
+{
+    static char exe[PATH_MAX];
+    static ssize_t known = -1; /* the length once read (racing readers agree) */
+    ssize_t n = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
+    if (n < 0) {
+        char buf[PATH_MAX];
+        n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+        n = n > 0 ? n : 0;
+        memcpy(exe, buf, (size_t)n);
+        exe[n] = 0;
+        __atomic_store_n(&known, n, __ATOMIC_RELEASE);
+    }
+    *len = (size_t)n;
+    return exe;
+}
 
 void mk_stderr_remember(void)
 {

@@ -193,6 +193,10 @@ static inline bool mk_tracing_on(void)
 /* ---- base.c ---- */
 
 MK_HIDDEN void mk_warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The program's path (/proc/self/exe), read once per program image: the
+ * trace's header and the module map both name it. "" when unreadable. */
+MK_HIDDEN const char *mk_exe_path(size_t *len);
+
 /* Messages go to the stderr of start-up only: mk_stderr_remember (at init)
  * notes which file fd 2 is; mk_stderr_write writes there while fd 2 is still
  * that file, else drops the message. */

@@ -58,7 +58,6 @@ static size_t build_id(const struct dl_phdr_info *info, uint8_t *out, size_t cap
 static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     snap_t *s = arg;
-    char exe[PATH_MAX];
     const char *path = info->dlpi_name;
     uint8_t id[64];
     size_t id_len, path_len, nseg = 0;
@@ -66,9 +65,8 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     if (!path || !*path) {
         /* The main program has no name here; the first such object is it. */
-        ssize_t n = s->count == 0 ? readlink("/proc/self/exe", exe, sizeof exe - 1) : -1;
-        exe[n > 0 ? n : 0] = 0;
-        path = exe;
+        size_t n;
+        path = s->count == 0 ? mk_exe_path(&n) : "";
     }
     path_len = strnlen(path, PATH_MAX);
     for (int i = 0; i < info->dlpi_phnum; i++)

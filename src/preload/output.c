@@ -140,8 +140,9 @@ static size_t read_small(const char *path, char *buf, size_t cap)
 static bool write_header(void)
 {
     static uint8_t raw[3 * 4096 + 256];
-    char exe[PATH_MAX], cmd[4096];
-    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe);
+    char cmd[4096];
+    size_t exe_len;
+    const char *exe = mk_exe_path(&exe_len);
     size_t cmd_len = read_small("/proc/self/cmdline", cmd, sizeof cmd);
     struct timespec rt;
     uint8_t *p = raw;
@@ -159,7 +160,7 @@ static bool write_header(void)
     p = mk_put_u64(p, mk_st.t_start);
     p = mk_put_u64(p, mk_st.tick_start);
     put_str(&p, mk_st.cfg.run_id, strlen(mk_st.cfg.run_id));
-    put_str(&p, exe, exe_len > 0 ? (size_t)exe_len : 0);
+    put_str(&p, exe, exe_len);
     put_str(&p, cmd, cmd_len);
     return mk_output_record(NULL, MK_REC_HEADER, raw, (size_t)(p - raw));
 }

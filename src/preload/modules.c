@@ -101,10 +101,6 @@ void mk_modules_write(void)
     mk_shield_t shield; /* a handler calling dlopen would wait on snap_lock */
 
     mk_shield(&shield);
-    if (!mk_output_ready()) { /* the head writes a snapshot too: not under snap_lock */
-        mk_unshield(&shield);
-        return;
-    }
     pthread_mutex_lock(&snap_lock);
     if (!snap_buf) {
         void *m = mk_sys_mmap(NULL, 2 * (size_t)SNAP_CAP, PROT_READ | PROT_WRITE,

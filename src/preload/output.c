@@ -30,11 +30,6 @@
 #include <unistd.h>
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-/* A deferred head (mk_output_defer), cleared once written; head_lock makes
- * the other threads' first records wait for it. */
-static bool (*deferred_head)(void);
-static pthread_mutex_t head_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread bool writing_head; /* the head's own records pass */
 static char out_path[PATH_MAX];
 /* The trace file as it was created, to find it again (trace_fd_ready); its
  * path is absolute (the prefix is made so at start-up). */
@@ -237,7 +232,6 @@ bool mk_output_open(void)
         remove_unstarted_trace(fd);
         return false;
     }
-    atomic_fetch_add(&mk_st.bytes_written, MK_TRACE_MAGIC_LEN); /* ours (proc_io.c) */
     if (!write_header()) {
         remove_unstarted_trace(fd);
         return false;
@@ -448,40 +442,7 @@ bool mk_output_parts(mk_thread_t *t, unsigned type, const void *const *part,
 {
     mk_shield_t shield;
     mk_shield(&shield);
-    bool ok = mk_output_ready() && write_record(t, type, part, plen, nparts);
-    mk_unshield(&shield);
-    return ok;
-}
-
-void mk_output_defer(bool (*head)(void))
-{
-    __atomic_store_n(&deferred_head, head, __ATOMIC_RELEASE);
-}
-
-bool mk_output_pending(void)
-{
-    return __atomic_load_n(&deferred_head, __ATOMIC_ACQUIRE) != NULL;
-}
-
-bool mk_output_ready(void)
-{
-    if (MK_LIKELY(!mk_output_pending()) || writing_head)
-        return true;
-    /* Shielded: a handler that exits would write its records between the
-     * head's, or wait here on the lock this thread holds. */
-    mk_shield_t shield;
-    mk_shield(&shield);
-    pthread_mutex_lock(&head_lock);
-    bool ok = true;
-    bool (*head)(void) = __atomic_load_n(&deferred_head, __ATOMIC_ACQUIRE);
-    if (head) { /* not written by another thread meanwhile */
-        writing_head = true;
-        ok = head();
-        writing_head = false;
-        /* cleared after the head is whole: no record can come before it */
-        __atomic_store_n(&deferred_head, NULL, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&head_lock);
+    bool ok = write_record(t, type, part, plen, nparts);
     mk_unshield(&shield);
     return ok;
 }
@@ -495,9 +456,6 @@ bool mk_output_record(mk_thread_t *t, unsigned type, const void *raw, size_t len
 void mk_output_after_fork_child(void)
 {
     pthread_mutex_init(&out_lock, NULL);
-    pthread_mutex_init(&head_lock, NULL);
-    writing_head = false;
-    __atomic_store_n(&deferred_head, NULL, __ATOMIC_RELAXED);
     mk_fd_close_private(mk_st.fd);
     mk_st.fd = -1;
 }

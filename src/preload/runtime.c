@@ -152,15 +152,10 @@ static void write_end(int reason)
     mk_output_record(NULL, MK_REC_END, raw, (size_t)(p - raw));
 }
 
-/* The end of a program image: every buffer, the summary, the END record.
- * A forked child that execs before its trace was begun (its first record
- * begins it) and made no allocation call leaves none: the new image's
- * trace is the process's. */
+/* The end of a program image: every buffer, the summary, the END record. */
 static void end_image(int reason)
 {
     mk_threads_flush_all();
-    if (reason == MK_END_EXEC && mk_output_pending() && !mk_threads_counted())
-        return;
     if (mk_st.cfg.summary_only || mk_st.cfg.summary_too)
         mk_summary_write();
     if (mk_st.cfg.sample_mean)
@@ -216,21 +211,6 @@ static void fork_parent(void)
     mk_guard--;
 }
 
-/* A forked child's trace: the file and its head, before its first record. */
-static bool begin_child_trace(void)
-{
-    uint64_t mark = mk_io_mark(); /* what the head reads is ours, not the program's */
-    bool ok = mk_output_open();
-    if (ok) {
-        mk_modules_write();
-        mk_shadowed_write();
-        if (mk_st.cfg.sample_mean)
-            mk_samples_write(MK_SAMPLES_START);
-    }
-    mk_io_own_since(mark);
-    return ok;
-}
-
 static void fork_child(void)
 {
     mk_output_after_fork_child();
@@ -250,10 +230,14 @@ static void fork_child(void)
     mk_summary_after_fork_child();
     if (mk_st.cfg.sample_mean)
         mk_sampling_after_fork_child();
-    /* The trace begins with the child's first record (output.h): most
-     * children of a shell or a build tool exec straight away. */
-    mk_output_defer(begin_child_trace);
-    mk_io_start(mk_thread_ended); /* the child's counts began at 0 with it */
+    if (mk_output_open()) {
+        mk_modules_write();
+        mk_shadowed_write();
+        if (mk_st.cfg.sample_mean)
+            mk_samples_write(MK_SAMPLES_START);
+    }
+    mk_io_start(
+        mk_thread_ended); /* the child's counts began at 0 with it; the head is ours */
     mk_guard--;
 }
 

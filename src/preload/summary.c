@@ -122,11 +122,6 @@ void mk_summary_count_site(mk_thread_t *t, uint64_t key, size_t size)
     errno = saved_errno;
 }
 
-bool mk_summary_thread_counted(const mk_thread_t *t)
-{
-    return t->sites && t->sites->t.used > 0;
-}
-
 void mk_summary_after_fork_child(void)
 {
     /* The child counts from zero; what the parent left live stays live. */

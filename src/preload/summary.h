@@ -45,9 +45,6 @@
 
 /* summary.c */
 MK_HIDDEN void mk_summary_write(void);
-/* Has the thread counted a call in its site table since the image (or the
- * fork) began? */
-MK_HIDDEN bool mk_summary_thread_counted(const mk_thread_t *t);
 MK_HIDDEN void mk_summary_after_fork_child(void);
 /* A thread state is added: true when the caller must then wait for every
  * other thread to leave its hook (mk_quiesce_others). */

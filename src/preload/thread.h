@@ -73,9 +73,6 @@ MK_HIDDEN mk_thread_t *mk_thread_get(void);
 MK_HIDDEN void mk_thread_flush(mk_thread_t *t);
 /* Flushes every thread's record; the phase is no longer ON. */
 MK_HIDDEN void mk_threads_flush_all(void);
-/* Has any thread counted an allocation call that is not in a record yet
- * (the per-kind counts of --sample and --summary-only)? */
-MK_HIDDEN bool mk_threads_counted(void);
 /* Waits until every other thread is out of its hook (after a membarrier, so
  * each sees what we stored before). */
 MK_HIDDEN void mk_quiesce_others(void);

@@ -250,19 +250,6 @@ void mk_threads_flush_all(void)
     }
 }
 
-bool mk_threads_counted(void)
-{
-    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
-        for (int k = 0; k < MK_K_COUNT; k++)
-            if (t->counts[k])
-                return true;
-        if (t->fast_mallocs || t->fast_frees || t->fast_free_nulls ||
-            mk_summary_thread_counted(t))
-            return true;
-    }
-    return false;
-}
-
 void mk_threads_init(void)
 {
     membarrier_ok =

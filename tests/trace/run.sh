@@ -463,22 +463,6 @@ forkexec)
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 3 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 5 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.2\.mkt \(pid [0-9]+, 7 allocation calls\)$"
-    # A forked child that execs without an allocation call leaves no trace of
-    # its own before the exec (its trace begins with its first record), in
-    # every mode; one that allocated keeps its 5 calls in every mode.
-    for mode in "" --summary-only "--sample 1"; do
-        rm -f "$work"/t.*
-        trace $mode -- "$progs/forkexec" bare
-        expect_status 0
-        [ "$(ls "$work"/t.*.mkt | wc -l)" -eq 2 ] || fail "expected 2 traces with a bare fork ($mode)"
-        expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 3 allocation calls\)$"
-        expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 7 allocation calls\)$"
-        rm -f "$work"/t.*
-        trace $mode -- "$progs/forkexec"
-        expect_status 0
-        [ "$(ls "$work"/t.*.mkt | wc -l)" -eq 3 ] || fail "expected 3 traces ($mode)"
-        expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 5 allocation calls\)$"
-    done
     # posix_spawn with an environment the program made: the child is traced.
     rm -f "$work"/t.*
     trace -- "$progs/forkexec" spawn

@@ -758,12 +758,25 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
                      "with other inputs",
                      paths[i]);
             mk_report_free(&one);
-            rc = 2;
-        }
-        if (rc) {
             free(order);
             mk_report_free(r);
-            return rc;
+            return 2;
+        }
+        if (rc) {
+            /* A trace that cannot be read at all (a process killed before its
+             * head was written leaves an empty file) costs the report that
+             * process, not the run: the others are reported, the loss said
+             * in one line, the exit status 2 (partial). */
+            if (k + 1 == n && !r->nprocs) {
+                free(order);
+                mk_report_free(r);
+                return rc; /* none could be read: its error is the answer */
+            }
+            if (!r->problem[0])
+                snprintf(r->problem, sizeof r->problem, "%.440s; left out of the report",
+                         err);
+            r->partial = true;
+            continue;
         }
         if (one.problem[0] && !r->problem[0])
             snprintf(r->problem, sizeof r->problem, "%s", one.problem);

@@ -506,6 +506,22 @@ merge)
     [ "$(sed -n '/^Processes:/,/^$/p' "$work/out" | awk '$1 ~ /^[0-9]+$/ { print $2 }' | tr '\n' ' ')" = "7 5 3 " ] ||
         fail "the process table is not 7 5 3"
     rm "$work/f.999999.mkt"
+    # A process killed before its trace had a head leaves an empty file: the
+    # run's report covers the others, says so in one line, and exits 2.
+    : >"$work/f.999998.mkt"
+    status "$memkit" report "$work/f"
+    expect_status 2
+    expect_line "Allocation calls: 15"
+    expect_line "memkit: $work/f.999998.mkt: empty file, not a trace or a memdebug log; left out of the report"
+    "$memkit" report --format json "$work/f" 2>/dev/null |
+        python3 -c 'import json,sys; r=json.load(sys.stdin); assert r["input"]["partial"] and r["totals"]["allocation_calls"] == 15' ||
+        fail "a run with an empty trace: JSON not the others' report, marked partial"
+    : >"$work/g.1.mkt"
+    : >"$work/g.2.mkt"
+    status "$memkit" report "$work/g"
+    expect_status 2
+    [ "$(wc -l <"$work/out")" -eq 1 ] || fail "no trace readable: expected a one-line error"
+    rm "$work/f.999998.mkt" "$work/g.1.mkt" "$work/g.2.mkt"
     status "$memkit" report "$work"/f.*.mkt
     expect_line "Allocation calls: 15"
     "$memkit" report --format json "$work/f" >"$work/j" 2>/dev/null || fail "json of a prefix failed"

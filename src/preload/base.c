@@ -77,10 +77,8 @@ const char *mk_exe_path(size_t *len)
     static ssize_t known = -1; /* the length once read (racing readers agree) */
     ssize_t n = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
     if (n < 0) {
-        char buf[PATH_MAX];
-        n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+        n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         n = n > 0 ? n : 0;
-        memcpy(exe, buf, (size_t)n);
         exe[n] = 0;
         __atomic_store_n(&known, n, __ATOMIC_RELEASE);
     }

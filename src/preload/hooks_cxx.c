@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "elf_sym.h"
+#include "modules.h"
 #include "record.h"
 
 #include <dlfcn.h>
@@ -198,34 +199,16 @@ static void stand_in_del_al_nt(void *p, size_t al, const void *nt)
 
 enum { CXX_UNKNOWN = 0, CXX_DIRECT = 1, CXX_FORWARD = -1 };
 
-/* Does the global scope bind malloc and free to us? Not when the program
- * defines its own (shadowed.c): the operator's malloc would be the
- * program's. A canonical PLT entry (a non-PIE program that takes malloc's
- * address) also answers "no": the forwarding way is always right. */
-static bool malloc_is_ours(void)
-{
-    static int8_t ours; /* CXX_UNKNOWN until asked, then DIRECT or FORWARD */
-    int8_t v = __atomic_load_n(&ours, __ATOMIC_RELAXED);
-    if (v == CXX_UNKNOWN) {
-        mk_guard++; /* dlsym may allocate */
-        v = mk_in_tracer(dlsym(RTLD_DEFAULT, "malloc")) &&
-                    mk_in_tracer(dlsym(RTLD_DEFAULT, "free"))
-                ? CXX_DIRECT
-                : CXX_FORWARD;
-        mk_guard--;
-        __atomic_store_n(&ours, v, __ATOMIC_RELAXED);
-    }
-    return v == CXX_DIRECT;
-}
-
 /* Is `real`, the next definition of operator `name`, the standard
- * library's? Asked once per operator (*state caches the answer). */
+ * library's, with malloc and free ours (not the program's: shadowed.c)?
+ * Asked once per operator (*state caches the answer). */
 static __attribute__((noinline)) bool cxx_direct_slow(int8_t *state, void *real,
                                                       const char *name)
 {
     mk_elf_sym_t at;
     int8_t v = CXX_FORWARD;
-    if (real && malloc_is_ours() && mk_elf_symbol_at(real, name, &at) == MK_ELF_FOUND) {
+    if (real && !mk_shadowed_malloc() &&
+        mk_elf_symbol_at(real, name, &at) == MK_ELF_FOUND) {
         const char *base = strrchr(at.path, '/');
         base = base ? base + 1 : at.path;
         if (strncmp(base, "libstdc++.so", 12) == 0 || strncmp(base, "libc++.so", 9) == 0)
@@ -235,17 +218,20 @@ static __attribute__((noinline)) bool cxx_direct_slow(int8_t *state, void *real,
     return v == CXX_DIRECT;
 }
 
-/* For the hook of operator `name` whose next definition is `real`: may it
- * call malloc or free itself? `plain` (a constant) rules out the operators
- * that are more than malloc or free (aligned, nothrow). */
-#define CXX_DIRECT_OK(plain, real, name)                                                 \
+/* May the hook of operator `name`, whose next definition is `real`, call
+ * malloc or free itself? `state` is the operator's own (CXX_DIRECT_STATE):
+ * its three ways (general, summary, sample) share one answer. */
+#define CXX_DIRECT_OK(state, real, name)                                                 \
     ({                                                                                   \
-        static int8_t direct_;                                                           \
-        int8_t d_ = __atomic_load_n(&direct_, __ATOMIC_RELAXED);                         \
-        (plain) &&                                                                       \
-            (MK_LIKELY(d_ == CXX_DIRECT) ||                                              \
-             (d_ == CXX_UNKNOWN && cxx_direct_slow(&direct_, (void *)(real), name)));    \
+        int8_t d_ = __atomic_load_n(&(state), __ATOMIC_RELAXED);                         \
+        MK_LIKELY(d_ == CXX_DIRECT) ||                                                   \
+            (d_ == CXX_UNKNOWN && cxx_direct_slow(&(state), (void *)(real), name));      \
     })
+
+/* The operator's answer, unknown until asked; FORWARD from the start for
+ * the operators that are more than malloc or free (aligned, nothrow). */
+#define CXX_DIRECT_STATE(plain, sym)                                                     \
+    static int8_t direct##sym = (plain) ? CXX_UNKNOWN : CXX_FORWARD
 
 /* What the standard library's plain operators do, minus the new_handler
  * loop (a failed malloc is retried by the operator itself). The bootstrap
@@ -287,11 +273,12 @@ static void sample_unnest(mk_thread_t **t)
  * hook, so the malloc inside it goes straight through unrecorded. */
 
 #define NEW_HOOK(plain, sym, kind, params, fn_type, args, stand_in)                      \
+    CXX_DIRECT_STATE(plain, sym);                                                        \
     static __attribute__((noinline)) void *general##sym(uintptr_t ra, STRIP params)      \
     {                                                                                    \
         fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
         SCOPED_ENTER();                                                                  \
-        void *p = t && CXX_DIRECT_OK(plain, next, #sym) ? CXX_MALLOC(size) : NULL;       \
+        void *p = t && CXX_DIRECT_OK(direct##sym, next, #sym) ? CXX_MALLOC(size) : NULL; \
         if (!p)                                                                          \
             p = next args; /* may throw: the cleanup leaves */                           \
         if (t)                                                                           \
@@ -306,7 +293,7 @@ static void sample_unnest(mk_thread_t **t)
         mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();     \
         if (MK_UNLIKELY(!t))                                                             \
             return general##sym(ra, STRIP args);                                         \
-        void *p = CXX_DIRECT_OK(plain, real, #sym) ? CXX_MALLOC(size) : NULL;            \
+        void *p = CXX_DIRECT_OK(direct##sym, real, #sym) ? CXX_MALLOC(size) : NULL;      \
         if (!p)                                                                          \
             p = real args; /* may throw: uncounted, as in a trace */                     \
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);                               \
@@ -323,7 +310,7 @@ static void sample_unnest(mk_thread_t **t)
         t->bytes[kind] += size;                                                          \
         t->sample_left -= (int64_t)size;                                                 \
         fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
-        if (CXX_DIRECT_OK(plain, real, #sym)) {                                          \
+        if (CXX_DIRECT_OK(direct##sym, real, #sym)) {                                    \
             void *p = CXX_MALLOC(size);                                                  \
             if (MK_LIKELY(p != NULL))                                                    \
                 return p;                                                                \
@@ -366,13 +353,14 @@ NEW_HOOK(0, _ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
 /* ---- delete ---- */
 
 #define DELETE_HOOK(plain, sym, kind, params, fn_type, args, stand_in)                   \
+    CXX_DIRECT_STATE(plain, sym);                                                        \
     static __attribute__((noinline)) void general##sym params                            \
     {                                                                                    \
         fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
         SCOPED_ENTER();                                                                  \
         if (t)                                                                           \
             record_free(t, kind, p);                                                     \
-        if (t && CXX_DIRECT_OK(plain, next, #sym))                                       \
+        if (t && CXX_DIRECT_OK(direct##sym, next, #sym))                                 \
             CXX_FREE(p);                                                                 \
         else                                                                             \
             next args;                                                                   \
@@ -390,7 +378,7 @@ NEW_HOOK(0, _ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
             return;                                                                      \
         }                                                                                \
         mk_summary_free(t, kind, (uintptr_t)p);                                          \
-        if (CXX_DIRECT_OK(plain, real, #sym))                                            \
+        if (CXX_DIRECT_OK(direct##sym, real, #sym))                                      \
             CXX_FREE(p);                                                                 \
         else                                                                             \
             real args; /* in the hook: its free goes straight through */                 \
@@ -407,7 +395,7 @@ NEW_HOOK(0, _ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
         }                                                                                \
         t->counts[kind]++;                                                               \
         fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
-        if (CXX_DIRECT_OK(plain, real, #sym)) {                                          \
+        if (CXX_DIRECT_OK(direct##sym, real, #sym)) {                                    \
             CXX_FREE(p);                                                                 \
             return;                                                                      \
         }                                                                                \

@@ -13,5 +13,8 @@ MK_HIDDEN void mk_modules_write(void);
 MK_HIDDEN void mk_modules_after_fork_child(void);
 MK_HIDDEN void mk_shadowed_find(void);
 MK_HIDDEN void mk_shadowed_write(void);
+/* Does the program define malloc or free ahead of the tracer's? (Known
+ * from mk_shadowed_find on, which runs before tracing starts.) */
+MK_HIDDEN bool mk_shadowed_malloc(void);
 
 #endif /* MEMKIT_PRELOAD_MODULES_H */

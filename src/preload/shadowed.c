@@ -26,6 +26,7 @@
  * again: the loader's lock may be held by a thread the fork left behind). */
 static uint8_t notes[4096];
 static size_t notes_len;
+static bool malloc_shadowed; /* names[0] or names[1] below */
 
 /* Does the object holding f define `name` there? Sets *by to its path. A
  * non-PIE executable that takes malloc's address has a canonical PLT entry
@@ -71,6 +72,7 @@ void mk_shadowed_find(void)
             by = object && object[0] ? object : "the program";
         n++;
     }
+    malloc_shadowed = flags & 3;
     if (!n)
         return;
     /* NOTES: varint flags (bit i: names[i] is shadowed), then the path of
@@ -81,6 +83,11 @@ void mk_shadowed_find(void)
     memcpy(p, by, len);
     p += len;
     notes_len = (size_t)(p - notes);
+}
+
+bool mk_shadowed_malloc(void)
+{
+    return malloc_shadowed;
 }
 
 void mk_shadowed_write(void)

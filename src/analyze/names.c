@@ -543,31 +543,41 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
     return s->frames;
 }
 
-bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out)
+bool mk_names_frame(mk_names_t *n, uint32_t stack, uint32_t index, mk_frame_t *out)
 {
     stack_names_t *s = stack_slot(n, stack, false);
     if (s && s->ids) { /* a merged stack: its frames need not be made */
-        if (s->depth)
-            *out = n->distinct[s->ids[0]];
-        return s->depth > 0;
+        if (index < s->depth)
+            *out = n->distinct[s->ids[index]];
+        return index < s->depth;
     }
     if ((s && s->resolved) || !n->tr || !stack) {
         uint32_t depth;
         const mk_frame_t *f = mk_names_stack(n, stack, &depth);
-        if (depth)
-            *out = f[0];
-        return depth > 0;
+        if (index < depth)
+            *out = f[index];
+        return index < depth;
     }
+    /* Frame index counts inlined frames too: walk the return addresses
+     * until the one whose frames hold it. */
     uint64_t one_pc;
     const uint64_t *pcs;
-    if (!stack_pcs(n->tr, stack, &pcs, &one_pc))
-        return false;
-    uint32_t k;
-    size_t at = frames_of_pc(n, pcs[0], &k);
-    if (!k)
-        return false;
-    *out = n->pc_frames[at]; /* strings interned: they outlive pc_frames' moves */
-    return true;
+    uint32_t d = stack_pcs(n->tr, stack, &pcs, &one_pc);
+    for (uint32_t i = 0; i < d; i++) {
+        uint32_t k;
+        size_t at = frames_of_pc(n, pcs[i], &k);
+        if (index < k) {
+            *out = n->pc_frames[at + index]; /* strings interned: they outlive moves */
+            return true;
+        }
+        index -= k;
+    }
+    return false;
+}
+
+bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out)
+{
+    return mk_names_frame(n, stack, 0, out);
 }
 
 bool mk_frame_known(const mk_frame_t *f)

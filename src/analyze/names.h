@@ -65,6 +65,12 @@ const mk_frame_t *mk_names_stack(mk_names_t *n, uint32_t stack, uint32_t *depth)
  * every site). False for an unknown or empty stack. */
 bool mk_names_innermost(mk_names_t *n, uint32_t stack, mk_frame_t *out);
 
+/* Frame index of a stack (0 the innermost, inlined frames counted) into
+ * *out, symbolizing the stack's return addresses up to it and no further
+ * (a site's caller, for each of a shown site's many stacks). False when the
+ * stack is shorter. */
+bool mk_names_frame(mk_names_t *n, uint32_t stack, uint32_t index, mk_frame_t *out);
+
 /* True when the stack's frames came from symbols or a log (not offsets only). */
 bool mk_frame_known(const mk_frame_t *f);
 

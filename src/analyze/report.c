@@ -146,9 +146,10 @@ const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, 
 
 /* Rolls the stack rows up by name into *out (names are copied, freed with
  * the rows). Rows are found by the name's hash; a hash shared by two names
- * falls back to a search. */
+ * falls back to a search. With row_of_site, also which row each site joins
+ * (allocated; NULL when out of memory). */
 static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
-                     mk_stack_agg_t **sums_out)
+                     mk_stack_agg_t **sums_out, uint32_t **row_of_site)
 {
     mk_kv_table_t index = mk_kv_heap_table();
     /* At most a row per site: room for that much, touched only as rows come
@@ -157,12 +158,18 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
     size_t room = r->nsites ? r->nsites : 1;
     mk_row_t *rows = malloc(room * sizeof *rows);
     mk_stack_agg_t *sums = malloc(room * sizeof *sums); /* rows[j]'s, until the sort */
+    uint32_t *joined = row_of_site ? malloc(room * sizeof *joined) : NULL;
+    for (size_t i = 0; joined && i < r->nsites; i++)
+        joined[i] = UINT32_MAX; /* none, past a failure below */
     size_t n = 0;
     *out = NULL;
     *sums_out = NULL;
+    if (row_of_site)
+        *row_of_site = NULL;
     if (!rows || !sums) {
         free(rows);
         free(sums);
+        free(joined);
         return 0;
     }
     for (size_t i = 0; i < r->nsites; i++) {
@@ -190,12 +197,27 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
             n++;
         }
         agg_add(&sums[j], r->sites[i].agg);
+        if (joined)
+            joined[i] = (uint32_t)j;
     }
     free(index.slots);
     for (size_t j = 0; j < n; j++) /* sums has stopped moving */
         rows[j].agg = &sums[j];
-    if (rows)
-        qsort(rows, n, sizeof *rows, by_calls);
+    qsort(rows, n, sizeof *rows, by_calls);
+    if (joined) { /* rows moved in the sort: each keeps its sum, found by it */
+        uint32_t *moved_to = malloc((n ? n : 1) * sizeof *moved_to);
+        for (size_t k = 0; moved_to && k < n; k++)
+            moved_to[rows[k].agg - sums] = (uint32_t)k;
+        for (size_t i = 0; moved_to && i < r->nsites; i++)
+            if (joined[i] != UINT32_MAX)
+                joined[i] = moved_to[joined[i]];
+        if (!moved_to) {
+            free(joined);
+            joined = NULL;
+        }
+        free(moved_to);
+        *row_of_site = joined;
+    }
     *out = rows;
     *sums_out = sums;
     return n;
@@ -223,8 +245,8 @@ static bool build_rows(mk_report_t *r)
     /* The summary at the end of memkit trace (summary_first) shows sites by
      * line only: the roll-up by function is the full report's. */
     if (!r->opts.summary_first)
-        r->nfunctions = rollup(r, false, &r->functions, &r->function_aggs);
-    r->nlines = rollup(r, true, &r->lines, &r->line_aggs);
+        r->nfunctions = rollup(r, false, &r->functions, &r->function_aggs, NULL);
+    r->nlines = rollup(r, true, &r->lines, &r->line_aggs, &r->line_of_site);
     return true;
 }
 
@@ -814,6 +836,7 @@ static void free_rows(mk_row_t *rows, size_t n)
 void mk_report_free(mk_report_t *r)
 {
     free(r->sites);
+    free(r->line_of_site);
     free_rows(r->functions, r->nfunctions);
     free_rows(r->lines, r->nlines);
     free_sums(r->function_aggs, r->nfunctions);

@@ -96,6 +96,7 @@ typedef struct mk_report {
     mk_row_t *sites, *functions, *lines; /* by calls, most first */
     mk_stack_agg_t *function_aggs, *line_aggs; /* the roll-ups' sums */
     size_t nsites, nfunctions, nlines;
+    uint32_t *line_of_site; /* sites[i] rolls up to lines[line_of_site[i]] */
     mk_finding_t *findings; /* by saving, most first */
     size_t nfindings;
     double cost_ns;        /* malloc+free pair used for savings; 0 until

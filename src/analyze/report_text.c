@@ -170,13 +170,11 @@ static void site_callers(const text_t *t, const int *row_of, int row)
         return;
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
-        uint32_t depth;
-        if (row_of[i] != row)
+        mk_frame_t caller; /* the stack's second frame: its others stay unnamed */
+        if (row_of[i] != row || !r->sites[i].agg->calls ||
+            !mk_names_frame(r->names, r->sites[i].stack, 1, &caller))
             continue;
-        const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
-        if (depth < 2 || !r->sites[i].agg->calls)
-            continue;
-        const char *label = mk_frame_long(&f[1], buf, sizeof buf);
+        const char *label = mk_frame_long(&caller, buf, sizeof buf);
         size_t j = 0;
         while (j < n && strcmp(callers[j].label, label) != 0)
             j++;
@@ -213,20 +211,16 @@ static void top_list(const text_t *t, int top)
     fprintf(t->out, "Top call sites by allocations%s:\n",
             r->prof.from_summary && !r->prof.site_stacks ? " (calling instruction)" : "");
     size_t shown = n < (size_t)top ? n : (size_t)top;
-    /* Each stack's line, named once: which shown row it belongs to. */
-    int *row_of = r->nlines ? malloc((r->nsites ? r->nsites : 1) * sizeof *row_of) : NULL;
-    for (size_t i = 0; row_of && i < r->nsites; i++) {
-        char buf[1024];
-        const char *name =
-            mk_report_rollup_name(r, r->sites[i].stack, true, buf, sizeof buf);
-        row_of[i] = -1;
-        for (size_t j = 0; j < shown && row_of[i] < 0; j++)
-            if (strcmp(rows[j].name, name) == 0)
-                row_of[i] = (int)j;
-    }
+    /* Which shown row each stack joined in the roll-up by line, if any. */
+    int *row_of = r->nlines && r->line_of_site
+                      ? malloc((r->nsites ? r->nsites : 1) * sizeof *row_of)
+                      : NULL;
+    for (size_t i = 0; row_of && i < r->nsites; i++)
+        row_of[i] = r->line_of_site[i] < shown ? (int)r->line_of_site[i] : -1;
     for (size_t i = 0; i < shown; i++) {
-        uint32_t depth;
-        const mk_frame_t *f = mk_names_stack(r->names, rows[i].stack, &depth);
+        mk_frame_t innermost;
+        const mk_frame_t *f = &innermost;
+        bool named = mk_names_frame(r->names, rows[i].stack, 0, &innermost);
         char where[1024];
         const mk_stack_agg_t *g = rows[i].agg;
         if (r->prof.sampled)
@@ -234,11 +228,11 @@ static void top_list(const text_t *t, int top)
                     "  %zu. ~%" PRIu64 " calls (+-%.0f), ~%" PRIu64
                     " bytes (+-%.0f): %s\n",
                     i + 1, g->calls, sqrt(g->calls_var), g->bytes, sqrt(g->bytes_var),
-                    depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+                    named ? mk_frame_long(f, where, sizeof where) : "(no stack)");
         else
             fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
                     g->calls, g->bytes,
-                    depth ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+                    named ? mk_frame_long(f, where, sizeof where) : "(no stack)");
         if (row_of)
             site_callers(t, row_of, (int)i);
     }

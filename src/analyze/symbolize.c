@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A function symbol at its address in the file (bias 0). */
 typedef struct func_sym {
@@ -43,9 +44,14 @@ typedef struct module_syms {
     bool loaded;
 } module_syms_t;
 
-/* A module file, opened once per run of memkit. */
+/* A module file, opened once per run of memkit. One file may go by several
+ * paths (/lib and /usr/lib, the loader's name and the kernel's): a path met
+ * after the file is open is an alias of the entry opened first. */
 typedef struct module_file {
     char *path;
+    size_t alias_of; /* 1 + the index of the entry this path names; 0: none */
+    dev_t dev;
+    ino_t ino;
     Dwfl *dwfl;
     Dwfl_Module *mod; /* the file at bias 0 */
     Dwarf_Addr start; /* its lowest address: module+offset counts from here */
@@ -96,9 +102,23 @@ static const Dwfl_Callbacks callbacks = {
  * not cached, so a file that appears later is still found). Under files_lock. */
 static module_file_t *file_of(const char *path)
 {
+    struct stat st;
     for (size_t i = 0; i < nfiles; i++)
         if (strcmp(files[i].path, path) == 0)
-            return &files[i];
+            return files[i].alias_of ? &files[files[i].alias_of - 1] : &files[i];
+    if (stat(path, &st) != 0)
+        return NULL;
+    for (size_t i = 0; i < nfiles; i++) {
+        if (files[i].alias_of || files[i].dev != st.st_dev || files[i].ino != st.st_ino)
+            continue;
+        char *copy = strdup(path);
+        if (!copy || !mk_grow((void **)&files, &files_cap, nfiles + 1, sizeof *files)) {
+            free(copy);
+            return &files[i]; /* found all the same, by stat the next time too */
+        }
+        files[nfiles++] = (module_file_t){.path = copy, .alias_of = i + 1};
+        return &files[i];
+    }
     Dwfl *dwfl = dwfl_begin(&callbacks);
     if (!dwfl)
         return NULL;
@@ -112,7 +132,8 @@ static module_file_t *file_of(const char *path)
         return NULL;
     }
     module_file_t *f = &files[nfiles++];
-    *f = (module_file_t){.path = copy, .dwfl = dwfl, .mod = mod};
+    *f = (module_file_t){
+        .path = copy, .dev = st.st_dev, .ino = st.st_ino, .dwfl = dwfl, .mod = mod};
     dwfl_module_info(mod, NULL, &f->start, NULL, NULL, NULL, NULL, NULL);
     return f;
 }

@@ -260,14 +260,104 @@ static size_t find_traces(const char *prefix, const char *run_id, time_t since,
     return f.n;
 }
 
-/* The warm-up thread: libc's symbols and debug information, by the path
- * the traced program's module map will name it by (the same libc as ours). */
-static void *warm_symbols(void *unused)
+/* The warm-up thread: while the program runs, on the other core, it reads
+ * the symbols and debug information the summary will look up. First libc's,
+ * by the path the traced program's module map will name it by (the same
+ * libc as ours); then those of each code file the program maps, as
+ * /proc/PID/maps lists them (the symbolizer knows a file by any of its
+ * paths), read again at growing intervals for what it loads later. A C++
+ * program's libraries are most of the summary's wait otherwise: libLLVM's
+ * 44k symbols take ~30 ms to load and sort. */
+typedef struct warm_ctl {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done; /* the program has ended: the summary wants the symbolizer */
+    pid_t pid;
+    uint64_t seen[512]; /* hashes of the paths warmed (or given up) */
+    size_t nseen;
+} warm_ctl_t;
+
+/* First look at the program's maps after this, then at twice the wait
+ * before, up to the last: a short program is not read at all, a long one
+ * a dozen times. */
+#define MK_WARM_FIRST_MS 20
+#define MK_WARM_LAST_MS  2000
+
+/* Sleeps up to ms, or until the program ends; true if it has. */
+static bool warm_wait(warm_ctl_t *w, long ms)
 {
-    (void)unused;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->lock);
+    while (!w->done && pthread_cond_timedwait(&w->cond, &w->lock, &until) == 0)
+        ;
+    bool done = w->done;
+    pthread_mutex_unlock(&w->lock);
+    return done;
+}
+
+static bool warm_done(warm_ctl_t *w)
+{
+    pthread_mutex_lock(&w->lock);
+    bool done = w->done;
+    pthread_mutex_unlock(&w->lock);
+    return done;
+}
+
+/* Warms each code file of the program's maps not warmed before; false
+ * once the program has ended (or its maps cannot be read). */
+static bool warm_mapped(warm_ctl_t *w)
+{
+    char maps[64];
+    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)w->pid);
+    FILE *f = fopen(maps, "re");
+    char *line = NULL;
+    size_t cap = 0;
+    bool going = f != NULL;
+    while (going && getline(&line, &cap, f) > 0) {
+        char perms[8];
+        int at = 0;
+        /* address-range perms offset dev inode path */
+        if (sscanf(line, "%*s %7s %*s %*s %*s %n", perms, &at) != 1 ||
+            !strchr(perms, 'x'))
+            continue;
+        char *path = line + at;
+        path[strcspn(path, "\n")] = 0;
+        if (path[0] != '/' || strstr(path, " (deleted)"))
+            continue;
+        uint64_t h = mk_hash_bytes(path, strlen(path));
+        bool seen = false;
+        for (size_t i = 0; i < w->nseen && !seen; i++)
+            seen = w->seen[i] == h;
+        if (seen || w->nseen == sizeof w->seen / sizeof *w->seen)
+            continue;
+        w->seen[w->nseen++] = h;
+        if (warm_done(w))
+            going = false;
+        else
+            mk_symbolize_warm(path);
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return going;
+}
+
+static void *warm_symbols(void *arg)
+{
+    warm_ctl_t *w = arg;
     Dl_info libc;
     if (dladdr((void *)printf, &libc) && libc.dli_fname && libc.dli_fname[0] == '/')
         mk_symbolize_warm(libc.dli_fname);
+    for (long ms = MK_WARM_FIRST_MS; !warm_wait(w, ms) && warm_mapped(w);
+         ms = ms < MK_WARM_LAST_MS / 2 ? ms * 2 : MK_WARM_LAST_MS)
+        ;
     return NULL;
 }
 
@@ -492,15 +582,24 @@ int mk_cmd_trace(int argc, char **argv)
     pid_t pid = spawn(&o, preload, run_id, cmd);
     if (pid < 0)
         return mk_usage_error("trace: cannot fork: %s", strerror(errno));
-    /* The summary will symbolize frames in libc: read its symbols now, on
-     * the other core, while the program runs (and the first time, inflate
-     * its compressed debug file, libc6-dbg, into the cache: tens of ms). */
+    /* The summary will symbolize frames in libc and the program's other
+     * modules: read their symbols now, on the other core, while the program
+     * runs (and the first time, inflate libc's compressed debug file,
+     * libc6-dbg, into the cache: tens of ms). */
     pthread_t warm;
-    bool warming = !o.quiet && pthread_create(&warm, NULL, warm_symbols, NULL) == 0;
+    static warm_ctl_t warm_ctl = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                                  .cond = PTHREAD_COND_INITIALIZER};
+    warm_ctl.pid = pid;
+    bool warming = !o.quiet && pthread_create(&warm, NULL, warm_symbols, &warm_ctl) == 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (warming)
+    if (warming) {
+        pthread_mutex_lock(&warm_ctl.lock);
+        warm_ctl.done = true;
+        pthread_cond_signal(&warm_ctl.cond);
+        pthread_mutex_unlock(&warm_ctl.lock);
         pthread_join(warm, NULL);
+    }
     restore_given();
     /* The processes' "first to report a failure" marker (preload/output.c). */
     char said[128];

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -742,6 +743,107 @@ static size_t *largest_first(const char *const *paths, size_t n)
     return order;
 }
 
+/* One trace of a merge, loaded on a thread of its own while the one before
+ * it is merged: decoding a trace's events and merging its stacks (naming
+ * their frames) are each about half of a run's merged report, and neither
+ * touches what the other does. Not with --module, --function or --file,
+ * whose filter names stacks while the events are decoded. */
+typedef struct prefetch {
+    pthread_t thread;
+    bool running; /* on its thread, not yet joined */
+    bool pending; /* started, and its report not yet taken */
+    const char *path;
+    const mk_report_opts_t *opts;
+    mk_report_t one;
+    int rc;
+    char err[1024];
+} prefetch_t;
+
+static void *prefetch_run(void *arg)
+{
+    prefetch_t *p = arg;
+    p->rc = mk_report_load(&p->one, p->path, p->opts, p->err, sizeof p->err);
+    return NULL;
+}
+
+/* Loads path into p: on a thread when threaded (and one can be made), else
+ * here and now. */
+static void prefetch_start(prefetch_t *p, const char *path, const mk_report_opts_t *opts,
+                           bool threaded)
+{
+    p->path = path;
+    p->opts = opts;
+    p->pending = true;
+    p->running = threaded && pthread_create(&p->thread, NULL, prefetch_run, p) == 0;
+    if (!p->running)
+        prefetch_run(p);
+}
+
+static void prefetch_wait(prefetch_t *p)
+{
+    if (p->running)
+        pthread_join(p->thread, NULL);
+    p->running = false;
+}
+
+/* A load no longer wanted (the merge failed): waited for, and freed. */
+static void prefetch_drop(prefetch_t *p)
+{
+    prefetch_wait(p);
+    if (p->pending && p->rc == 0)
+        mk_report_free(&p->one);
+    p->pending = false;
+}
+
+/* Merges a loaded trace into r (and frees it): 0, or the exit status of a
+ * merge that cannot go on, its error in err. A trace that could not be read
+ * is left out, said in r->problem, unless it is the last hope (none_yet:
+ * no trace could be read before it, and none comes after). */
+static int merge_loaded(mk_report_t *r, prefetch_t *p, const char *path, bool none_yet,
+                        char *err, size_t errlen)
+{
+    mk_report_t *one = &p->one;
+    if (p->rc) {
+        /* A trace that cannot be read at all (a process killed before its
+         * head was written leaves an empty file) costs the report that
+         * process, not the run: the others are reported, the loss said in
+         * one line, the exit status 2 (partial). */
+        if (none_yet) {
+            snprintf(err, errlen, "%s", p->err);
+            return p->rc; /* none could be read: its error is the answer */
+        }
+        if (!r->problem[0])
+            snprintf(r->problem, sizeof r->problem, "%.440s; left out of the report",
+                     p->err);
+        r->partial = true;
+        return 0;
+    }
+    if (one->kind != MK_INPUT_TRACE) {
+        snprintf(err, errlen,
+                 "%s is a curl memdebug log: a log is reported alone, not merged with "
+                 "other inputs",
+                 path);
+        mk_report_free(one);
+        return 2;
+    }
+    if (one->problem[0] && !r->problem[0])
+        snprintf(r->problem, sizeof r->problem, "%s", one->problem);
+    r->partial |= one->partial;
+    if (one->duration_s > r->duration_s)
+        r->duration_s = one->duration_s;
+    if (one->outside[0] && !r->outside[0])
+        snprintf(r->outside, sizeof r->outside, "%.900s (pid %u)", one->outside,
+                 one->tr->header.pid);
+    r->leaks_unknown |= one->leaks_unknown;
+    mk_report_process_of(&r->procs[r->nprocs++], one, path);
+    mk_profile_release_replay(&one->prof); /* its aggregates are what is merged */
+    bool merged = merge_profile(r, one);
+    mk_report_free(one);
+    if (!merged)
+        return snprintf(err, errlen, "out of memory merging %s", path), 2;
+    return 0;
+}
+
 int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
                         const mk_report_opts_t *opts, char *err, size_t errlen)
 {
@@ -765,61 +867,42 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
     mk_report_opts_t each = r->opts;
     each.totals_only = true;     /* each process's aggregates; rows once, merged */
     each.share_names = r->names; /* one symbolization of each module for the run */
+    bool ahead = !each.module && !each.function && !each.file; /* see prefetch_t */
     size_t *order = largest_first(paths, n);
-    if (!order) {
+    prefetch_t *slot = calloc(2, sizeof *slot); /* trace k's load is slot[k % 2] */
+    if (!order || !slot) {
+        free(order);
+        free(slot);
         mk_report_free(r);
         return snprintf(err, errlen, "out of memory"), 2;
     }
-    for (size_t k = 0; k < n; k++) {
-        size_t i = order[k];
-        mk_report_t one;
-        int rc = mk_report_load(&one, paths[i], &each, err, errlen);
-        if (rc == 0 && one.kind != MK_INPUT_TRACE) {
-            snprintf(err, errlen,
-                     "%s is a curl memdebug log: a log is reported alone, not merged "
-                     "with other inputs",
-                     paths[i]);
-            mk_report_free(&one);
-            free(order);
-            mk_report_free(r);
-            return 2;
-        }
-        if (rc) {
-            /* A trace that cannot be read at all (a process killed before its
-             * head was written leaves an empty file) costs the report that
-             * process, not the run: the others are reported, the loss said
-             * in one line, the exit status 2 (partial). */
-            if (k + 1 == n && !r->nprocs) {
-                free(order);
-                mk_report_free(r);
-                return rc; /* none could be read: its error is the answer */
-            }
-            if (!r->problem[0])
-                snprintf(r->problem, sizeof r->problem, "%.440s; left out of the report",
-                         err);
-            r->partial = true;
-            continue;
-        }
-        if (one.problem[0] && !r->problem[0])
-            snprintf(r->problem, sizeof r->problem, "%s", one.problem);
-        r->partial |= one.partial;
-        if (one.duration_s > r->duration_s)
-            r->duration_s = one.duration_s;
-        if (one.outside[0] && !r->outside[0])
-            snprintf(r->outside, sizeof r->outside, "%.900s (pid %u)", one.outside,
-                     one.tr->header.pid);
-        r->leaks_unknown |= one.leaks_unknown;
-        mk_report_process_of(&r->procs[r->nprocs++], &one, paths[i]);
-        mk_profile_release_replay(&one.prof); /* its aggregates are what is merged */
-        bool merged = merge_profile(r, &one);
-        mk_report_free(&one);
-        if (!merged) {
-            free(order);
-            mk_report_free(r);
-            return snprintf(err, errlen, "out of memory merging %s", paths[i]), 2;
-        }
+    /* The largest trace here: a large one decodes on two threads already.
+     * The next one loads after it is merged, not beside: the largest
+     * trace's replay and the merged names' growth make the report's peak
+     * memory, to which a second trace's replay would add. */
+    prefetch_start(&slot[0], paths[order[0]], &each, false);
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        prefetch_t *cur = &slot[k % 2], *next = &slot[(k + 1) % 2];
+        bool beside = ahead && k > 0 && k + 1 < n;
+        prefetch_wait(cur);
+        cur->pending = false; /* merge_loaded frees or keeps what it holds */
+        if (beside)
+            prefetch_start(next, paths[order[k + 1]], &each, true);
+        rc = merge_loaded(r, cur, paths[order[k]], !r->nprocs && k + 1 == n, err, errlen);
+        if (rc == 0 && !beside && k + 1 < n)
+            prefetch_start(next, paths[order[k + 1]], &each, false);
+    }
+    if (rc) {
+        for (int s = 0; s < 2; s++)
+            prefetch_drop(&slot[s]);
+        free(order);
+        free(slot);
+        mk_report_free(r);
+        return rc;
     }
     free(order);
+    free(slot);
     mk_report_sort_processes(r->procs, r->nprocs);
     if (!r->opts.totals_only)
         finish(r, paths[0]);

@@ -365,15 +365,16 @@ static void *warm_symbols(void *arg)
  * name their traces by pattern rather than one line each. */
 #define MK_TREE_ROWS 20
 
-static void summarize_one(const found_t *t, const char *cmd, pid_t pid, int top)
+static void summarize_one(FILE *out, const found_t *t, const char *cmd, pid_t pid,
+                          int top)
 {
-    fprintf(stderr, "memkit: summary of %s (pid %d)\n", cmd, (int)pid);
-    mk_summarize_trace(t->path, stderr, top);
-    fprintf(stderr, "Trace: %s\n", t->path);
-    fprintf(stderr, "Next: memkit report %s\n", t->path);
+    fprintf(out, "memkit: summary of %s (pid %d)\n", cmd, (int)pid);
+    mk_summarize_trace(t->path, out, top);
+    fprintf(out, "Trace: %s\n", t->path);
+    fprintf(out, "Next: memkit report %s\n", t->path);
 }
 
-static void list_traces(const found_t *traces, size_t n, bool with_calls)
+static void list_traces(FILE *out, const found_t *traces, size_t n, bool with_calls)
 {
     if (n > MK_TREE_ROWS) {
         char pattern[PATH_MAX];
@@ -382,21 +383,21 @@ static void list_traces(const found_t *traces, size_t n, bool with_calls)
         dot = strchr(dot ? dot : pattern, '.'); /* PREFIX.<pid>...: the pid on */
         if (dot)
             snprintf(dot, sizeof pattern - (size_t)(dot - pattern), ".*.mkt");
-        fprintf(stderr, "Traces: %zu files, %s\n", n, pattern);
+        fprintf(out, "Traces: %zu files, %s\n", n, pattern);
         return;
     }
     for (size_t i = 0; i < n; i++) {
         if (with_calls)
-            fprintf(stderr, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
+            fprintf(out, "Trace: %s (pid %u, %" PRIu64 " allocation calls)\n",
                     traces[i].path, traces[i].pid, traces[i].calls);
         else
-            fprintf(stderr, "Trace: %s\n", traces[i].path);
+            fprintf(out, "Trace: %s\n", traces[i].path);
     }
 }
 
 /* A process tree: the busiest process's summary, then every process's
  * totals, busiest first; "Next:" names the busiest trace. */
-static void summarize_tree(found_t *traces, size_t n, int top)
+static void summarize_tree(FILE *out, found_t *traces, size_t n, int top)
 {
     mk_report_process_t *procs = calloc(n, sizeof *procs);
     uint64_t calls = 0, bytes = 0;
@@ -407,21 +408,39 @@ static void summarize_tree(found_t *traces, size_t n, int top)
         bytes += procs[i].total_bytes;
     }
     if (!procs) {
-        list_traces(traces, n, false);
+        list_traces(out, traces, n, false);
         return;
     }
     mk_report_sort_processes(procs, n);
-    fprintf(stderr, "memkit: summary of %s (pid %u), the busiest of %zu processes\n",
+    fprintf(out, "memkit: summary of %s (pid %u), the busiest of %zu processes\n",
             procs[0].command, procs[0].pid, n);
-    mk_summarize_trace(procs[0].path, stderr, top);
-    fprintf(stderr,
+    mk_summarize_trace(procs[0].path, out, top);
+    fprintf(out,
             "Processes: %zu, %" PRIu64 " allocation calls and %" PRIu64
             " bytes allocated in all, busiest first:\n",
             n, calls, bytes);
-    mk_render_processes(stderr, procs, n, MK_TREE_ROWS);
-    list_traces(traces, n, true);
-    fprintf(stderr, "Next: memkit report %s\n", procs[0].path);
+    mk_render_processes(out, procs, n, MK_TREE_ROWS);
+    list_traces(out, traces, n, true);
+    fprintf(out, "Next: memkit report %s\n", procs[0].path);
     free(procs);
+}
+
+/* The summary, in one write: built in memory and then written whole, so
+ * that output of processes the program left running cannot cut into it
+ * (and a terminal takes one write, not one a line). */
+static void print_summary(found_t *traces, size_t n, const found_t *main_trace,
+                          const char *cmd, pid_t pid, int top)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (n == 1)
+        summarize_one(out ? out : stderr, main_trace, cmd, pid, top);
+    else
+        summarize_tree(out ? out : stderr, traces, n, top);
+    if (out && fclose(out) == 0)
+        fwrite(text, 1, len, stderr);
+    free(text);
 }
 
 /* The trace of the process memkit started: the last image it exec'd. */
@@ -622,11 +641,9 @@ int mk_cmd_trace(int argc, char **argv)
         fprintf(stderr, "memkit: no trace was written for '%s'%s\n", cmd[0],
                 n ? "" : " (see any message above)");
     else if (o.quiet)
-        list_traces(traces, n, false);
-    else if (n == 1)
-        summarize_one(main_trace, cmd[0], pid, o.top);
+        list_traces(stderr, traces, n, false);
     else
-        summarize_tree(traces, n, o.top);
+        print_summary(traces, n, main_trace, cmd[0], pid, o.top);
     free(traces);
     return rc;
 }

@@ -7,9 +7,12 @@
 # this repository; curl downloading from a local python3 http.server; cmake
 # configuring a small project; memkit-churn. Each round runs every program
 # untraced, under `memkit trace -q`, `memkit trace` (the summary printed),
-# `memkit trace -q --summary-only` and heaptrack, one after the other, then
-# `memkit report` and `heaptrack_print` on that round's traces. Figures are
-# medians over ROUNDS rounds (default 3). SCALE (default 1) shrinks the
+# `memkit trace -q --summary-only` and heaptrack, one after the other (in the
+# reverse order every other round), then `memkit report` and `heaptrack_print`
+# on that round's traces. Times are medians over ROUNDS rounds (default 3);
+# each ratio is the median of the rounds' own ratios, whose range is printed
+# below the table (this machine's speed drifts over minutes: a round's runs
+# see the same machine, rounds need not). SCALE (default 1) shrinks the
 # inputs: the smoke test runs 0.01 so the script cannot rot.
 # BENCH_REAL_PROGRAMS=FILE runs FILE's programs instead, one a line:
 # name|directory|command|what to run before each run.
@@ -47,7 +50,7 @@ timed() {
     name=$1 way=$2
     shift 2
     /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null 2>"$work/err"
-    echo "$name $way $(tail -n 1 "$work/time")" >>"$work/res"
+    echo "$name $way $(tail -n 1 "$work/time") $r" >>"$work/res"
 }
 
 sum_calls_memkit() { # TRACES...: allocation calls over all processes
@@ -73,16 +76,18 @@ while [ "$r" -le "$rounds" ]; do
         cd "$dir" || exit 2
         # shellcheck disable=SC2086 # the command's words
         set -- $cmd
-        $prep
-        timed "$name" untraced "$@"
-        $prep
-        timed "$name" memkit-q "$memkit" trace -q -o "$d/q" -- "$@"
-        $prep
-        timed "$name" memkit "$memkit" trace -o "$d/m" -- "$@"
-        $prep
-        timed "$name" summary-only "$memkit" trace -q --summary-only -o "$d/s" -- "$@"
-        $prep
-        timed "$name" heaptrack heaptrack -o "$d/h" "$@"
+        # The ways in turn, in the reverse order every other round: a drift
+        # of the machine's speed over a round then favours no way.
+        for way in $(if [ $((r % 2)) = 1 ]; then echo u q t s h; else echo h s t q u; fi); do
+            $prep
+            case $way in
+            u) timed "$name" untraced "$@" ;;
+            q) timed "$name" memkit-q "$memkit" trace -q -o "$d/q" -- "$@" ;;
+            t) timed "$name" memkit "$memkit" trace -o "$d/m" -- "$@" ;;
+            s) timed "$name" summary-only "$memkit" trace -q --summary-only -o "$d/s" -- "$@" ;;
+            h) timed "$name" heaptrack heaptrack -o "$d/h" "$@" ;;
+            esac
+        done
         timed "$name" report "$memkit" report "$d"/q.*.mkt
         ht=$(ls "$d"/h*.zst 2>/dev/null)
         # heaptrack_print of each process's file, as one timed step
@@ -97,17 +102,30 @@ while [ "$r" -le "$rounds" ]; do
     r=$((r + 1))
 done
 
-# The table: medians per (program, way).
+# The table: medians per (program, way); each ratio the median of the
+# rounds' own ratios (a round's runs are minutes closer than the rounds).
 python3 - "$work/res" "$rounds" "$scale" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 med = {}
 extra = {}
+by_round = {}
 for r in rows:
     if r[1] in ("calls", "size", "procs"):
         extra[(r[0], r[1])] = (int(r[2]), int(r[3]))
         continue
     med.setdefault((r[0], r[1]), []).append((float(r[2]), int(r[3])))
+    by_round.setdefault((r[0], int(r[4])), {})[r[1]] = float(r[2])
+def ratios(u, q, t, h, rp, hp):
+    return ((q - u) / (h - u) if h > u else float("nan"), t / (h + hp), t / q,
+            rp / max(hp, 0.5))
+def round_ratios(name):
+    out = []
+    for (n, _), w in sorted(by_round.items()):
+        if n == name and len(w) == 7:
+            out.append(ratios(w["untraced"], w["memkit-q"], w["memkit"], w["heaptrack"],
+                              w["report"], w["heaptrack_print"]))
+    return out
 names = []
 for r in rows:
     if r[0] not in names:
@@ -121,13 +139,20 @@ print("memkit on real programs: medians of %s round(s), scale %s" % (sys.argv[2]
 print("%-12s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %7s" % (
     "program", "untraced", "trace -q", "trace", "summary", "heaptrk", "report", "ht_print",
     "q/ht oh", "t/ht+p", "t/q", "rep/htp"))
+spreads = []
 for n in names:
     u = m(n, "untraced")[0]; q = m(n, "memkit-q")[0]; t = m(n, "memkit")[0]
     s = m(n, "summary-only")[0]; h = m(n, "heaptrack")[0]
     rp, rrss = m(n, "report"); hp, hrss = m(n, "heaptrack_print")
-    oh = (q - u) / (h - u) if h > u else float("nan")
+    per = round_ratios(n)
+    if per:
+        rat = [statistics.median(x[i] for x in per) for i in range(4)]
+        spreads.append((n, [(min(x[i] for x in per), max(x[i] for x in per))
+                            for i in range(4)]))
+    else:
+        rat = ratios(u, q, t, h, rp, hp)
     print("%-12s %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %8.2fs %8.2f %8.2f %8.2f %7.2f" % (
-        n, u, q, t, s, h, rp, hp, oh, t / (h + hp), t / q, rp / max(hp, 0.5)))
+        (n, u, q, t, s, h, rp, hp) + tuple(rat)))
 print()
 print("%-12s %12s %12s %11s %11s %9s %9s %8s %8s" % (
     "program", "calls memkit", "calls htrack", "trace MB", "htrack MB", "rep RSS", "htp RSS",
@@ -139,7 +164,13 @@ for n in names:
         n, c[0], c[1], z[0] / 1e6, z[1] / 1e6, m(n, "report")[1], m(n, "heaptrack_print")[1],
         p[0], p[1]))
 print()
+print("%-12s %17s %17s %17s %17s" % ("ratios' range", "q/ht oh", "t/ht+p", "t/q", "rep/htp"))
+for n, sp in spreads:
+    print("%-12s %s" % (n, " ".join("%8.2f-%-8.2f" % lo_hi for lo_hi in sp)))
+print()
 print("q/ht oh: memkit trace -q's overhead over heaptrack's (bar <= 0.5); t/ht+p: memkit")
 print("trace over heaptrack + heaptrack_print (bar <= 1); t/q: memkit trace over -q (bar")
 print("<= 1.3); rep/htp: memkit report over max(heaptrack_print, 0.5 s) (bar <= 1).")
+print("Ratios are medians of the rounds' own ratios; the ways run in the reverse order")
+print("every other round.")
 PY

@@ -122,11 +122,23 @@ static void free_sums(mk_stack_agg_t *sums, size_t n)
 static int by_calls(const void *a, const void *b)
 {
     const mk_row_t *x = a, *y = b;
-    if (x->agg->calls != y->agg->calls)
-        return x->agg->calls < y->agg->calls ? 1 : -1;
-    if (x->agg->bytes != y->agg->bytes)
-        return x->agg->bytes < y->agg->bytes ? 1 : -1;
+    if (x->calls != y->calls)
+        return x->calls < y->calls ? 1 : -1;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Rows by calls, most first; their sort keys copied from their aggregates,
+ * which are final by now. */
+static void sort_rows(mk_row_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rows[i].calls = rows[i].agg->calls;
+        rows[i].bytes = rows[i].agg->bytes;
+    }
+    if (n)
+        qsort(rows, n, sizeof *rows, by_calls);
 }
 
 const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
@@ -204,7 +216,7 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
     free(index.slots);
     for (size_t j = 0; j < n; j++) /* sums has stopped moving */
         rows[j].agg = &sums[j];
-    qsort(rows, n, sizeof *rows, by_calls);
+    sort_rows(rows, n);
     if (joined) { /* rows moved in the sort: each keeps its sum, found by it */
         uint32_t *moved_to = malloc((n ? n : 1) * sizeof *moved_to);
         for (size_t k = 0; moved_to && k < n; k++)
@@ -241,8 +253,7 @@ static bool build_rows(mk_report_t *r)
         row->stack = a->stack;
         row->agg = a;
     }
-    if (r->sites)
-        qsort(r->sites, r->nsites, sizeof *r->sites, by_calls);
+    sort_rows(r->sites, r->nsites);
     /* The summary at the end of memkit trace (summary_first) shows sites by
      * line only: the roll-up by function is the full report's. */
     if (!r->opts.summary_first)

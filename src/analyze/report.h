@@ -42,11 +42,14 @@ void mk_report_opts_default(mk_report_opts_t *o);
 /* A row: one stack, or every stack with the same allocating function or
  * source line. agg sums its stacks (without their order windows). */
 typedef struct mk_row {
-    uint32_t stack;      /* the stack, or the row's busiest stack */
-    const char *name;    /* the function or line; NULL for a stack row */
-    mk_stack_agg_t *agg; /* a stack row: the profile's own aggregate (no copy:
-                          * a compiler's trace has tens of thousands);
-                          * a roll-up: the sum of its stacks' */
+    uint32_t stack;        /* the stack, or the row's busiest stack */
+    const char *name;      /* the function or line; NULL for a stack row */
+    mk_stack_agg_t *agg;   /* a stack row: the profile's own aggregate (no copy:
+                            * a compiler's trace has tens of thousands);
+                            * a roll-up: the sum of its stacks' */
+    uint64_t calls, bytes; /* agg's, copied when the rows are sorted: the sort
+                            * then reads the rows alone, not tens of thousands
+                            * of scattered aggregates */
 } mk_row_t;
 
 enum mk_finding_kind {

@@ -160,8 +160,9 @@ static int by_caller_calls(const void *a, const void *b)
     return (x->calls < y->calls) - (x->calls > y->calls);
 }
 
-/* row_of[i]: which shown line row stack row i rolls up to, or -1. */
-static void site_callers(const text_t *t, const int *row_of, int row)
+/* The callers of the stacks that joined line row `row` in the roll-up
+ * (r->line_of_site). */
+static void site_callers(const text_t *t, uint32_t row)
 {
     mk_report_t *r = t->r;
     caller_t *callers = calloc(MK_CALLERS_KEPT, sizeof *callers);
@@ -171,7 +172,7 @@ static void site_callers(const text_t *t, const int *row_of, int row)
     for (size_t i = 0; i < r->nsites; i++) {
         char buf[1024];
         mk_frame_t caller; /* the stack's second frame: its others stay unnamed */
-        if (row_of[i] != row || !r->sites[i].agg->calls ||
+        if (r->line_of_site[i] != row || !r->sites[i].agg->calls ||
             !mk_names_frame(r->names, r->sites[i].stack, 1, &caller))
             continue;
         const char *label = mk_frame_long(&caller, buf, sizeof buf);
@@ -211,32 +212,25 @@ static void top_list(const text_t *t, int top)
     fprintf(t->out, "Top call sites by allocations%s:\n",
             r->prof.from_summary && !r->prof.site_stacks ? " (calling instruction)" : "");
     size_t shown = n < (size_t)top ? n : (size_t)top;
-    /* Which shown row each stack joined in the roll-up by line, if any. */
-    int *row_of = r->nlines && r->line_of_site
-                      ? malloc((r->nsites ? r->nsites : 1) * sizeof *row_of)
-                      : NULL;
-    for (size_t i = 0; row_of && i < r->nsites; i++)
-        row_of[i] = r->line_of_site[i] < shown ? (int)r->line_of_site[i] : -1;
     for (size_t i = 0; i < shown; i++) {
         mk_frame_t innermost;
-        const mk_frame_t *f = &innermost;
         bool named = mk_names_frame(r->names, rows[i].stack, 0, &innermost);
         char where[1024];
         const mk_stack_agg_t *g = rows[i].agg;
         if (r->prof.sampled)
-            fprintf(t->out,
-                    "  %zu. ~%" PRIu64 " calls (+-%.0f), ~%" PRIu64
-                    " bytes (+-%.0f): %s\n",
-                    i + 1, g->calls, sqrt(g->calls_var), g->bytes, sqrt(g->bytes_var),
-                    named ? mk_frame_long(f, where, sizeof where) : "(no stack)");
+            fprintf(
+                t->out,
+                "  %zu. ~%" PRIu64 " calls (+-%.0f), ~%" PRIu64 " bytes (+-%.0f): %s\n",
+                i + 1, g->calls, sqrt(g->calls_var), g->bytes, sqrt(g->bytes_var),
+                named ? mk_frame_long(&innermost, where, sizeof where) : "(no stack)");
         else
             fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
                     g->calls, g->bytes,
-                    named ? mk_frame_long(f, where, sizeof where) : "(no stack)");
-        if (row_of)
-            site_callers(t, row_of, (int)i);
+                    named ? mk_frame_long(&innermost, where, sizeof where)
+                          : "(no stack)");
+        if (r->nlines && r->line_of_site)
+            site_callers(t, (uint32_t)i);
     }
-    free(row_of);
 }
 
 static void stack_lines(const text_t *t, uint32_t stack, int max_frames,

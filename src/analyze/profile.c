@@ -147,9 +147,15 @@ static uint64_t new_block(mk_profile_t *p)
         p->free_block = p->blocks[i].serial;
         return i;
     }
-    if (!room_for_one((void **)&p->blocks, &p->blocks_cap, p->blocks_used, 1024,
-                      sizeof *p->blocks))
-        return UINT64_MAX;
+    if (p->blocks_used == p->blocks_cap) {
+        size_t cap = p->blocks_cap ? 2 * p->blocks_cap : 1024;
+        mk_block_t *b =
+            mk_table_resize(p->blocks, p->blocks_cap * sizeof *b, cap * sizeof *b);
+        if (!b)
+            return UINT64_MAX;
+        p->blocks = b;
+        p->blocks_cap = cap;
+    }
     return p->blocks_used++;
 }
 
@@ -191,13 +197,13 @@ static bool live_grow(mk_profile_t *p)
     size_t cap = t->cap ? t->cap * 2 : 1024;
     if (cap > (1ull << 32)) /* block numbers are 32 bits */
         return false;
-    mk_live_slot_t *s = calloc(cap, sizeof *s);
+    mk_live_slot_t *s = mk_table_zalloc(cap * sizeof *s);
     if (!s)
         return false;
     for (size_t i = 0; i < t->cap; i++)
         if (t->slots[i].block1)
             live_place(s, cap, t->slots[i].block1, t->slots[i].key);
-    free(t->slots);
+    mk_table_free(t->slots, t->cap * sizeof *t->slots);
     t->slots = s;
     t->cap = cap;
     return true;
@@ -829,9 +835,9 @@ static void release_events(mk_profile_t *p)
         free(p->stacks[i].order.seq);
         p->stacks[i].order = (mk_order_window_t){0};
     }
-    free(p->live.slots);
+    mk_table_free(p->live.slots, p->live.cap * sizeof *p->live.slots);
     p->live = (mk_live_table_t){0};
-    free(p->blocks);
+    mk_table_free(p->blocks, p->blocks_cap * sizeof *p->blocks);
     free(p->thr);
     free(p->thread_index.slots);
     free(p->pending);

@@ -43,13 +43,12 @@ static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
 
 static void *index_alloc(size_t n)
 {
-    return malloc(n);
+    return mk_table_zalloc(n);
 }
 
 static void index_release(void *p, size_t n)
 {
-    (void)n;
-    free(p);
+    mk_table_free(p, n);
 }
 
 uint64_t mk_trace_tick_ns(const mk_trace_t *tr, uint64_t tick)
@@ -74,6 +73,7 @@ void mk_decoder_init(mk_decoder_t *d, mk_addr_state_t *scratch)
     d->live.alloc = index_alloc;
     d->live.release = index_release;
     d->live.lean = true; /* addr_index.h: the reader's map, sized on its own */
+    d->live.zeroed = true;
 }
 
 void mk_decoder_free(mk_decoder_t *d)

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 static const char *const kind_names[MK_K_COUNT] = {
@@ -58,9 +59,74 @@ void mk_trace_damage(mk_trace_t *tr, const char *fmt, ...)
     va_end(ap);
 }
 
+#define MK_HUGE_HINT_MIN (4u << 20)
+
+void mk_hint_huge(void *p, size_t n)
+{
+    if (!p || n < MK_HUGE_HINT_MIN)
+        return;
+    uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
+#define MK_TABLE_MAP_MIN (1u << 20)
+
+static size_t page_round(size_t n)
+{
+    return (n + 4095) & ~(size_t)4095;
+}
+
+void *mk_table_resize(void *p, size_t old_bytes, size_t new_bytes)
+{
+    bool was_mapped = p && old_bytes >= MK_TABLE_MAP_MIN;
+    if (new_bytes < MK_TABLE_MAP_MIN) {
+        if (!was_mapped)
+            return realloc(p, new_bytes ? new_bytes : 1);
+        void *q = malloc(new_bytes ? new_bytes : 1);
+        if (q) {
+            memcpy(q, p, new_bytes);
+            munmap(p, page_round(old_bytes));
+        }
+        return q;
+    }
+    void *q;
+    if (was_mapped) {
+        q = mremap(p, page_round(old_bytes), page_round(new_bytes), MREMAP_MAYMOVE);
+    } else {
+        q = mmap(NULL, page_round(new_bytes), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q != MAP_FAILED)
+            madvise(q, page_round(new_bytes), MADV_HUGEPAGE);
+        if (q != MAP_FAILED && p) {
+            memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+            free(p);
+        }
+    }
+    return q == MAP_FAILED ? NULL : q;
+}
+
+void *mk_table_zalloc(size_t n)
+{
+    if (n < MK_TABLE_MAP_MIN)
+        return calloc(1, n ? n : 1);
+    return mk_table_resize(NULL, 0, n);
+}
+
+void mk_table_free(void *p, size_t bytes)
+{
+    if (p && bytes >= MK_TABLE_MAP_MIN)
+        munmap(p, page_round(bytes));
+    else
+        free(p);
+}
+
 static void *heap_zalloc(size_t n)
 {
-    return calloc(1, n);
+    void *p = calloc(1, n);
+    mk_hint_huge(p, n);
+    return p;
 }
 
 static void heap_release(void *p, size_t n)
@@ -84,6 +150,7 @@ bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem)
     void *p = realloc(*buf, n * elem);
     if (!p)
         return false;
+    mk_hint_huge(p, n * elem); /* before the memset faults the new part in */
     memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
     *buf = p;
     *cap = n;

@@ -151,6 +151,27 @@ typedef struct mk_trace {
  * ran out; the array is then unchanged. The analysis side's one growth rule. */
 bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem);
 
+/* Asks the kernel for transparent huge pages under a heap block of n bytes
+ * (the whole pages inside it) when n is 4 MiB or more; best effort, a no-op
+ * where THP is off. A report's tables of live blocks are read at random:
+ * with 4 KiB pages each lookup misses the TLB, and faulting in a parser's
+ * 200 MB of them cost more system time than the replay's own work. */
+void mk_hint_huge(void *p, size_t n);
+
+/* A growing array of the analysis side that may reach hundreds of MB (a
+ * replay's block records): resized from old_bytes to new_bytes (p NULL and
+ * old_bytes 0 for a new one), the contents up to the smaller size kept, the
+ * rest unspecified. From MK_TABLE_MAP_MIN it is a mapping of its own, with
+ * huge pages asked for, that grows by mremap: no copy, and so no fault of a
+ * copy's 4 KiB pages (realloc copies a heap block once malloc's mmap
+ * threshold has risen past it). NULL when memory ran out; p is then
+ * unchanged. Free with mk_table_free and the size it has. */
+void *mk_table_resize(void *p, size_t old_bytes, size_t new_bytes);
+void mk_table_free(void *p, size_t bytes);
+/* A new table of n zeroed bytes, by the same rule (a mapping comes zeroed:
+ * no memset faults it in before its first use). Free with mk_table_free. */
+void *mk_table_zalloc(size_t n);
+
 /* An empty hash table (kv_table.h) on the C heap, for the analysis side
  * (the tracer supplies mmap'd memory instead). Free with free(t.slots). */
 mk_kv_table_t mk_kv_heap_table(void);

@@ -139,6 +139,8 @@ bool mk_trace_walk_pipelined(mk_trace_t *tr, mk_event_fn fn, void *ctx)
     if (block == MAP_FAILED) {
         block = NULL;
         ok = false;
+    } else {
+        madvise(block, block_bytes, MADV_HUGEPAGE); /* 7 faults, not 3,500 */
     }
     if (ok &&
         (pthread_mutex_init(&q.lock, NULL) != 0 || pthread_cond_init(&q.cond, NULL) != 0))

@@ -185,6 +185,19 @@ static inline void *mk_pages_table(size_t n)
     return p;
 }
 
+/* A table of mk_pages_table's resized in place or moved by the kernel, its
+ * pages kept (no copy faults in new ones); NULL when there is no room. A
+ * shrink cannot fail. Fits addr_index.h's resize member. */
+static inline void *mk_pages_resize(void *p, size_t old_size, size_t n)
+{
+    void *q = (void *)syscall(SYS_mremap, p, old_size, n, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED)
+        return NULL;
+    if (n >= MK_HUGE_MIN)
+        syscall(SYS_madvise, q, n, MADV_HUGEPAGE);
+    return q;
+}
+
 static inline bool mk_tracing_on(void)
 {
     return atomic_load_explicit(&mk_st.phase, memory_order_relaxed) == MK_PHASE_ON;

@@ -42,6 +42,7 @@ static void reset_index(mk_thread_t *t)
     mk_index_free(live);
     live->alloc = mk_pages_table;
     live->release = mk_pages_release;
+    live->resize = mk_pages_resize;
     live->zeroed = true;
 }
 

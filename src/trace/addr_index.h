@@ -50,6 +50,9 @@
 
 typedef void *(*mk_index_alloc_fn)(size_t size);
 typedef void (*mk_index_free_fn)(void *p, size_t size);
+/* Resizes a block of alloc's from old_size to size, its contents kept
+ * (NULL: failed, the block unchanged). Shrinking must not fail. */
+typedef void *(*mk_index_resize_fn)(void *p, size_t old_size, size_t size);
 
 typedef struct mk_index_slot {
     uint32_t key;  /* mk_addr_key of the address */
@@ -69,6 +72,10 @@ typedef struct mk_addr_index {
     bool zeroed; /* alloc's memory comes zeroed */
     mk_index_alloc_fn alloc;
     mk_index_free_fn release;
+    /* NULL: the arrays grow by alloc, copy and release. A mapping that grows
+     * by mremap keeps its pages: a copy faults in fresh ones, which for an
+     * index of millions cost the traced program more than the copy. */
+    mk_index_resize_fn resize;
 } mk_addr_index_t;
 
 static inline uint32_t mk_slot_idx(const mk_index_slot_t *s)
@@ -145,11 +152,25 @@ static inline bool mk_index_remap(mk_addr_index_t *x, uint32_t map_cap)
     return true;
 }
 
-static inline bool mk_index_grow(mk_addr_index_t *x)
+/* The dense arrays at cap entries, by resize: both or neither. */
+static inline bool mk_index_resize_arrays(mk_addr_index_t *x, uint32_t cap)
 {
-    /* From 64: a reader holds one index per thread of the trace, and
-     * programs may run thousands of short threads. */
-    uint32_t cap = x->cap ? x->cap * 2 : 64;
+    uint64_t *addr = x->resize(x->addr, x->cap * sizeof *addr, cap * sizeof *addr);
+    if (!addr)
+        return false;
+    uint32_t *where = x->resize(x->where, x->cap * sizeof *where, cap * sizeof *where);
+    if (!where) { /* shrinking back cannot fail */
+        x->addr = x->resize(addr, cap * sizeof *addr, x->cap * sizeof *addr);
+        return false;
+    }
+    x->addr = addr;
+    x->where = where;
+    return true;
+}
+
+/* The dense arrays at cap entries, by alloc, copy and release. */
+static inline bool mk_index_copy_arrays(mk_addr_index_t *x, uint32_t cap)
+{
     uint64_t *addr = x->alloc(cap * sizeof *addr);
     uint32_t *where = x->alloc(cap * sizeof *where);
     if (!addr || !where) {
@@ -169,6 +190,18 @@ static inline bool mk_index_grow(mk_addr_index_t *x)
     }
     x->addr = addr;
     x->where = where;
+    return true;
+}
+
+static inline bool mk_index_grow(mk_addr_index_t *x)
+{
+    /* From 64: a reader holds one index per thread of the trace, and
+     * programs may run thousands of short threads. */
+    uint32_t cap = x->cap ? x->cap * 2 : 64;
+    bool ok = x->resize && x->addr ? mk_index_resize_arrays(x, cap)
+                                   : mk_index_copy_arrays(x, cap);
+    if (!ok)
+        return false;
     x->cap = cap;
     /* where[] is the map's: a failed remap leaves the old map whole */
     if (!x->lean || !x->map)

@@ -11,7 +11,9 @@
  *     scattered, and crowded into few homes.
  *   - Adding an address already present keeps its index and takes the new
  *     class; the index stops growing at its capacity's memory failure
- *     without losing what it holds.
+ *     without losing what it holds, whether its arrays grow by copy or by
+ *     resize (the tracer's mremap), and a resize that fails on the second
+ *     array gives the first back its old size.
  *   - mk_addr_key_home agrees with mk_addr_home at every table size up to
  *     2^24 slots.
  */
@@ -21,6 +23,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MODEL_MAX 12000
 
@@ -42,6 +45,24 @@ static void test_release(void *p, size_t n)
 {
     (void)n;
     free(p);
+}
+
+static size_t resize_fails_after = SIZE_MAX; /* growths that succeed first */
+static size_t shrinks;
+
+static void *test_resize(void *p, size_t old_size, size_t n)
+{
+    if (n > old_size) {
+        if (resize_fails_after == 0)
+            return NULL;
+        resize_fails_after--;
+    } else {
+        shrinks++;
+    }
+    unsigned char *q = realloc(p, n);
+    if (q && n > old_size)
+        memset(q + old_size, 0xa5, n - old_size); /* not zeroed: nothing may rely on it */
+    return q;
 }
 
 static int64_t model_find(uint64_t a)
@@ -81,11 +102,15 @@ static void check_all(const mk_addr_index_t *x, const char *what)
     }
 }
 
-static void run(bool lean, int layout, uint32_t target, unsigned long long seed)
+static void run(bool lean, bool resize, int layout, uint32_t target,
+                unsigned long long seed)
 {
     /* as the tracer (zeroed pages) and the reader (malloc) have them */
-    mk_addr_index_t x = {
-        .lean = lean, .zeroed = !lean, .alloc = test_alloc, .release = test_release};
+    mk_addr_index_t x = {.lean = lean,
+                         .zeroed = !lean,
+                         .alloc = test_alloc,
+                         .release = test_release,
+                         .resize = resize ? test_resize : NULL};
     rng = seed | 1;
     model_n = 0;
     /* grow toward target with some removals, then shrink to empty */
@@ -122,13 +147,19 @@ static void run(bool lean, int layout, uint32_t target, unsigned long long seed)
     mk_index_free(&x);
 }
 
-/* The index keeps everything it holds when memory runs out. */
-static void run_out_of_memory(void)
+/* The index keeps everything it holds when memory runs out: by alloc, or
+ * by resize failing on its first or its second array. */
+static void run_out_of_memory(int how)
 {
-    mk_addr_index_t x = {.alloc = test_alloc, .release = test_release};
+    mk_addr_index_t x = {
+        .alloc = test_alloc, .release = test_release, .resize = how ? test_resize : NULL};
     rng = 77;
     model_n = 0;
-    fail_after = 3 * 4; /* arrays and map, four times over: up to 512 entries */
+    shrinks = 0;
+    if (!how)
+        fail_after = 3 * 4; /* arrays and map, four times over: up to 512 entries */
+    else /* the first growth allocs; then 3 more by resize, and the next fails */
+        resize_fails_after = how == 1 ? 3 * 2 : 3 * 2 + 1;
     bool ok = true;
     while (ok && model_n < MODEL_MAX) {
         uint64_t a = some_address(0);
@@ -142,8 +173,15 @@ static void run_out_of_memory(void)
     }
     CHECK(!ok);
     CHECK_EQ(model_n, 512);
+    CHECK_EQ(shrinks, how == 2 ? 1u : 0u);
     check_all(&x, "out of memory");
-    fail_after = SIZE_MAX;
+    fail_after = resize_fails_after = SIZE_MAX;
+    /* and goes on when memory comes back */
+    uint64_t a = some_address(0);
+    CHECK(model_find(a) < 0 && mk_index_add(&x, a, 7));
+    model[model_n] = a;
+    model_cls[model_n++] = 7;
+    check_all(&x, "memory back");
     mk_index_free(&x);
 }
 
@@ -168,11 +206,13 @@ int main(void)
 {
     unsigned long long seed = test_seed();
     for (int layout = 0; layout < 3; layout++) {
-        run(false, layout, 5000, seed + (unsigned)layout);
-        run(true, layout, 5000, seed + 10 + (unsigned)layout);
+        run(false, false, layout, 5000, seed + (unsigned)layout);
+        run(true, false, layout, 5000, seed + 10 + (unsigned)layout);
+        run(false, true, layout, 5000, seed + 30 + (unsigned)layout);
     }
-    run(false, 0, MODEL_MAX, seed + 20);
-    run_out_of_memory();
+    run(false, false, 0, MODEL_MAX, seed + 20);
+    for (int how = 0; how < 3; how++)
+        run_out_of_memory(how);
     check_key_homes();
     return check_report("test_addr_index");
 }

@@ -78,13 +78,16 @@ static size_t page_round(size_t n)
     return (n + 4095) & ~(size_t)4095;
 }
 
+/* Which memory a table has follows from its size alone (below
+ * MK_TABLE_MAP_MIN the C heap, from it a mapping), so callers pass sizes,
+ * never a kind. */
 void *mk_table_resize(void *p, size_t old_bytes, size_t new_bytes)
 {
     bool was_mapped = p && old_bytes >= MK_TABLE_MAP_MIN;
     if (new_bytes < MK_TABLE_MAP_MIN) {
         if (!was_mapped)
             return realloc(p, new_bytes ? new_bytes : 1);
-        void *q = malloc(new_bytes ? new_bytes : 1);
+        void *q = malloc(new_bytes ? new_bytes : 1); /* a mapping shrunk to the heap */
         if (q) {
             memcpy(q, p, new_bytes);
             munmap(p, page_round(old_bytes));
@@ -92,9 +95,9 @@ void *mk_table_resize(void *p, size_t old_bytes, size_t new_bytes)
         return q;
     }
     void *q;
-    if (was_mapped) {
+    if (was_mapped) { /* the pages move with the mapping, its huge-page advice too */
         q = mremap(p, page_round(old_bytes), page_round(new_bytes), MREMAP_MAYMOVE);
-    } else {
+    } else { /* the heap's block (or nothing) into a first mapping */
         q = mmap(NULL, page_round(new_bytes), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (q != MAP_FAILED)

@@ -59,18 +59,6 @@ void mk_trace_damage(mk_trace_t *tr, const char *fmt, ...)
     va_end(ap);
 }
 
-#define MK_HUGE_HINT_MIN (4u << 20)
-
-void mk_hint_huge(void *p, size_t n)
-{
-    if (!p || n < MK_HUGE_HINT_MIN)
-        return;
-    uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t hi = ((uintptr_t)p + n) & ~(uintptr_t)4095;
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-}
-
 #define MK_TABLE_MAP_MIN (1u << 20)
 
 static size_t page_round(size_t n)
@@ -127,9 +115,7 @@ void mk_table_free(void *p, size_t bytes)
 
 static void *heap_zalloc(size_t n)
 {
-    void *p = calloc(1, n);
-    mk_hint_huge(p, n);
-    return p;
+    return calloc(1, n);
 }
 
 static void heap_release(void *p, size_t n)
@@ -153,7 +139,6 @@ bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem)
     void *p = realloc(*buf, n * elem);
     if (!p)
         return false;
-    mk_hint_huge(p, n * elem); /* before the memset faults the new part in */
     memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
     *buf = p;
     *cap = n;

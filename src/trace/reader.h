@@ -151,13 +151,6 @@ typedef struct mk_trace {
  * ran out; the array is then unchanged. The analysis side's one growth rule. */
 bool mk_grow(void **buf, size_t *cap, size_t need, size_t elem);
 
-/* Asks the kernel for transparent huge pages under a heap block of n bytes
- * (the whole pages inside it) when n is 4 MiB or more; best effort, a no-op
- * where THP is off. A report's tables of live blocks are read at random:
- * with 4 KiB pages each lookup misses the TLB, and faulting in a parser's
- * 200 MB of them cost more system time than the replay's own work. */
-void mk_hint_huge(void *p, size_t n);
-
 /* A growing array of the analysis side that may reach hundreds of MB (a
  * replay's block records): resized from old_bytes to new_bytes (p NULL and
  * old_bytes 0 for a new one), the contents up to the smaller size kept, the

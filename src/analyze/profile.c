@@ -73,9 +73,9 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
 
 /* Room for one more of *cap elements when used of them are taken: the array
  * doubles (from first). Not mk_grow, which zeroes what it adds: aggregates
- * and block records are written whole when made, so a doubled array's
- * untouched tail costs address space, not memory (a compiler's trace has
- * tens of thousands of stacks, a parser's a million live blocks). */
+ * are written whole when made, so a doubled array's untouched tail costs
+ * address space, not memory (a compiler's trace has tens of thousands of
+ * stacks). Block records grow by mk_table_resize instead (new_block). */
 static bool room_for_one(void **buf, size_t *cap, size_t used, size_t first, size_t elem)
 {
     if (used < *cap)

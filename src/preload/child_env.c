@@ -8,17 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every variable that sets how the tracer traces (runtime.c reads them; the
+ * tests' own hooks aside), so that a child exec'd with a rebuilt environment
+ * is traced as its parent is: a --sample run's child is sampled, not traced
+ * in full. */
 static const char *const traced_vars[] = {
     "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
     "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
-    "MEMKIT_MALLOPT",     "MEMKIT_TRACE_SUMMARY",
+    "MEMKIT_MALLOPT",     "MEMKIT_TRACE_SUMMARY",      "MEMKIT_TRACE_SAMPLE",
+    "MEMKIT_SAMPLE_SEED", "MEMKIT_TRACE_SNAPSHOT_NS",  "MEMKIT_TRACE_SNAPSHOT_SIGNAL",
 };
 #define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
 _Static_assert(N_TRACED_VARS == MK_CHILD_ENV_VARS, "child_env.h counts them");
 
 /* Each "NAME=value" (or "") packed one after the other in saved_text, as
- * long as each fits in 4,200 bytes: a slot of its own each would put the
- * eight on eight pages, eight page faults in every traced process. */
+ * long as each fits in 4,200 bytes: a slot of its own each would put them
+ * on as many pages, a page fault each in every traced process. */
 #define SAVED_MAX 4200
 static char saved_text[N_TRACED_VARS * SAVED_MAX];
 static char *saved_env[N_TRACED_VARS];

@@ -470,6 +470,16 @@ forkexec)
     [ "$(grep -c '^Trace: ' "$out")" -eq 2 ] || fail "expected 2 traces with posix_spawn"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 2 allocation calls\)$"
     expect_re "^Trace: .*\.[0-9]+\.mkt \(pid [0-9]+, 7 allocation calls\)$"
+    # The same with --sample: the child is sampled as its parent is, not
+    # traced in full (its environment once lost the sampling variables).
+    rm -f "$work"/t.*
+    trace --sample 4K --snapshot-every 60s -- "$progs/forkexec" spawn
+    expect_status 0
+    [ "$(ls "$work"/t.*.mkt | wc -l)" -eq 2 ] || fail "expected 2 traces with --sample and posix_spawn"
+    for f in "$work"/t.*.mkt; do
+        "$memkit" report "$f" >"$out" 2>&1 || fail "report of $f failed"
+        expect_re "^Sampled: one allocation per 4\.0 KB allocated on average"
+    done
     # A vfork child whose exec fails and calls _exit: the parent's trace
     # goes on (the child once wrote the parent's END).
     rm -f "$work"/t.*

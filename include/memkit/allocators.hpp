@@ -40,6 +40,13 @@
 #ifndef MEMKIT_ALLOCATORS_HPP
 #define MEMKIT_ALLOCATORS_HPP
 
+/* C++17 is required (std::align_val_t, std::pmr, inline variables): one
+ * clear error, the rest of the header skipped, rather than a page of them.
+ * MSVC reports its standard in _MSVC_LANG. */
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error "memkit/allocators.hpp needs C++17 or later (-std=c++17)"
+#else
+
 #include <memkit/memkit.h>
 
 #include <cstddef>
@@ -333,4 +340,5 @@ MEMKIT__ALLOCATOR_EQ(fifo_allocator)
 
 } // namespace memkit
 
+#endif /* C++17 */
 #endif /* MEMKIT_ALLOCATORS_HPP */

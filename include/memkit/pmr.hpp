@@ -37,6 +37,13 @@
 #ifndef MEMKIT_PMR_HPP
 #define MEMKIT_PMR_HPP
 
+/* C++17 is required (std::align_val_t, std::pmr, inline variables): one
+ * clear error, the rest of the header skipped, rather than a page of them.
+ * MSVC reports its standard in _MSVC_LANG. */
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error "memkit/pmr.hpp needs C++17 or later (-std=c++17)"
+#else
+
 #include <memkit/allocators.hpp>
 #include <memkit/memkit.h>
 
@@ -293,4 +300,5 @@ bool operator!=(const allocator<T> &a, const allocator<U> &b) noexcept
 
 } // namespace memkit
 
+#endif /* C++17 */
 #endif /* MEMKIT_PMR_HPP */

@@ -16,6 +16,13 @@
 #ifndef MEMKIT_SMALL_VECTOR_HPP
 #define MEMKIT_SMALL_VECTOR_HPP
 
+/* C++17 is required (std::align_val_t, std::pmr, inline variables): one
+ * clear error, the rest of the header skipped, rather than a page of them.
+ * MSVC reports its standard in _MSVC_LANG. */
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error "memkit/small_vector.hpp needs C++17 or later (-std=c++17)"
+#else
+
 #include <algorithm>
 #include <cstddef>
 #include <initializer_list>
@@ -305,4 +312,5 @@ template <class T, std::size_t N> class small_vector
 
 } // namespace memkit
 
+#endif /* C++17 */
 #endif /* MEMKIT_SMALL_VECTOR_HPP */

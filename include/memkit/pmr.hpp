@@ -37,7 +37,7 @@
 #ifndef MEMKIT_PMR_HPP
 #define MEMKIT_PMR_HPP
 
-/* C++17 is required (std::align_val_t, std::pmr, inline variables): one
+/* C++17 is required (std::pmr, and allocators.hpp): one
  * clear error, the rest of the header skipped, rather than a page of them.
  * MSVC reports its standard in _MSVC_LANG. */
 #if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L

@@ -438,10 +438,11 @@ formats)
     # Traces that earlier format versions wrote read as they did when they
     # were written: the expected lines are that memkit's report. Version 1:
     # one TIME varint per event, no RECENT stream, sizes 0-8 in a class of
-    # their own; version 2: the reuse model without its cache (no HIT bits).
-    # basic has reallocs (in place, moved, to and from NULL).
+    # their own; version 2: the reuse model without its cache (no HIT bits);
+    # version 3: a live index of up to 4M blocks that never evicts (bulk
+    # holds 300,000). basic has reallocs (in place, moved, to and from NULL).
     data=$(dirname "$0")/data
-    for name in v1-threads v1-bulk v2-threads v2-bulk v2-basic; do
+    for name in v1-threads v1-bulk v2-threads v2-bulk v2-basic v3-threads v3-bulk v3-basic; do
         "$memkit" report "$data/$name.mkt" >"$out" 2>&1 || fail "report of $name failed"
         grep -q damaged "$out" && fail "$name is read as damaged"
         expect_lines "$data/$name.expected"

@@ -432,7 +432,7 @@ static void roundtrip(uint64_t seed, uint64_t nevents)
     free(r);
 }
 
-/* ---- versions 1 and 2: stored traces, pinned field by field ---- */
+/* ---- versions 1 to 3: stored traces, pinned field by field ---- */
 
 typedef struct digest {
     uint64_t h, n;
@@ -500,6 +500,9 @@ int main(int argc, char **argv)
         check_stored(argv[1], "v2-basic", 2, 54, 0x54ec9b3c269d81d0ull);
         check_stored(argv[1], "v2-bulk", 2, 600000, 0x73a161e6f76fa028ull);
         check_stored(argv[1], "v2-threads", 2, 82074, 0xa26575b8c2db22d4ull);
+        check_stored(argv[1], "v3-basic", 3, 54, 0x90d5cf5e1601240cull);
+        check_stored(argv[1], "v3-bulk", 3, 600000, 0x148af20e9e64db79ull);
+        check_stored(argv[1], "v3-threads", 3, 82074, 0x448c2d34e96a71bcull);
     }
     return check_report("test_roundtrip");
 }

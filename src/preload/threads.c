@@ -44,6 +44,7 @@ static void reset_index(mk_thread_t *t)
     live->release = mk_pages_release;
     live->resize = mk_pages_resize;
     live->zeroed = true;
+    mk_index_set_version(live, MK_TRACE_VERSION);
 }
 
 void mk_index_failed(void)

@@ -10,8 +10,22 @@
  * identical; both sides use this one implementation.
  *
  *   add(a):    a already present (freed where this thread could not see):
- *              keep its index; else append it, unless the index is full.
+ *              keep its index; else append it. When the index is full
+ *              (format version 4: MK_INDEX_CAP blocks), a block leaves
+ *              first (mk_index_add says which), and its free will name its
+ *              address; before version 4, a full index (MK_INDEX_MAX_V3)
+ *              took no more blocks.
  *   remove(i): the last index takes number i (swap-remove).
+ *
+ * The bound keeps the tracer's index in cache whatever the program holds:
+ * a parser's trace held 2.2M blocks live, and the unbounded index cost
+ * each new block a cache miss at its first probe (1.1 last-level misses
+ * per allocation) and the program the kernel's zeroing of the map's pages
+ * at each growth; a reader keeps one index per thread besides its own
+ * table of live blocks. What the bound costs is the frees of evicted
+ * blocks, named by address, and their blocks' part in the reuse model.
+ * Which block leaves depends on the map's layout, so in version 4 both
+ * sides size their maps alike (sparse: the bound keeps a reader's small).
  *
  * Memory comes from the caller's allocator (the tracer must not malloc; it
  * maps pages, which come zeroed: then the map is not cleared). The map is not
@@ -31,7 +45,7 @@
  * memory). The map decides no index, so the two sides may size theirs
  * differently.
  *
- * Invariants: n <= cap <= MK_INDEX_MAX; for every i < n, map[where[i]]
+ * Invariants: n <= cap <= max; for every i < n, map[where[i]]
  * holds index i and mk_addr_key(addr[i]); a slot is empty iff its meta is
  * 0; every entry sits in the probe run from its home with no empty slot
  * between (backward-shift deletion keeps it so).
@@ -46,7 +60,8 @@
 
 #include "kv_table.h" /* mk_addr_key, mk_addr_key_home, mk_probe_moves_back */
 
-#define MK_INDEX_MAX (1u << 22) /* beyond this many live blocks, addresses are raw */
+#define MK_INDEX_CAP    (1u << 16) /* version 4: blocks at most, then eviction */
+#define MK_INDEX_MAX_V3 (1u << 22) /* versions 1-3: blocks at most, then no more */
 
 typedef void *(*mk_index_alloc_fn)(size_t size);
 typedef void (*mk_index_free_fn)(void *p, size_t size);
@@ -60,7 +75,8 @@ typedef struct mk_index_slot {
                     * (high 8) */
 } mk_index_slot_t;
 
-_Static_assert(MK_INDEX_MAX < (1u << 24), "an index + 1 fits the slot's 24 bits");
+_Static_assert(MK_INDEX_MAX_V3 < (1u << 24) && MK_INDEX_CAP <= MK_INDEX_MAX_V3,
+               "an index + 1 fits the slot's 24 bits");
 
 typedef struct mk_addr_index {
     uint64_t *addr;  /* dense: addr[i] for i < n */
@@ -68,6 +84,8 @@ typedef struct mk_addr_index {
     uint32_t n, cap;
     mk_index_slot_t *map;
     uint32_t map_cap; /* power of two: 2 * cap, or if lean at least 4/3 n */
+    uint32_t max;     /* blocks at most (mk_index_set_version) */
+    bool evicts;      /* when full (version 4) */
     bool lean;
     bool zeroed; /* alloc's memory comes zeroed */
     mk_index_alloc_fn alloc;
@@ -193,6 +211,17 @@ static inline bool mk_index_copy_arrays(mk_addr_index_t *x, uint32_t cap)
     return true;
 }
 
+/* The format's bound (format.h, version 4): an index must be set to its
+ * trace's version before its first add, the same on both sides. From
+ * version 4 its map is sparse on both sides, since eviction reads it. */
+static inline void mk_index_set_version(mk_addr_index_t *x, uint32_t version)
+{
+    x->evicts = version >= 4;
+    x->max = x->evicts ? MK_INDEX_CAP : MK_INDEX_MAX_V3;
+    if (x->evicts)
+        x->lean = false;
+}
+
 static inline bool mk_index_grow(mk_addr_index_t *x)
 {
     /* From 64: a reader holds one index per thread of the trace, and
@@ -209,31 +238,64 @@ static inline bool mk_index_grow(mk_addr_index_t *x)
     return true;
 }
 
-/* Adds a block. Returns false only when memory ran out: then the two sides
- * would disagree, so the writer stops and the reader stops reading. */
-static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
-{
-    mk_index_slot_t *s = addr ? mk_index_slot_of(x, addr) : NULL;
-    if (s) /* a stale entry takes the new block's class */
-        s->meta = (s->meta & 0xffffffu) | (uint32_t)cls << 24;
-    if (!addr || s || x->n >= MK_INDEX_MAX)
-        return true;
-    if (x->n == x->cap && !mk_index_grow(x))
-        return false;
-    if (x->lean && (x->n + 1) * 4ull > x->map_cap * 3ull &&
-        !mk_index_remap(x, x->map_cap * 2))
-        return false;
-    x->addr[x->n] = addr;
-    mk_index_map_put(x->map, x->map_cap, x->where, mk_addr_key(addr),
-                     (x->n + 1) | (uint32_t)cls << 24);
-    x->n++;
-    return true;
-}
-
 /* The slot of index i (i < n). */
 static inline mk_index_slot_t *mk_index_slot_at(const mk_addr_index_t *x, uint32_t i)
 {
     return &x->map[x->where[i]];
+}
+
+static inline void mk_index_remove_slot(mk_addr_index_t *x, mk_index_slot_t *s);
+
+/* Adds a block. Returns false only when memory ran out: then the two sides
+ * would disagree, so the writer stops and the reader stops reading.
+ * The room is made first, so that one probe from the address's home finds
+ * either its stale entry or the empty slot it goes into: a new block's
+ * first probe may miss the cache, and is taken once. Growing before knowing
+ * whether the address is new changes no index. */
+static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
+{
+    if (!addr)
+        return true;
+    if (x->n == x->cap && x->n < x->max && !mk_index_grow(x))
+        return false;
+    if (x->lean && (x->n + 1) * 4ull > x->map_cap * 3ull &&
+        !mk_index_remap(x, x->map_cap * 2))
+        return false;
+    uint32_t key = mk_addr_key(addr), mask = x->map_cap - 1;
+    size_t i = mk_addr_key_home(key, x->map_cap);
+    for (; x->map[i].meta; i = (i + 1) & mask) {
+        mk_index_slot_t *s = &x->map[i];
+        if (s->key == key && x->addr[mk_slot_idx(s)] == addr) {
+            s->meta = (s->meta & 0xffffffu) | (uint32_t)cls << 24; /* stale: new class */
+            return true;
+        }
+    }
+    if (x->n >= x->max) {
+        if (!x->evicts)
+            return true;
+        /* Full: the block in the nearest used slot before i leaves. It
+         * ends its run (the slots after it up to i are empty), so its
+         * removal shifts nothing: a block at a random place could shift a
+         * whole run, and a dense heap's page-local runs are long (perl's
+         * hash: over 1,000 instructions per eviction). Its home is near the new
+         * block's, so it is a block of a nearby page: no better or worse a
+         * guess at what is freed last than any other. The probe then
+         * starts again (in cache), since the freed slot may lie in the new
+         * block's run. */
+        size_t v = i;
+        do
+            v = (v - 1) & mask;
+        while (!x->map[v].meta);
+        mk_index_remove_slot(x, &x->map[v]);
+        for (i = mk_addr_key_home(key, x->map_cap); x->map[i].meta; i = (i + 1) & mask)
+            ;
+    }
+    /* i is empty: the map's load stays below 1 */
+    x->addr[x->n] = addr;
+    x->map[i] = (mk_index_slot_t){.key = key, .meta = (x->n + 1) | (uint32_t)cls << 24};
+    x->where[x->n] = (uint32_t)i;
+    x->n++;
+    return true;
 }
 
 /* Removes the entry in slot s (from mk_index_slot_of or mk_index_slot_at),

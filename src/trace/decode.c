@@ -316,6 +316,8 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
 
     a->prev = 0;
     mk_reuse_reset(&a->reuse);
+    if (!d->live.max) /* the index's bound: once (a test may set its own) */
+        mk_index_set_version(&d->live, tr->header.version);
 
     ev.thread = (uint32_t)mk_get_varint(&c);
     (void)mk_get_varint(&c); /* tid */

@@ -15,8 +15,11 @@
  * program killed with SIGKILL is readable up to its last flushed record.
  * Integers in records are little-endian; most are LEB128 varints.
  *
- * The header's version is 3. Readers read versions 1 and 2 too, which differ
- * only in EVENTS records. Version 2: 12 streams (no HIT, no CACHED), and
+ * The header's version is 4. Readers read versions 1 to 3 too, which differ
+ * only in EVENTS records. Version 3: the live index (FREEREF, below) holds
+ * up to MK_INDEX_MAX_V3 blocks and takes no more when full, where version
+ * 4's holds MK_INDEX_CAP and evicts (addr_index.h); the streams are
+ * version 4's. Version 2: 12 streams (no HIT, no CACHED), and
  * every new address is a NEWADDR code, packed two per byte, whose
  * candidates are the reuse model's rings alone (reuse.h: mk_reuse_find's
  * positions, no cache). Version 1, besides: 10 streams (no RECENT, no
@@ -99,10 +102,13 @@
  *     a byte each, they take 0.1 MB less of the tracer benchmark's trace
  *     than packed with their escapes.
  *   - FREEREF 2+i names index i of the thread's live index (addr_index.h):
- *     the blocks this thread allocated, kept identically by writer and
- *     reader across all the thread's records, so a thread's records must be
- *     decoded in order. A realloc's old block leaves the index when it was
- *     freed (new address non-NULL, or size 0); then the new one joins.
+ *     the blocks this thread allocated, up to MK_INDEX_CAP of them (a new
+ *     block in a full index evicts one, which mk_index_add picks), kept
+ *     identically by writer and reader across all the thread's records, so
+ *     a thread's records must be decoded in order. 1: the address follows
+ *     in ADDR (a block of another thread, an evicted one, or one freed
+ *     twice). A realloc's old block leaves the index when it was freed (new
+ *     address non-NULL, or size 0); then the new one joins.
  */
 #ifndef MEMKIT_TRACE_FORMAT_H
 #define MEMKIT_TRACE_FORMAT_H
@@ -113,7 +119,7 @@
 
 #define MK_TRACE_MAGIC     "MKTRACE\0"
 #define MK_TRACE_MAGIC_LEN 8
-#define MK_TRACE_VERSION   3 /* readers read 1 and 2 too: see the differences above */
+#define MK_TRACE_VERSION   4 /* readers read 1 to 3 too: see the differences above */
 #define MK_RECORD_SYNC     0x31524b4du /* "MKR1" little-endian */
 #define MK_RECORD_HEAD_LEN 40
 #define MK_RECORD_MAX_RAW  (64u << 20) /* a reader refuses larger records */

@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1);
         ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
     }
-    uint32_t version = 1 + data[0] % 3u, first;
+    uint32_t version = 1 + data[0] % 4u, first;
     memcpy(&first, data + 1, 4);
     const uint8_t *a = data + 5;
     size_t rest = size - 5, na = first < rest ? first : rest, nb = rest - na;

@@ -9,6 +9,8 @@
  *     one) through growth from empty to thousands of entries and
  *     back, with addresses laid out as a heap lays them (runs in a page),
  *     scattered, and crowded into few homes.
+ *   - Full (version 4's bound, made small here), a new block evicts one
+ *     other: the model swap-removes the same index.
  *   - Adding an address already present keeps its index and takes the new
  *     class; the index stops growing at its capacity's memory failure
  *     without losing what it holds, whether its arrays grow by copy or by
@@ -19,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "../../src/trace/addr_index.h"
+#include "../../src/trace/format.h" /* MK_TRACE_VERSION */
 #include "check.h"
 
 #include <stdint.h>
@@ -102,7 +105,27 @@ static void check_all(const mk_addr_index_t *x, const char *what)
     }
 }
 
-static void run(bool lean, bool resize, int layout, uint32_t target,
+/* A full index took a, and one block left it: exactly one, and not a; the
+ * model swap-removes it, as the index did. */
+static void evicted(const mk_addr_index_t *x, uint64_t a)
+{
+    CHECK(mk_index_slot_of(x, a) != NULL);
+    int64_t gone = -1;
+    for (uint32_t i = 0; i < model_n; i++)
+        if (!mk_index_slot_of(x, model[i])) {
+            CHECK_MSG(gone < 0, "two blocks left the index");
+            gone = i;
+        }
+    CHECK(gone >= 0);
+    if (gone < 0)
+        return;
+    model[gone] = model[--model_n];
+    model_cls[gone] = model_cls[model_n];
+}
+
+/* max: 0 for version 3's bound (never reached here), else version 4's
+ * eviction at max blocks. */
+static void run(bool lean, bool resize, int layout, uint32_t target, uint32_t max,
                 unsigned long long seed)
 {
     /* as the tracer (zeroed pages) and the reader (malloc) have them */
@@ -111,6 +134,9 @@ static void run(bool lean, bool resize, int layout, uint32_t target,
                          .alloc = test_alloc,
                          .release = test_release,
                          .resize = resize ? test_resize : NULL};
+    mk_index_set_version(&x, max ? 4 : 3);
+    if (max)
+        x.max = max;
     rng = seed | 1;
     model_n = 0;
     /* grow toward target with some removals, then shrink to empty */
@@ -123,6 +149,8 @@ static void run(bool lean, bool resize, int layout, uint32_t target,
                 unsigned cls = (unsigned)(r >> 40) & 255;
                 int64_t at = model_find(a);
                 CHECK(mk_index_add(&x, a, cls));
+                if (at < 0 && max && model_n == max)
+                    evicted(&x, a);
                 if (at < 0) {
                     model[model_n] = a;
                     model_cls[model_n++] = cls;
@@ -153,6 +181,7 @@ static void run_out_of_memory(int how)
 {
     mk_addr_index_t x = {
         .alloc = test_alloc, .release = test_release, .resize = how ? test_resize : NULL};
+    mk_index_set_version(&x, MK_TRACE_VERSION);
     rng = 77;
     model_n = 0;
     shrinks = 0;
@@ -206,11 +235,15 @@ int main(void)
 {
     unsigned long long seed = test_seed();
     for (int layout = 0; layout < 3; layout++) {
-        run(false, false, layout, 5000, seed + (unsigned)layout);
-        run(true, false, layout, 5000, seed + 10 + (unsigned)layout);
-        run(false, true, layout, 5000, seed + 30 + (unsigned)layout);
+        run(false, false, layout, 5000, 0, seed + (unsigned)layout);
+        run(true, false, layout, 5000, 0, seed + 10 + (unsigned)layout);
+        run(false, true, layout, 5000, 0, seed + 30 + (unsigned)layout);
+        /* eviction, at a bound that is a capacity and one that is not */
+        run(false, true, layout, 5000, 1024, seed + 40 + (unsigned)layout);
+        run(true, false, layout, 5000, 1000, seed + 50 + (unsigned)layout);
     }
-    run(false, false, 0, MODEL_MAX, seed + 20);
+    run(false, false, 0, MODEL_MAX, 0, seed + 20);
+    run(false, true, 1, MODEL_MAX, 4096, seed + 60);
     for (int how = 0; how < 3; how++)
         run_out_of_memory(how);
     check_key_homes();

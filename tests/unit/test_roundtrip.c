@@ -48,6 +48,7 @@ static void writer_init(mk_writer_t *w)
     w->reuse = calloc(1, sizeof *w->reuse);
     w->live.alloc = zalloc;
     w->live.release = release;
+    mk_index_set_version(&w->live, MK_TRACE_VERSION);
     w->live.zeroed = true;
 }
 
@@ -391,7 +392,9 @@ static void end_record(run_t *r)
     mk_writer_begin(&r->w, r->tick, r->tick);
 }
 
-static void roundtrip(uint64_t seed, uint64_t nevents)
+/* index_max: 0, or a bound on both sides' live index smaller than the
+ * blocks the heap holds, so that its eviction runs (format.h). */
+static void roundtrip(uint64_t seed, uint64_t nevents, uint32_t index_max)
 {
     run_t *r = calloc(1, sizeof *r);
     r->heap.rng = seed;
@@ -405,6 +408,10 @@ static void roundtrip(uint64_t seed, uint64_t nevents)
     r->tr.ns_per_tick = 1.0;
     r->scratch = calloc(1, sizeof *r->scratch);
     mk_decoder_init(&r->dec, r->scratch);
+    if (index_max) {
+        mk_index_set_version(&r->dec.live, MK_TRACE_VERSION);
+        r->w.live.max = r->dec.live.max = index_max;
+    }
     memset(stacks, 0, sizeof stacks);
 
     for (uint64_t i = 0; i < nevents && !check_failures; i++) {
@@ -492,7 +499,10 @@ int main(int argc, char **argv)
           nkinds_of[MK_CLASS_REALLOC] == 2 && nkinds_of[MK_CLASS_SYSMAP] >= 4);
     static const uint64_t seeds[] = {1, 2, 3, 0x9e3779b97f4a7c15ull, 12345678901ull};
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
-        roundtrip(seeds[i], 200000);
+        roundtrip(seeds[i], 200000, 0);
+    /* the heap holds up to 20,000; a lean map of 600 would be 1,024 slots,
+     * a sparse one 2,048, which tells a decoder sized as version 3 apart */
+    roundtrip(7, 200000, 600);
 
     if (argc > 1) {
         check_stored(argv[1], "v1-bulk", 1, 600000, 0xf4bdbc2055e8ed0bull);

@@ -55,7 +55,11 @@ static inline void note_brk(mk_thread_t *t)
  * in 64-byte blocks), and omit the frame pointer the rest of the library
  * keeps for profilers: stacks come from libunwind's DWARF tables, never from
  * frame pointers. The figures are in docs/PERFORMANCE-LOG.md. */
+#ifdef __clang__ /* no per-function optimize attribute (the fuzz build) */
+#define MK_HOT_ALIGN __attribute__((aligned(64)))
+#else
 #define MK_HOT_ALIGN __attribute__((aligned(64), optimize("omit-frame-pointer")))
+#endif
 
 static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)
 {

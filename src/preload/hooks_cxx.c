@@ -317,6 +317,7 @@ static void sample_unnest(mk_thread_t **t)
         }                                                                                \
         sample_nest(t);                                                                  \
         mk_thread_t *nested __attribute__((cleanup(sample_unnest))) = t; /* may throw */ \
+        (void)nested; /* read by its cleanup only, which clang does not count */         \
         return real args;                                                                \
     }                                                                                    \
     MK_EXPORT void *sym params;                                                          \

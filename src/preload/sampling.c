@@ -23,7 +23,7 @@ static atomic_int sampled_lock;
 
 /* Snapshots: the next one is due at this many ns since the start (0: no
  * interval), or at once when the signal asked for one. */
-static atomic_ullong snapshot_due_ns;
+static _Atomic uint64_t snapshot_due_ns;
 static atomic_bool snapshot_asked;
 
 static void set_lock(void)

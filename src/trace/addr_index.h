@@ -39,11 +39,12 @@
  * per free. The address lives in addr[], written in order as blocks come,
  * which keeps the map small for programs that build and never free.
  * The writer's map has twice as many slots as the arrays have room for (a
- * load of 1/8 to 1/2: short probes in the tracer's hot path); a reader's
- * may be lean, grown on its own to a load of at most 3/4 (a parser's trace
- * holds millions of live blocks in one index, and the map is most of its
- * memory). The map decides no index, so the two sides may size theirs
- * differently.
+ * load of 1/8 to 1/2: short probes in the tracer's hot path); a reader of
+ * versions 1 to 3 may be lean, grown on its own to a load of at most 3/4
+ * (such a trace may hold millions of live blocks in one index, and the map
+ * is most of its memory). Before version 4 the map decides no index, so the
+ * two sides may size theirs differently; from version 4 it decides which
+ * block a full index evicts, so both size theirs alike (above).
  *
  * Invariants: n <= cap <= max; for every i < n, map[where[i]]
  * holds index i and mk_addr_key(addr[i]); a slot is empty iff its meta is
@@ -137,14 +138,28 @@ static inline mk_index_slot_t *mk_index_slot_of(const mk_addr_index_t *x, uint64
     }
 }
 
-static inline void mk_index_map_put(mk_index_slot_t *map, uint32_t cap, uint32_t *where,
-                                    uint32_t key, uint32_t meta)
+/* The first empty slot of key's probe run. */
+static inline size_t mk_index_empty_slot(const mk_index_slot_t *map, uint32_t cap,
+                                         uint32_t key)
 {
     size_t i = mk_addr_key_home(key, cap);
     while (map[i].meta)
         i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* An entry into slot i, empty and in its key's probe run; where[] follows. */
+static inline void mk_index_put_at(mk_index_slot_t *map, uint32_t *where, size_t i,
+                                   uint32_t key, uint32_t meta)
+{
     map[i] = (mk_index_slot_t){.key = key, .meta = meta};
     where[mk_slot_idx(&map[i])] = (uint32_t)i;
+}
+
+static inline void mk_index_map_put(mk_index_slot_t *map, uint32_t cap, uint32_t *where,
+                                    uint32_t key, uint32_t meta)
+{
+    mk_index_put_at(map, where, mk_index_empty_slot(map, cap, key), key, meta);
 }
 
 /* A map of map_cap slots for the entries there are. The old map is read in
@@ -287,13 +302,11 @@ static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
             v = (v - 1) & mask;
         while (!x->map[v].meta);
         mk_index_remove_slot(x, &x->map[v]);
-        for (i = mk_addr_key_home(key, x->map_cap); x->map[i].meta; i = (i + 1) & mask)
-            ;
+        i = mk_index_empty_slot(x->map, x->map_cap, key);
     }
     /* i is empty: the map's load stays below 1 */
     x->addr[x->n] = addr;
-    x->map[i] = (mk_index_slot_t){.key = key, .meta = (x->n + 1) | (uint32_t)cls << 24};
-    x->where[x->n] = (uint32_t)i;
+    mk_index_put_at(x->map, x->where, i, key, (x->n + 1) | (uint32_t)cls << 24);
     x->n++;
     return true;
 }

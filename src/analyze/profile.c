@@ -15,24 +15,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A live block: 48 bytes, and 8 of them again in the live table. A parser's
- * trace holds millions at once. While on the free list, `serial` links to
- * the next. */
+/* A live block: 32 bytes, and 8 more in the live table. A parser's trace
+ * holds millions at once, and a replay of one spends as much time in the
+ * kernel zeroing their pages as on the events; so each field is as narrow as
+ * real traces need. A block whose size, aggregate or thread is wider than
+ * its field (1 GiB, 2^20 stacks, 4095 threads) is `wide`: all three are
+ * then in the wide table (wide_put), exact. Its weight (sampled traces) is
+ * not kept: weight_of finds it again from its serial and size. While on the
+ * free list, `serial` links to the next. */
 struct mk_block {
     uint64_t addr;
-    uint64_t size : 48;
-    uint64_t chain : 16;  /* reallocs that led to this block (saturates) */
-    uint64_t time;        /* of its allocation */
-    uint64_t serial;      /* allocation number, all threads (pairs, temporaries,
-                           * and the order window: ascending within a stack) */
-    uint32_t prev_gap;    /* serial - the allocating thread's allocation before
-                           * it; 0: none, or too far back to pair with */
-    uint32_t agg, thread; /* agg: index of its stack's aggregate */
-    uint32_t weight;      /* allocations it stands for: 1, or 1/p if sampled */
+    uint64_t time;          /* of its allocation */
+    uint64_t serial : 40;   /* allocation number, all threads (pairs, temporaries,
+                             * and the order window: ascending within a stack) */
+    uint64_t prev_gap : 24; /* serial - the allocating thread's allocation before
+                             * it; 0: none, or too far back to pair with */
+    uint64_t size : 30;     /* these three are 0 when wide */
+    uint64_t agg : 20;      /* index of its stack's aggregate */
+    uint64_t thread : 12;
+    uint64_t from_realloc : 1; /* a realloc's new block */
+    uint64_t wide : 1;
 };
 
-#define MK_SIZE_MAX  ((1ull << 48) - 1) /* larger sizes are kept as this */
-#define MK_CHAIN_MAX ((1u << 16) - 1)
+_Static_assert(sizeof(struct mk_block) == 32, "a block record is 32 bytes");
+
+#define MK_NARROW_SIZE   ((1ull << 30) - 1) /* the largest values that fit */
+#define MK_NARROW_AGG    ((1u << 20) - 1)
+#define MK_NARROW_THREAD ((1u << 12) - 1)
+#define MK_GAP_MAX       ((1u << 24) - 1)
+/* Allocations a replay numbers at most: at its ten million events a second,
+ * a trace with more takes 30 hours to read. */
+#define MK_SERIAL_MAX ((1ull << 40) - 1)
+
+/* The fields a wide block keeps in the wide table. */
+typedef struct block_fields {
+    uint64_t size;
+    uint32_t agg, thread;
+} block_fields_t;
 
 static uint64_t prev_serial(const mk_block_t *b)
 {
@@ -60,6 +79,7 @@ void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts)
     p->pairs = mk_kv_heap_table();
     p->stack_index = mk_kv_heap_table();
     p->thread_index = mk_kv_heap_table();
+    p->wide = mk_kv_heap_table();
     p->opts.thread = -1;
     if (opts)
         p->opts = *opts;
@@ -159,28 +179,60 @@ static uint64_t new_block(mk_profile_t *p)
     return p->blocks_used++;
 }
 
+/* Block record i keeps its wide fields (block_born decided it is wide). */
+static bool wide_put(mk_profile_t *p, uint64_t i, block_fields_t f)
+{
+    bool fresh;
+    mk_kv_t *e = mk_kv_put(&p->wide, i + 1, &fresh);
+    if (!e)
+        return false;
+    e->a = f.size;
+    e->b = (uint64_t)f.thread << 32 | f.agg;
+    return true;
+}
+
+static block_fields_t fields_of(const mk_profile_t *p, const mk_block_t *b, uint64_t i)
+{
+    if (__builtin_expect(!b->wide, 1))
+        return (block_fields_t){b->size, b->agg, b->thread};
+    const mk_kv_t *e = mk_kv_find(&p->wide, i + 1);
+    assert(e);
+    return (block_fields_t){e->a, (uint32_t)e->b, (uint32_t)(e->b >> 32)};
+}
+
 static void drop_block(mk_profile_t *p, uint64_t i)
 {
+    if (p->blocks[i].wide) {
+        mk_kv_t *e = mk_kv_find(&p->wide, i + 1);
+        assert(e);
+        mk_kv_remove(&p->wide, e);
+    }
     p->blocks[i].serial = p->free_block;
     p->free_block = i + 1;
 }
 
 /* ---- the live table: address -> block record (mk_live_table_t) ---- */
 
-static mk_live_slot_t *live_find(const mk_profile_t *p, uint64_t addr)
+/* The slot holding addr, else the empty slot that ends its probe run: where
+ * it goes. One probe serves a new block's check and its placement. */
+static mk_live_slot_t *live_probe(const mk_profile_t *p, uint64_t addr, uint32_t key)
 {
     const mk_live_table_t *t = &p->live;
-    if (!t->cap)
-        return NULL;
-    uint32_t key = mk_addr_key(addr);
+    assert(t->used < t->cap);
     for (size_t i = mk_addr_key_home(key, t->cap);; i = (i + 1) & (t->cap - 1)) {
         mk_live_slot_t *s = &t->slots[i];
-        if (!s->block1)
-            return NULL;
         /* the key tells most neighbours apart without reading their records */
-        if (s->key == key && p->blocks[s->block1 - 1].addr == addr)
+        if (!s->block1 || (s->key == key && p->blocks[s->block1 - 1].addr == addr))
             return s;
     }
+}
+
+static mk_live_slot_t *live_find(const mk_profile_t *p, uint64_t addr)
+{
+    if (!p->live.cap)
+        return NULL;
+    mk_live_slot_t *s = live_probe(p, addr, mk_addr_key(addr));
+    return s->block1 ? s : NULL;
 }
 
 static void live_place(mk_live_slot_t *slots, size_t cap, uint32_t block1, uint32_t key)
@@ -209,16 +261,11 @@ static bool live_grow(mk_profile_t *p)
     return true;
 }
 
-/* Block record bi joins under its address, which is not in the table. */
-static bool live_add(mk_profile_t *p, uint64_t bi)
+/* Room for one more block, the load kept at 3/4 at most. */
+static bool live_room(mk_profile_t *p)
 {
-    mk_live_table_t *t = &p->live;
-    assert(bi < UINT32_MAX && !live_find(p, p->blocks[bi].addr));
-    if ((t->used + 1) * 4 > t->cap * 3 && !live_grow(p))
-        return false;
-    live_place(t->slots, t->cap, (uint32_t)bi + 1, mk_addr_key(p->blocks[bi].addr));
-    t->used++;
-    return true;
+    const mk_live_table_t *t = &p->live;
+    return (t->used + 1) * 4 <= t->cap * 3 || live_grow(p);
 }
 
 /* Backward-shift deletion, as kv_table.h's: no tombstones. */
@@ -361,6 +408,49 @@ static unsigned order_take(mk_order_window_t *w, uint64_t seq)
 
 #undef AT
 
+/* ---- sampled traces ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* How many allocations a sampled block of this size stands for: 1/p, p its
+ * chance to be sampled (format.h), rounded down or up at random (by a hash
+ * of serial, the allocations before it, so every report of a trace agrees)
+ * with the odds that keep the sum's expectation. The hash takes in the
+ * trace's seed: traces of one program sample different blocks with the
+ * same serials, and their roundings must be independent too. A weight must
+ * be whole: blocks, frees and histograms count in whole blocks. A block's
+ * birth and death compute it alike, so its record need not keep it. */
+static uint64_t weight_of(const mk_profile_t *p, uint64_t serial, uint64_t size)
+{
+    if (!p->sampled || !size)
+        return 1; /* size 0: never sampled by the tracer; a damaged trace's */
+    double w = 1.0 / -expm1(-(double)size / (double)p->sample_mean);
+    if (w >= (double)UINT32_MAX)
+        return UINT32_MAX;
+    uint64_t whole = (uint64_t)w;
+    double u = (double)(mix64(serial ^ mix64(p->sample_seed)) >> 11) * 0x1p-53;
+    return whole + (u < w - (double)whole);
+}
+
+/* A new sampled block's weight; its variance joins the stack's. */
+static uint64_t sample_weight(mk_profile_t *p, mk_stack_agg_t *a, uint64_t size)
+{
+    if (size) {
+        double q = -expm1(-(double)size / (double)p->sample_mean);
+        double var = (1.0 - q) / (q * q);
+        a->samples++;
+        a->calls_var += var;
+        a->bytes_var += var * (double)size * (double)size;
+    }
+    return weight_of(p, p->serial, size);
+}
+
 /* ---- blocks born and dying ---- */
 
 static bool note_pair(mk_profile_t *p, uint32_t older, uint32_t younger)
@@ -384,16 +474,17 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
         return false;
     uint64_t bi = l->block1 - 1;
     mk_block_t b = p->blocks[bi];
-    uint64_t size = b.size;
+    block_fields_t f = fields_of(p, &b, bi);
+    uint64_t size = f.size;
     live_remove(p, l);
     drop_block(p, bi);
     if (was)
         *was = b;
-    uint64_t w = b.weight;
+    uint64_t w = weight_of(p, b.serial - 1, size);
     p->live_bytes -= size * w;
     p->live_blocks -= w;
 
-    mk_stack_agg_t *a = &p->stacks[b.agg];
+    mk_stack_agg_t *a = &p->stacks[f.agg];
     touch(p, a);
     a->live_bytes -= size * w;
     a->live_blocks -= w;
@@ -417,7 +508,7 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
         a->lifo_frees += (ord & 2) ? w : 0;
         a->fifo_frees += (ord & 4) ? w : 0;
     }
-    if (ev->thread != b.thread) {
+    if (ev->thread != f.thread) {
         a->cross_thread += w;
         return true;
     }
@@ -445,39 +536,6 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
         t->free_stack = a->stack;
     }
     return true;
-}
-
-/* ---- sampled traces ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* How many allocations a sampled one of this size stands for: 1/p, p its
- * chance to be sampled (format.h), rounded down or up at random (by a hash
- * of its serial, so every report of a trace agrees) with the odds that keep
- * the sum's expectation; its variance joins the stack's. The hash takes in
- * the trace's seed: traces of one program sample different blocks with the
- * same serials, and their roundings must be independent too. A weight must be
- * whole: blocks, frees and histograms count in whole blocks. */
-static uint64_t sample_weight(mk_profile_t *p, mk_stack_agg_t *a, uint64_t size)
-{
-    if (!size)
-        return 1; /* never sampled by the tracer; a damaged trace's */
-    double q = -expm1(-(double)size / (double)p->sample_mean);
-    double w = 1.0 / q, var = (1.0 - q) / (q * q);
-    a->samples++;
-    a->calls_var += var;
-    a->bytes_var += var * (double)size * (double)size;
-    if (w >= (double)UINT32_MAX)
-        return UINT32_MAX;
-    uint64_t whole = (uint64_t)w;
-    double u = (double)(mix64(p->serial ^ mix64(p->sample_seed)) >> 11) * 0x1p-53;
-    return whole + (u < w - (double)whole);
 }
 
 /* The growth points (profile.h): the trace's snapshots, thinned to at most
@@ -567,7 +625,7 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         a->multi_thread = true;
     if (from && size > from_size) {
         a->realloc_grows += w;
-        if (from->chain)
+        if (from->from_realloc)
             a->realloc_steps += w;
     }
     if (!ev->addr) {
@@ -575,34 +633,43 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         return true;
     }
 
-    /* Live already: its free was not seen (another thread's, inside the
-     * same instant, or before tracing). Retire the old block. */
-    if (live_find(p, ev->addr))
+    if (!live_room(p) || p->serial >= MK_SERIAL_MAX)
+        return false;
+    uint32_t key = mk_addr_key(ev->addr);
+    mk_live_slot_t *s = live_probe(p, ev->addr, key);
+    if (s->block1) {
+        /* Live already: its free was not seen (another thread's, inside the
+         * same instant, or before tracing). Retire the old block. */
         block_dies(p, ev->addr, ev, DIES_REPLACED, NULL);
+        s = live_probe(p, ev->addr, key);
+    }
     uint64_t bi = new_block(p);
     if (bi == UINT64_MAX || bi >= UINT32_MAX)
         return false;
     p->serial++;
     uint64_t gap = t->last_alloc ? p->serial - t->last_alloc : 0;
+    block_fields_t f = {size, (uint32_t)(a - p->stacks), ev->thread};
+    bool wide =
+        f.size > MK_NARROW_SIZE || f.agg > MK_NARROW_AGG || f.thread > MK_NARROW_THREAD;
     p->blocks[bi] = (mk_block_t){
         .addr = ev->addr,
-        .size = size < MK_SIZE_MAX ? size : MK_SIZE_MAX,
-        .chain = from ? (uint64_t)(from->chain < MK_CHAIN_MAX ? from->chain + 1u
-                                                              : MK_CHAIN_MAX)
-                      : 0,
         .time = ev->time,
         .serial = p->serial,
-        .prev_gap = gap <= UINT32_MAX ? (uint32_t)gap : 0,
-        .agg = (uint32_t)(a - p->stacks),
-        .thread = ev->thread,
-        .weight = (uint32_t)w,
+        .prev_gap = gap <= MK_GAP_MAX ? gap : 0,
+        .size = wide ? 0 : f.size,
+        .agg = wide ? 0 : f.agg,
+        .thread = wide ? 0 : f.thread,
+        .from_realloc = from != NULL,
+        .wide = wide,
     };
-    if (!live_add(p, bi)) {
+    if (wide && !wide_put(p, bi, f)) {
+        p->blocks[bi].wide = false; /* nothing to take out of the wide table */
         drop_block(p, bi);
         return false;
     }
+    *s = (mk_live_slot_t){(uint32_t)bi + 1, key};
+    p->live.used++;
     t->last_alloc = p->serial;
-    size = p->blocks[bi].size; /* as its death will count it (MK_SIZE_MAX) */
 
     touch(p, a);
     a->live_bytes += size * w;
@@ -746,7 +813,8 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
     uint64_t old_size = 0;
     bool moved = false;
     if (old_live && (ev->addr || ev->size == 0)) {
-        old_size = p->blocks[old_slot->block1 - 1].size;
+        uint64_t oi = old_slot->block1 - 1;
+        old_size = fields_of(p, &p->blocks[oi], oi).size;
         moved = block_dies(p, ev->old_addr, ev, DIES_REALLOCATED, &old);
     }
     if (!ev->addr && ev->size == 0) {
@@ -838,6 +906,8 @@ static void release_events(mk_profile_t *p)
     mk_table_free(p->live.slots, p->live.cap * sizeof *p->live.slots);
     p->live = (mk_live_table_t){0};
     mk_table_free(p->blocks, p->blocks_cap * sizeof *p->blocks);
+    free(p->wide.slots);
+    p->wide = mk_kv_heap_table();
     free(p->thr);
     free(p->thread_index.slots);
     free(p->pending);
@@ -883,10 +953,12 @@ void mk_profile_finish(mk_profile_t *p)
         const mk_live_slot_t *l = &p->live.slots[i];
         if (!l->block1)
             continue;
-        const mk_block_t *b = &p->blocks[l->block1 - 1];
-        mk_stack_agg_t *a = &p->stacks[b->agg];
-        a->leaked_blocks += b->weight;
-        a->leaked_bytes += (uint64_t)b->size * b->weight;
+        uint64_t bi = l->block1 - 1;
+        block_fields_t f = fields_of(p, &p->blocks[bi], bi);
+        uint64_t w = weight_of(p, p->blocks[bi].serial - 1, f.size);
+        mk_stack_agg_t *a = &p->stacks[f.agg];
+        a->leaked_blocks += w;
+        a->leaked_bytes += f.size * w;
     }
     /* Each stack's share of the latest peak (see touch). */
     for (size_t i = 0; i < p->nstacks; i++) {

@@ -166,6 +166,8 @@ typedef struct mk_profile {
     mk_live_table_t live; /* address -> index into blocks (profile.c) */
     mk_block_t *blocks;
     size_t blocks_cap, blocks_used;
+    mk_kv_table_t wide;  /* a wide block's fields: key its record's index + 1,
+                          * a = size, b = thread << 32 | aggregate */
     uint64_t free_block; /* head of the free list of block records, + 1 */
     /* One state per thread seen, found by thread number through thread_index
      * (key number + 1, a = index), as stacks are: a damaged trace's huge

@@ -1,9 +1,10 @@
 #!/bin/sh
 # countcheck.sh MEMKIT COUNTALLOC_SO - memkit's allocation calls against an
 # independent count (progs/countalloc.c, a counting preload written apart
-# from memkit) on real multi-threaded programs, run once under each. Both
-# runs get memkit's environment variables (a program's start-up allocations
-# can depend on its environment). Threads are made to overlap where the
+# from memkit) on real programs, multi-threaded ones among them, run once
+# under each. Both runs get the same variables, memkit's and the counter's
+# (a program's start-up allocations can depend on its environment: perl's
+# %ENV costs about five a variable). Threads are made to overlap where the
 # program allows it: glibc reuses the stacks of threads that ended, so how
 # many thread structures it allocates otherwise depends on timing.
 set -u
@@ -13,8 +14,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
 checked=0
-env_of_memkit="MEMKIT_TRACE_PREFIX=$work/e MEMKIT_TRACE_RUN=1-1700000000-000000000
-MEMKIT_TRACE_DEPTH=32 MEMKIT_TRACE_SUMMARY_ONLY=0 MEMKIT_TRACE_SYSCALLS=0"
+# The variables `memkit trace` sets, as it sets them (a program that copies
+# its environment, as perl does into %ENV, allocates for each).
+env_of_memkit=$("$memkit" trace -q -o "$work/env" -- env 2>/dev/null |
+    grep '^MEMKIT_TRACE_' | grep -v '^MEMKIT_TRACE_PREFIX=')
+env_of_memkit="MEMKIT_TRACE_PREFIX=$work/e $env_of_memkit"
+case $env_of_memkit in
+*MEMKIT_TRACE_RUN=*) ;;
+*) echo "FAIL: memkit trace -- env shows no MEMKIT_TRACE_RUN"; exit 1 ;;
+esac
 
 # check NAME CMD...: the counts of both tools on CMD
 check() {
@@ -25,7 +33,9 @@ check() {
     env $env_of_memkit COUNTALLOC_OUT="$work/count" LD_PRELOAD="$counter" "$@" \
         >/dev/null 2>&1
     want=$(sed -n 's/^countalloc: \([0-9]*\) allocation calls.*/\1/p' "$work/count")
-    "$memkit" trace -q -o "$work/t" -- "$@" >/dev/null 2>&1
+    # the same variables in both runs: COUNTALLOC_OUT too
+    COUNTALLOC_OUT="$work/count.unused" "$memkit" trace -q -o "$work/t" -- "$@" \
+        >/dev/null 2>&1
     got=$("$memkit" report --no-symbols "$work"/t.*.mkt 2>/dev/null |
         sed -n 's/^Allocation calls: //p')
     checked=$((checked + 1))
@@ -61,6 +71,13 @@ check sort-parallel sort --parallel=2 -S 1M "$work/nums"
 if command -v git >/dev/null 2>&1; then
     src=$(cd "$(dirname "$0")/../.." && pwd)
     [ -d "$src/.git" ] && check git-grep git -C "$src" grep -c malloc -- src
+fi
+if command -v perl >/dev/null 2>&1; then
+    # perl copies its environment into %ENV; a fixed hash seed makes its
+    # hash's growth, and so its count, the same run after run
+    PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0
+    export PERL_HASH_SEED PERL_PERTURB_KEYS
+    check perl-hash perl -e 'my %h; $h{"key$_"} = [$_, "val$_"] for 1 .. 30000; print scalar(keys %h), "\n"'
 fi
 echo "countcheck: $checked programs, $fails failures"
 [ "$fails" -eq 0 ] || exit 1

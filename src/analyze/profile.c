@@ -19,7 +19,7 @@
  * holds millions at once, and a replay of one spends as much time in the
  * kernel zeroing their pages as on the events; so each field is as narrow as
  * real traces need. A block whose size, aggregate or thread is wider than
- * its field (1 GiB, 2^20 stacks, 4095 threads) is `wide`: all three are
+ * its field (256 MiB, 2^20 stacks, 16,383 threads) is `wide`: all three are
  * then in the wide table (wide_put), exact. Its weight (sampled traces) is
  * not kept: weight_of finds it again from its serial and size. While on the
  * free list, `serial` links to the next. */
@@ -30,18 +30,18 @@ struct mk_block {
                              * and the order window: ascending within a stack) */
     uint64_t prev_gap : 24; /* serial - the allocating thread's allocation before
                              * it; 0: none, or too far back to pair with */
-    uint64_t size : 30;     /* these three are 0 when wide */
+    uint64_t size : 28;     /* these three are 0 when wide */
     uint64_t agg : 20;      /* index of its stack's aggregate */
-    uint64_t thread : 12;
+    uint64_t thread : 14;
     uint64_t from_realloc : 1; /* a realloc's new block */
     uint64_t wide : 1;
 };
 
 _Static_assert(sizeof(struct mk_block) == 32, "a block record is 32 bytes");
 
-#define MK_NARROW_SIZE   ((1ull << 30) - 1) /* the largest values that fit */
+#define MK_NARROW_SIZE   ((1ull << 28) - 1) /* the largest values that fit */
 #define MK_NARROW_AGG    ((1u << 20) - 1)
-#define MK_NARROW_THREAD ((1u << 12) - 1)
+#define MK_NARROW_THREAD ((1u << 14) - 1)
 #define MK_GAP_MAX       ((1u << 24) - 1)
 /* Allocations a replay numbers at most: at its ten million events a second,
  * a trace with more takes 30 hours to read. */

@@ -5,8 +5,8 @@
  * plain model (an array of live blocks searched linearly). Each stack's
  * calls, bytes, frees, live and leaked blocks and bytes, lifetimes,
  * cross-thread frees and realloc growth, and the heap's peak, must agree
- * exactly. Some blocks are wide (profile.c: over 1 GiB, or of a thread
- * numbered past 4095), so they take the wide table's path; some
+ * exactly. Some blocks are wide (profile.c: of 256 MiB or more, or of a
+ * thread numbered past 16,383), so they take the wide table's path; some
  * allocations land on a live address (a free the trace missed). A sampled
  * run checks that a block's death takes off exactly the weight its birth
  * added: its record keeps no weight.
@@ -42,9 +42,8 @@ static model_t model;
 static uint64_t pick_size(uint64_t *rng)
 {
     uint64_t r = xorshift64(rng) % 100;
-    if (r == 0)
-        return (1ull << 30) - 1 +
-               xorshift64(rng) % 3; /* the widest narrow size, and past */
+    if (r == 0) /* the widest narrow size, and past it */
+        return (1ull << 28) - 1 + xorshift64(rng) % 3;
     if (r == 1)
         return (5ull << 30) + 16; /* past 32 bits */
     return 1 + xorshift64(rng) % 2000;
@@ -53,7 +52,7 @@ static uint64_t pick_size(uint64_t *rng)
 static uint32_t pick_thread(uint64_t *rng)
 {
     uint64_t r = xorshift64(rng) % 50;
-    return r == 0 ? 4095 : r == 1 ? 4096 : r == 2 ? 70000 : (uint32_t)(r % 3);
+    return r == 0 ? 16383 : r == 1 ? 16384 : r == 2 ? 70000 : (uint32_t)(r % 3);
 }
 
 /* An address not live in the model (granules of a few pages, so the live

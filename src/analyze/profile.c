@@ -989,6 +989,9 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr, bool site_stacks
     p->total_allocated = mk_allocated_bytes(s->bytes);
     if (p->opts.counts_only)
         return true; /* a process table's row: no site is shown */
+    /* the sites come in the tracer's table order: reserve (kv_table.h) */
+    if (!mk_kv_reserve(&p->stack_index, p->stack_index.used + s->nsites))
+        return false;
     for (size_t i = 0; i < s->nsites; i++) {
         uint64_t id = site_stacks ? s->sites[i].pc : i + 1;
         if (id > UINT32_MAX)

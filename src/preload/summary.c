@@ -229,6 +229,13 @@ void mk_summary_write(void)
     uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, frees_unseen = 0;
     mk_kv_table_t all = MMAP_TABLE;
 
+    /* the threads' sites come in their tables' order: reserve (kv_table.h);
+     * short of memory, the puts below grow the table as they go */
+    size_t sites = 0;
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next)
+        sites += t->sites ? t->sites->t.used : 0;
+    mk_kv_reserve(&all, sites);
+
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         for (int k = 0; k < MK_K_COUNT; k++) {
             counts[k] += t->counts[k];

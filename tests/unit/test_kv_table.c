@@ -11,28 +11,10 @@
  *     second share, and the sum of displacements is 500 times larger (the
  *     tracer's merge of its threads' sites, and the report reading them).
  */
-#include "../../src/trace/kv_table.h"
+#include "../../src/trace/reader.h" /* kv_table.h, mk_kv_heap_table */
 #include "check.h"
 
-#include <stdlib.h>
-
 #define KEYS 5000
-
-static void *heap_zalloc(size_t n)
-{
-    return calloc(1, n);
-}
-
-static void heap_release(void *p, size_t n)
-{
-    (void)n;
-    free(p);
-}
-
-static mk_kv_table_t heap_table(void)
-{
-    return (mk_kv_table_t){.alloc = heap_zalloc, .release = heap_release};
-}
 
 /* Slots between a key's home and where it sits. */
 static size_t displacement(const mk_kv_table_t *t, size_t i)
@@ -57,7 +39,7 @@ static void run_model(unsigned long long seed)
 {
     static uint64_t model[KEYS + 1]; /* a = times put, per key; 0: absent */
     memset(model, 0, sizeof model);
-    mk_kv_table_t t = heap_table();
+    mk_kv_table_t t = mk_kv_heap_table();
     uint64_t rng = seed | 1;
     size_t live = 0;
     for (int step = 0; step < 200000; step++) {
@@ -97,7 +79,7 @@ static void run_model(unsigned long long seed)
  * sum of its keys' displacements as they went in. */
 static size_t copy_in_slot_order(const mk_kv_table_t *a, mk_kv_table_t *b, bool reserve)
 {
-    *b = heap_table();
+    *b = mk_kv_heap_table();
     if (reserve)
         CHECK(mk_kv_reserve(b, a->used) && b->cap * 3 >= a->used * 4);
     size_t moved = 0;
@@ -120,7 +102,7 @@ static void run_reserve(void)
      * into one table (the tracer's SUMMARY), in that one's order; read back
      * into the report's (its sites come in the record in the merged table's
      * order). Each copy in slot order, as the code did without reserving. */
-    mk_kv_table_t thread = heap_table(), merged, report;
+    mk_kv_table_t thread = mk_kv_heap_table(), merged, report;
     for (uint64_t k = 1; k <= 33000; k++) {
         bool fresh;
         CHECK(mk_kv_put(&thread, k, &fresh) && fresh);

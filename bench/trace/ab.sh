@@ -4,7 +4,8 @@
 # libmemkit-preload.so in turn (A then B, B then A, ...) and prints the
 # median over the pairs of B's time over A's, in wall and in CPU time.
 # MODE is "full" (default, as -q), "trace" (full with the summary's counting,
-# as memkit trace without -q) or "summary" (--summary-only). Pairs taken a
+# as memkit trace without -q), "summary" (--summary-only) or "sample"
+# (--sample 512K, SAMPLE=BYTES to change). Pairs taken a
 # second apart see the same machine, where medians of separate runs need not
 # (its speed drifts by up to 2x over seconds).
 #
@@ -24,14 +25,15 @@ trap 'rm -rf "$work"' EXIT
 for f in "$a" "$b" "$churn" /usr/bin/time; do
     [ -e "$f" ] || { echo "ab: missing $f"; exit 2; }
 done
-summary=; too=
+summary=; too=; sample=
 [ "$mode" = summary ] && summary=1
 [ "$mode" = trace ] && too=1
+[ "$mode" = sample ] && sample=${SAMPLE:-524288}
 
 one() { # one LIB: prints "wall_ms cpu_ms"
     start=$(date +%s%N)
     LD_PRELOAD=$1 MEMKIT_TRACE_PREFIX="$work/t" MEMKIT_TRACE_RUN=ab \
-        MEMKIT_TRACE_SUMMARY_ONLY=$summary MEMKIT_TRACE_SUMMARY=$too \
+        MEMKIT_TRACE_SUMMARY_ONLY=$summary MEMKIT_TRACE_SUMMARY=$too MEMKIT_TRACE_SAMPLE=$sample \
         /usr/bin/time -f "%U %S" -o "$work/time" "$churn" "$n" "$threads" >/dev/null 2>&1 ||
         { echo "ab: the traced run with $1 failed"; exit 1; }
     end=$(date +%s%N)

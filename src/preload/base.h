@@ -61,15 +61,35 @@ typedef struct mk_real_fns {
     wchar_t *(*wcsdup)(const wchar_t *);
 } mk_real_fns_t;
 
+/* What the tracer does with a call: one mode per process, decided once when
+ * the configuration is read (mk_mode_decide, runtime.c) and never changed
+ * but to fall back to MK_MODE_FULL when sampling cannot start. */
+typedef enum mk_mode {
+    MK_MODE_FULL = 0,     /* every event with its stack (memkit trace -q) */
+    MK_MODE_FULL_SUMMARY, /* every event, and the summary counted beside them,
+                           * sites keyed by stack id (memkit trace without -q
+                           * prints it without replaying the trace) */
+    MK_MODE_SUMMARY,      /* --summary-only: no events; per-site totals counted
+                           * in process, one SUMMARY record at the end */
+    MK_MODE_SAMPLED,      /* --sample: every call counted, sampled ones recorded
+                           * (with --summary-only too: at depth 1) */
+} mk_mode_t;
+
+/* Which body malloc, free, new and delete run (mk_hook_path, hook.h): the
+ * summary and sampled modes have fast bodies of their own, which do not
+ * watch the break, so --syscalls sends them the general way. */
+typedef enum mk_path {
+    MK_PATH_GENERAL = 0,
+    MK_PATH_SUMMARY,
+    MK_PATH_SAMPLE,
+} mk_path_t;
+
 /* Settings, read once from the environment (MEMKIT_TRACE_*). */
 typedef struct mk_config {
+    mk_mode_t mode;
+    bool syscalls;              /* record mmap/munmap/mremap/brk/sbrk too: any mode */
     int depth;                  /* frames kept per stack; 1 = caller only (--no-stacks) */
-    bool summary_only;          /* aggregate in process, write one SUMMARY record */
-    bool summary_too;           /* events, and the summary aggregated beside them with
-                                 * sites keyed by stack id (memkit trace without -q
-                                 * prints it without replaying the trace) */
-    bool syscalls;              /* record mmap/munmap/mremap/brk/sbrk too */
-    uint64_t sample_mean;       /* --sample: mean bytes between samples; 0: every event */
+    uint64_t sample_mean;       /* MK_MODE_SAMPLED: mean bytes between samples */
     uint64_t sample_seed;       /* MEMKIT_SAMPLE_SEED, or drawn from the clock */
     uint64_t snapshot_every_ns; /* --snapshot-every; 0: none */
     int snapshot_signal;        /* --snapshot-signal; 0: none */
@@ -84,11 +104,8 @@ typedef struct mk_thread mk_thread_t;
 
 /* Process-wide state. */
 typedef struct mk_state {
-    atomic_int phase;  /* MK_PHASE_* */
-    bool sample_fast;  /* --sample without --syscalls: malloc and free count
-                        * and sample on their own path (hooks.c) */
-    bool summary_fast; /* --summary-only without --syscalls: malloc and free
-                        * take the summary's own path (summary.h) */
+    atomic_int phase; /* MK_PHASE_* */
+    mk_path_t path;   /* from cfg.mode and cfg.syscalls, set with the mode */
     mk_config_t cfg;
     int fd; /* the trace file, or -1 */
     pid_t pid;
@@ -201,6 +218,31 @@ static inline void *mk_pages_resize(void *p, size_t old_size, size_t n)
 static inline bool mk_tracing_on(void)
 {
     return atomic_load_explicit(&mk_st.phase, memory_order_relaxed) == MK_PHASE_ON;
+}
+
+/* What the mode implies, asked by name rather than by comparing modes. */
+static inline bool mk_mode_sampled(void)
+{
+    return mk_st.cfg.mode == MK_MODE_SAMPLED;
+}
+
+/* Are EVENTS records written (all modes but --summary-only)? */
+static inline bool mk_mode_events(void)
+{
+    return mk_st.cfg.mode != MK_MODE_SUMMARY;
+}
+
+/* Is the summary counted in process (summary.h)? */
+static inline bool mk_mode_counts_sites(void)
+{
+    return mk_st.cfg.mode == MK_MODE_SUMMARY || mk_st.cfg.mode == MK_MODE_FULL_SUMMARY;
+}
+
+/* Are calls and bytes counted by kind in the thread states (counts[],
+ * bytes[])? The summary's and the samples' totals come from there. */
+static inline bool mk_mode_counts_kinds(void)
+{
+    return mk_st.cfg.mode != MK_MODE_FULL;
 }
 
 /* ---- base.c ---- */

@@ -36,7 +36,8 @@
 #define _GNU_SOURCE
 #include "fds.h"
 
-#include "record.h"
+#include "hook.h"
+#include "thread.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -42,24 +42,10 @@ static inline void note_brk(mk_thread_t *t)
 
 /* ---- the C allocation functions ----
  *
- * malloc and free, the hottest, come in two bodies behind a one-test
- * dispatch: --summary-only's (summary_malloc, summary_free) and everyone
- * else's (general_malloc, general_free). Apart, the summary path does not
- * pay for the general path's slow branches (thread states, stack capture,
- * flushing), which make the compiler save six registers on every call.
- * Both bodies take the caller's return address from the exported function:
- * they may or may not be tail calls.
- *
- * The summary path's functions start on a 64-byte boundary (MK_HOT_ALIGN),
- * so that where the linker puts them does not move their speed (fetch works
- * in 64-byte blocks), and omit the frame pointer the rest of the library
- * keeps for profilers: stacks come from libunwind's DWARF tables, never from
- * frame pointers. The figures are in docs/PERFORMANCE-LOG.md. */
-#ifdef __clang__ /* no per-function optimize attribute (the fuzz build) */
-#define MK_HOT_ALIGN __attribute__((aligned(64)))
-#else
-#define MK_HOT_ALIGN __attribute__((aligned(64), optimize("omit-frame-pointer")))
-#endif
+ * malloc and free, the hottest, have a body per path behind the one
+ * dispatch (MK_DISPATCH, hook.h): the general one, --summary-only's and
+ * --sample's. Every body takes the caller's return address from the
+ * exported function: it may or may not be a tail call. */
 
 static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)
 {
@@ -90,27 +76,20 @@ static __attribute__((noinline)) MK_HOT_ALIGN void *summary_malloc(size_t n, uin
 /* --sample's malloc: an unsampled call is counted and takes its size off
  * the budget, and is not an event at all, so it needs neither the way into
  * a hook (mk_enter: nothing it touches is the flusher's) nor a frame: the
- * real malloc is a tail call. The one to be sampled goes the general way,
- * which counts it, samples it and records it. */
+ * real malloc is a tail call. Its bytes are not counted here: they are
+ * what the budgets lost (mk_samples_write). */
 static __attribute__((noinline)) MK_HOT_ALIGN void *sample_malloc(size_t n, uintptr_t ra)
 {
-    mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(!t || mk_sample_next(t, n))) /* no state yet, or sampled */
+    mk_thread_t *t = mk_sample_fast_alloc(n);
+    if (MK_UNLIKELY(!t))
         return general_malloc(n, ra);
-    if (MK_UNLIKELY(mk_nested())) /* operator new's own malloc... */
-        return mk_real.malloc(n);
-    t->fast_mallocs++;
-    t->sample_left -= (int64_t)n;
+    mk_sample_of(t)->fast_mallocs++;
     return mk_real.malloc(n);
 }
 
 MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
 {
-    if (MK_LIKELY(mk_st.sample_fast))
-        return sample_malloc(n, CALLER());
-    if (MK_LIKELY(mk_st.summary_fast))
-        return summary_malloc(n, CALLER());
-    return general_malloc(n, CALLER());
+    return MK_DISPATCH(malloc, n, CALLER());
 }
 
 static __attribute__((noinline)) void general_free(void *p)
@@ -150,23 +129,17 @@ static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
     mk_real.free(p);
 }
 
-/* --sample's free: counted; the filter's one load rules out nearly every
- * block, and the real free is a tail call. A block the filter may know goes
- * the general way, which counts it and records it if it was sampled. */
+/* --sample's free: counted, and the real free is a tail call. */
 static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p)
 {
-    mk_thread_t *t = mk_self;
-    if (MK_UNLIKELY(!t || mk_sampled_maybe((uintptr_t)p))) {
+    mk_thread_t *t = mk_sample_fast_free(p);
+    if (MK_UNLIKELY(!t)) {
         general_free(p);
         return;
     }
-    if (MK_UNLIKELY(mk_nested())) { /* operator delete's own free... */
-        mk_real.free(p);
-        return;
-    }
-    t->fast_frees++;
+    mk_sample_of(t)->fast_frees++;
     if (MK_UNLIKELY(!p)) { /* free(NULL) does nothing: counted apart, not passed on */
-        t->fast_free_nulls++;
+        mk_sample_of(t)->fast_free_nulls++;
         return;
     }
     mk_real.free(p);
@@ -176,32 +149,7 @@ MK_EXPORT MK_HOT_ALIGN void free(void *p)
 {
     if (MK_UNLIKELY(mk_is_boot(p)))
         return; /* the bootstrap heap is never reused */
-    if (MK_LIKELY(mk_st.sample_fast))
-        sample_free(p);
-    else if (MK_LIKELY(mk_st.summary_fast))
-        summary_free(p);
-    else
-        general_free(p);
-}
-
-MK_EXPORT void *calloc(size_t n, size_t size)
-{
-    mk_thread_t *t = mk_enter();
-    if (!t) {
-        if (MK_LIKELY(mk_real.calloc != NULL))
-            return mk_real.calloc(n, size);
-        size_t total;
-        if (__builtin_mul_overflow(n, size, &total))
-            return NULL;
-        return mk_boot_alloc(total); /* static memory: already zero */
-    }
-    void *p = mk_real.calloc(n, size);
-    size_t total = 0;
-    (void)__builtin_mul_overflow(n, size, &total); /* overflow: calloc failed, size 0 */
-    record_alloc(t, MK_K_CALLOC, total, 0, p, CALLER());
-    note_brk(t);
-    mk_leave(t);
-    return p;
+    MK_DISPATCH(free, p);
 }
 
 /* realloc of a bootstrap block: move it to the real heap. */
@@ -265,27 +213,29 @@ MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     return rc;
 }
 
-/* aligned_alloc, memalign, valloc, pvalloc: one shape. */
-#define ALIGNED_HOOK(name, kind, params, args, align_expr, size_expr)                    \
-    MK_EXPORT void *name params                                                          \
-    {                                                                                    \
-        mk_thread_t *t = mk_enter();                                                     \
-        if (!t)                                                                          \
-            return mk_real.name ? mk_real.name args : NULL;                              \
-        void *p = mk_real.name args;                                                     \
-        record_alloc(t, kind, size_expr, align_expr, p, CALLER());                       \
-        mk_leave(t);                                                                     \
-        return p;                                                                        \
-    }
+/* ---- the other allocating functions, from one table ----
+ *
+ * One row per function: its name and kind, its parameters and arguments,
+ * the bytes and alignment it asks for, and what serves it before dlsym has
+ * found the real one (only while dlsym itself is looking). Each row is
+ * the same short hook: the real call, then the event, as malloc's general
+ * body. */
 
-ALIGNED_HOOK(aligned_alloc, MK_K_ALIGNED_ALLOC, (size_t align, size_t n), (align, n),
-             align, n)
-ALIGNED_HOOK(memalign, MK_K_MEMALIGN, (size_t align, size_t n), (align, n), align, n)
-ALIGNED_HOOK(valloc, MK_K_VALLOC, (size_t n), (n), 0, n)
-ALIGNED_HOOK(pvalloc, MK_K_PVALLOC, (size_t n), (n), 0, n)
+/* n * size, or 0 when it overflows (the call then fails). */
+static inline size_t times(size_t n, size_t size)
+{
+    size_t total;
+    return __builtin_mul_overflow(n, size, &total) ? 0 : total;
+}
 
-/* Before dlsym has found the real string functions (only while it is
- * looking them up): copies from the bootstrap heap. */
+/* Before dlsym has found the real functions: the bootstrap heap, which is
+ * static memory, so already zero for calloc. */
+static void *boot_calloc(size_t n, size_t size)
+{
+    size_t total;
+    return __builtin_mul_overflow(n, size, &total) ? NULL : mk_boot_alloc(total);
+}
+
 static void *copy_bytes(const void *src, size_t n)
 {
     void *p = malloc(n);
@@ -304,39 +254,33 @@ static char *copy_string(const char *s, size_t len)
     return p;
 }
 
-MK_EXPORT char *strdup(const char *s)
-{
-    mk_thread_t *t = mk_enter();
-    if (!t)
-        return MK_LIKELY(mk_real.strdup != NULL) ? mk_real.strdup(s)
-                                                 : copy_bytes(s, strlen(s) + 1);
-    char *p = mk_real.strdup(s);
-    record_alloc(t, MK_K_STRDUP, strlen(s) + 1, 0, p, CALLER());
-    mk_leave(t);
-    return p;
-}
+#define ALLOC_HOOK(type, name, kind, params, args, size_expr, align_expr, boot)          \
+    MK_EXPORT type *name params                                                          \
+    {                                                                                    \
+        mk_thread_t *t = mk_enter();                                                     \
+        if (!t)                                                                          \
+            return MK_LIKELY(mk_real.name != NULL) ? mk_real.name args : (boot);         \
+        type *p = mk_real.name args;                                                     \
+        record_alloc(t, kind, size_expr, align_expr, p, CALLER());                       \
+        note_brk(t);                                                                     \
+        mk_leave(t);                                                                     \
+        return p;                                                                        \
+    }
 
-MK_EXPORT char *strndup(const char *s, size_t n)
-{
-    mk_thread_t *t = mk_enter();
-    if (!t)
-        return MK_LIKELY(mk_real.strndup != NULL) ? mk_real.strndup(s, n)
-                                                  : copy_string(s, strnlen(s, n));
-    char *p = mk_real.strndup(s, n);
-    record_alloc(t, MK_K_STRNDUP, strnlen(s, n) + 1, 0, p, CALLER());
-    mk_leave(t);
-    return p;
-}
-
-MK_EXPORT wchar_t *wcsdup(const wchar_t *s)
-{
-    mk_thread_t *t = mk_enter();
-    if (!t)
-        return MK_LIKELY(mk_real.wcsdup != NULL)
-                   ? mk_real.wcsdup(s)
-                   : copy_bytes(s, (wcslen(s) + 1) * sizeof(wchar_t));
-    wchar_t *p = mk_real.wcsdup(s);
-    record_alloc(t, MK_K_WCSDUP, (wcslen(s) + 1) * sizeof(wchar_t), 0, p, CALLER());
-    mk_leave(t);
-    return p;
-}
+/* clang-format off */
+ALLOC_HOOK(void, calloc, MK_K_CALLOC, (size_t n, size_t size), (n, size),
+           times(n, size), 0, boot_calloc(n, size))
+ALLOC_HOOK(void, aligned_alloc, MK_K_ALIGNED_ALLOC, (size_t align, size_t n), (align, n),
+           n, align, NULL)
+ALLOC_HOOK(void, memalign, MK_K_MEMALIGN, (size_t align, size_t n), (align, n),
+           n, align, NULL)
+ALLOC_HOOK(void, valloc, MK_K_VALLOC, (size_t n), (n), n, 0, NULL)
+ALLOC_HOOK(void, pvalloc, MK_K_PVALLOC, (size_t n), (n), n, 0, NULL)
+ALLOC_HOOK(char, strdup, MK_K_STRDUP, (const char *s), (s),
+           strlen(s) + 1, 0, copy_bytes(s, strlen(s) + 1))
+ALLOC_HOOK(char, strndup, MK_K_STRNDUP, (const char *s, size_t n), (s, n),
+           strnlen(s, n) + 1, 0, copy_string(s, strnlen(s, n)))
+ALLOC_HOOK(wchar_t, wcsdup, MK_K_WCSDUP, (const wchar_t *s), (s),
+           (wcslen(s) + 1) * sizeof(wchar_t), 0,
+           copy_bytes(s, (wcslen(s) + 1) * sizeof(wchar_t)))
+/* clang-format on */

@@ -21,17 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef void *(*new_fn)(size_t);
-typedef void *(*new_nt_fn)(size_t, const void *);
-typedef void *(*new_al_fn)(size_t, size_t);
-typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
-typedef void (*del_fn)(void *);
-typedef void (*del_sz_fn)(void *, size_t);
-typedef void (*del_nt_fn)(void *, const void *);
-typedef void (*del_al_fn)(void *, size_t);
-typedef void (*del_sz_al_fn)(void *, size_t, size_t);
-typedef void (*del_al_nt_fn)(void *, size_t, const void *);
-
 /* ---- finding the real operators ----
  *
  * The next definition is usually libstdc++'s, found by dlsym(RTLD_NEXT). A C
@@ -91,39 +80,104 @@ static void *cxx_find_in_scopes(const char *name)
     return found;
 }
 
-/* The real operator for a hook's call site: RTLD_NEXT, then the loaded
- * objects' own scopes (cached in *slot once found); NULL when none exists. */
-static __attribute__((noinline)) void *cxx_next_slow(void **slot, const char *name)
+/* ---- the operators, as data ----
+ *
+ * Every operator is a cxx_op_t: its mangled name, the next definition once
+ * found, the stand-in that serves it when nothing defines it, and whether
+ * its hook may call malloc or free itself (below). Its parameters come in
+ * one of a few shapes; a hook passes them on normalized (size, alignment,
+ * nothrow tag; for delete also the size given) and cxx_call_* calls the
+ * real operator with the shape's own list. The shape is a constant in each
+ * generated body, so the switch folds away. */
+
+typedef struct cxx_op {
+    const char *name;
+    void *next;     /* the next definition, once found (cxx_real) */
+    void *stand_in; /* its malloc/free stand-in, of the same shape */
+    int8_t direct;  /* CXX_UNKNOWN, CXX_DIRECT or CXX_FORWARD (below) */
+} cxx_op_t;
+
+enum { NEW_S, NEW_S_NT, NEW_S_AL, NEW_S_AL_NT };
+enum { DEL_P, DEL_P_N, DEL_P_NT, DEL_P_AL, DEL_P_N_AL, DEL_P_AL_NT };
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+typedef void (*del_fn)(void *);
+typedef void (*del_x_fn)(void *, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_xy_fn)(void *, size_t, size_t);
+typedef void (*del_al_nt_fn)(void *, size_t, const void *);
+
+static inline __attribute__((always_inline)) void *
+cxx_call_new(void *fn, int shape, size_t size, size_t al, const void *nt)
 {
-    void *f = mk_next_symbol(slot, name);
+    switch (shape) {
+    case NEW_S:
+        return ((new_fn)fn)(size);
+    case NEW_S_NT:
+        return ((new_nt_fn)fn)(size, nt);
+    case NEW_S_AL:
+        return ((new_al_fn)fn)(size, al);
+    default:
+        return ((new_al_nt_fn)fn)(size, al, nt);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+cxx_call_delete(void *fn, int shape, void *p, size_t n, size_t al, const void *nt)
+{
+    switch (shape) {
+    case DEL_P:
+        ((del_fn)fn)(p);
+        break;
+    case DEL_P_N:
+        ((del_x_fn)fn)(p, n);
+        break;
+    case DEL_P_NT:
+        ((del_nt_fn)fn)(p, nt);
+        break;
+    case DEL_P_AL:
+        ((del_x_fn)fn)(p, al);
+        break;
+    case DEL_P_N_AL:
+        ((del_xy_fn)fn)(p, n, al);
+        break;
+    default:
+        ((del_al_nt_fn)fn)(p, al, nt);
+        break;
+    }
+}
+
+/* The real operator: RTLD_NEXT, then the loaded objects' own scopes (kept
+ * once found); NULL when none exists. */
+static __attribute__((noinline)) void *cxx_next_slow(cxx_op_t *op)
+{
+    void *f = mk_next_symbol(&op->next, op->name);
     if (f)
         return f;
     mk_guard++; /* dlopen and dlsym allocate */
-    f = cxx_find_in_scopes(name);
+    f = cxx_find_in_scopes(op->name);
     mk_guard--;
     if (f)
-        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+        __atomic_store_n(&op->next, f, __ATOMIC_RELEASE);
     else
         mk_warn_once("memkit: no loaded object defines %s; memkit serves it with "
                      "malloc/free",
-                     name);
+                     op->name);
     return f;
 }
 
-#define CXX_NEXT(type, name)                                                             \
-    ({                                                                                   \
-        static void *slot_;                                                              \
-        void *next_ = __atomic_load_n(&slot_, __ATOMIC_ACQUIRE);                         \
-        (type)(MK_LIKELY(next_ != NULL) ? next_ : cxx_next_slow(&slot_, name));          \
-    })
-
 /* The operator itself, or its malloc/free stand-in when nothing defines it
  * (a throwing new that cannot get memory then aborts: no runtime, no throw). */
-#define CXX_REAL(type, name, stand_in)                                                   \
-    ({                                                                                   \
-        type real_ = CXX_NEXT(type, name);                                               \
-        MK_LIKELY(real_ != NULL) ? real_ : (type)stand_in;                               \
-    })
+static inline __attribute__((always_inline)) void *cxx_real(cxx_op_t *op)
+{
+    void *f = __atomic_load_n(&op->next, __ATOMIC_ACQUIRE);
+    if (MK_UNLIKELY(f == NULL))
+        f = cxx_next_slow(op);
+    return MK_LIKELY(f != NULL) ? f : op->stand_in;
+}
 
 static void *stand_in_new(size_t size)
 {
@@ -199,57 +253,52 @@ static void stand_in_del_al_nt(void *p, size_t al, const void *nt)
 
 enum { CXX_UNKNOWN = 0, CXX_DIRECT = 1, CXX_FORWARD = -1 };
 
-/* Is `real`, the next definition of operator `name`, the standard
- * library's, with malloc and free ours (not the program's: shadowed.c)?
- * Asked once per operator (*state caches the answer). */
-static __attribute__((noinline)) bool cxx_direct_slow(int8_t *state, void *real,
-                                                      const char *name)
+/* Is `real`, the next definition of op, the standard library's, with
+ * malloc and free ours (not the program's: shadowed.c)? Asked once per
+ * operator (op->direct caches the answer). */
+static __attribute__((noinline)) bool cxx_direct_slow(cxx_op_t *op, void *real)
 {
     mk_elf_sym_t at;
     int8_t v = CXX_FORWARD;
     if (real && !mk_shadowed_malloc() &&
-        mk_elf_symbol_at(real, name, &at) == MK_ELF_FOUND) {
+        mk_elf_symbol_at(real, op->name, &at) == MK_ELF_FOUND) {
         const char *base = strrchr(at.path, '/');
         base = base ? base + 1 : at.path;
         if (strncmp(base, "libstdc++.so", 12) == 0 || strncmp(base, "libc++.so", 9) == 0)
             v = CXX_DIRECT;
     }
-    __atomic_store_n(state, v, __ATOMIC_RELAXED);
+    __atomic_store_n(&op->direct, v, __ATOMIC_RELAXED);
     return v == CXX_DIRECT;
 }
 
-/* May the hook of operator `name`, whose next definition is `real`, call
- * malloc or free itself? `state` is the operator's own (CXX_DIRECT_STATE):
- * its three ways (general, summary, sample) share one answer. */
-#define CXX_DIRECT_OK(state, real, name)                                                 \
-    ({                                                                                   \
-        int8_t d_ = __atomic_load_n(&(state), __ATOMIC_RELAXED);                         \
-        MK_LIKELY(d_ == CXX_DIRECT) ||                                                   \
-            (d_ == CXX_UNKNOWN && cxx_direct_slow(&(state), (void *)(real), name));      \
-    })
-
-/* The operator's answer, unknown until asked; FORWARD from the start for
- * the operators that are more than malloc or free (aligned, nothrow). */
-#define CXX_DIRECT_STATE(plain, sym)                                                     \
-    static int8_t direct##sym = (plain) ? CXX_UNKNOWN : CXX_FORWARD
+/* May op's hook, whose next definition is `real`, call malloc or free
+ * itself? The operators that are more than malloc or free (aligned,
+ * nothrow) start as CXX_FORWARD. */
+static inline __attribute__((always_inline)) bool cxx_direct(cxx_op_t *op, void *real)
+{
+    int8_t d = __atomic_load_n(&op->direct, __ATOMIC_RELAXED);
+    return MK_LIKELY(d == CXX_DIRECT) || (d == CXX_UNKNOWN && cxx_direct_slow(op, real));
+}
 
 /* What the standard library's plain operators do, minus the new_handler
  * loop (a failed malloc is retried by the operator itself). The bootstrap
  * heap's blocks (base.h) are never freed, as in our free. */
-#define CXX_MALLOC(size) mk_real.malloc((size) ? (size) : 1)
-#define CXX_FREE(p)                                                                      \
-    do {                                                                                 \
-        if (MK_LIKELY(!mk_is_boot(p)))                                                   \
-            mk_real.free(p);                                                             \
-    } while (0)
+static inline void *cxx_malloc(size_t size)
+{
+    return mk_real.malloc(size ? size : 1);
+}
+
+static inline void cxx_free(void *p)
+{
+    if (MK_LIKELY(!mk_is_boot(p)))
+        mk_real.free(p);
+}
 
 static void leave_cleanup(mk_thread_t **t)
 {
     if (*t)
         mk_leave(*t);
 }
-
-#define SCOPED_ENTER() mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter()
 
 /* --sample's new and delete (as malloc and free in hooks.c): an unsampled
  * call is counted and runs the real operator with only the thread's in_hook
@@ -264,178 +313,227 @@ static void sample_unnest(mk_thread_t **t)
 {
     atomic_store_explicit(&(*t)->in_hook, 0, memory_order_relaxed);
 }
-#define STRIP(...) __VA_ARGS__ /* STRIP (a, b) is a, b: to extend a parameter list */
 
-/* ---- new ----
+/* ---- new: the three bodies ----
  *
- * As malloc and free (hooks.c): --summary-only's body and the general one
- * apart, behind a one-test dispatch. Both run the next operator inside the
- * hook, so the malloc inside it goes straight through unrecorded. */
+ * As malloc's (hooks.c), behind the one dispatch. Each runs the next
+ * operator inside the hook, so the malloc inside it goes straight through
+ * unrecorded; a throwing one unwinds through the hook, and the cleanup
+ * leaves it on the way. `general` is the operator's own general body, for
+ * the calls a fast body cannot serve. */
 
-#define NEW_HOOK(plain, sym, kind, params, fn_type, args, stand_in)                      \
-    CXX_DIRECT_STATE(plain, sym);                                                        \
-    static __attribute__((noinline)) void *general##sym(uintptr_t ra, STRIP params)      \
+typedef void *(*new_body_fn)(uintptr_t ra, size_t size, size_t al, const void *nt);
+
+static inline __attribute__((always_inline)) void *new_general(cxx_op_t *op, int shape,
+                                                               unsigned kind,
+                                                               uintptr_t ra, size_t size,
+                                                               size_t al, const void *nt)
+{
+    void *next = cxx_real(op);
+    mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter();
+    void *p = t && cxx_direct(op, next) ? cxx_malloc(size) : NULL;
+    if (!p)
+        p = cxx_call_new(next, shape, size, al, nt); /* may throw */
+    if (t)
+        record_alloc(t, kind, size, al, p, ra);
+    return p;
+}
+
+static inline __attribute__((always_inline)) void *
+new_summary(cxx_op_t *op, int shape, unsigned kind, new_body_fn general, uintptr_t ra,
+            size_t size, size_t al, const void *nt)
+{
+    void *real = cxx_real(op);
+    if (mk_nested())
+        return cxx_call_new(real, shape, size, al, nt);
+    mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();
+    if (MK_UNLIKELY(!t))
+        return general(ra, size, al, nt);
+    void *p = cxx_direct(op, real) ? cxx_malloc(size) : NULL;
+    if (!p)
+        p = cxx_call_new(real, shape, size, al, nt); /* may throw: uncounted, as traced */
+    mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
+    return p;
+}
+
+static inline __attribute__((always_inline)) void *
+new_sample(cxx_op_t *op, int shape, unsigned kind, new_body_fn general, uintptr_t ra,
+           size_t size, size_t al, const void *nt)
+{
+    mk_thread_t *t = mk_sample_fast_alloc(size);
+    if (MK_UNLIKELY(!t))
+        return general(ra, size, al, nt);
+    t->counts[kind]++;
+    t->bytes[kind] += size;
+    void *real = cxx_real(op);
+    if (cxx_direct(op, real)) {
+        void *p = cxx_malloc(size);
+        if (MK_LIKELY(p != NULL))
+            return p;
+    }
+    sample_nest(t);
+    mk_thread_t *nested __attribute__((cleanup(sample_unnest))) = t; /* may throw */
+    (void)nested; /* read by its cleanup only, which clang does not count */
+    return cxx_call_new(real, shape, size, al, nt);
+}
+
+/* ---- delete: the three bodies ---- */
+
+typedef void (*delete_body_fn)(void *p, size_t n, size_t al, const void *nt);
+
+static inline __attribute__((always_inline)) void delete_general(cxx_op_t *op, int shape,
+                                                                 unsigned kind, void *p,
+                                                                 size_t n, size_t al,
+                                                                 const void *nt)
+{
+    void *next = cxx_real(op);
+    mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter();
+    if (t)
+        record_free(t, kind, p);
+    if (t && cxx_direct(op, next))
+        cxx_free(p);
+    else
+        cxx_call_delete(next, shape, p, n, al, nt);
+}
+
+static inline __attribute__((always_inline)) void
+delete_summary(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, void *p,
+               size_t n, size_t al, const void *nt)
+{
+    void *real = cxx_real(op);
+    if (mk_nested()) {
+        cxx_call_delete(real, shape, p, n, al, nt);
+        return;
+    }
+    mk_thread_t *t = mk_summary_enter();
+    if (MK_UNLIKELY(!t)) {
+        general(p, n, al, nt);
+        return;
+    }
+    mk_summary_free(t, kind, (uintptr_t)p);
+    if (cxx_direct(op, real))
+        cxx_free(p);
+    else
+        cxx_call_delete(real, shape, p, n, al, nt); /* in the hook: its free passes */
+    mk_leave(t);
+}
+
+static inline __attribute__((always_inline)) void
+delete_sample(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, void *p,
+              size_t n, size_t al, const void *nt)
+{
+    mk_thread_t *t = mk_sample_fast_free(p);
+    if (MK_UNLIKELY(!t)) {
+        general(p, n, al, nt);
+        return;
+    }
+    t->counts[kind]++;
+    void *real = cxx_real(op);
+    if (cxx_direct(op, real)) {
+        cxx_free(p);
+        return;
+    }
+    sample_nest(t);
+    cxx_call_delete(real, shape, p, n, al, nt);
+    sample_unnest(&t);
+}
+
+/* ---- the table ----
+ *
+ * One row per operator: its mangled name, whether it is a plain one the
+ * standard library serves with malloc or free, its kind, its shape, its
+ * parameters, them normalized, and its stand-in. Each row generates the
+ * operator's three bodies, each a call into the inline path above, and the
+ * exported function, the dispatch. */
+
+#define STRIP(...) __VA_ARGS__ /* STRIP (a, b) is a, b */
+
+#define NEW_OP(sym, plain, kind, shape, params, normal, stand_in)                        \
+    static cxx_op_t op##sym = {#sym, NULL, (void *)stand_in,                             \
+                               (plain) ? CXX_UNKNOWN : CXX_FORWARD};                     \
+    static __attribute__((noinline)) void *general_##sym(uintptr_t ra, size_t size,      \
+                                                         size_t al, const void *nt)      \
     {                                                                                    \
-        fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
-        SCOPED_ENTER();                                                                  \
-        void *p = t && CXX_DIRECT_OK(direct##sym, next, #sym) ? CXX_MALLOC(size) : NULL; \
-        if (!p)                                                                          \
-            p = next args; /* may throw: the cleanup leaves */                           \
-        if (t)                                                                           \
-            record_alloc(t, kind, size, ALIGN_ARG, p, ra);                               \
-        return p;                                                                        \
+        return new_general(&op##sym, shape, kind, ra, size, al, nt);                     \
     }                                                                                    \
-    static __attribute__((noinline)) void *summary##sym(uintptr_t ra, STRIP params)      \
+    static __attribute__((noinline)) void *summary_##sym(uintptr_t ra, size_t size,      \
+                                                         size_t al, const void *nt)      \
     {                                                                                    \
-        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
-        if (mk_nested())                                                                 \
-            return real args; /* nested */                                               \
-        mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();     \
-        if (MK_UNLIKELY(!t))                                                             \
-            return general##sym(ra, STRIP args);                                         \
-        void *p = CXX_DIRECT_OK(direct##sym, real, #sym) ? CXX_MALLOC(size) : NULL;      \
-        if (!p)                                                                          \
-            p = real args; /* may throw: uncounted, as in a trace */                     \
-        mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);                               \
-        return p;                                                                        \
+        return new_summary(&op##sym, shape, kind, general_##sym, ra, size, al, nt);      \
     }                                                                                    \
-    static __attribute__((noinline)) void *sample##sym(uintptr_t ra, STRIP params)       \
+    static __attribute__((noinline)) void *sample_##sym(uintptr_t ra, size_t size,       \
+                                                        size_t al, const void *nt)       \
     {                                                                                    \
-        mk_thread_t *t = mk_self;                                                        \
-        /* no state, nested, or to be sampled (mk_sample_due's test, before              \
-         * the budget is touched): the general way */                                    \
-        if (MK_UNLIKELY(!t || mk_nested() || mk_sample_next(t, size)))                   \
-            return general##sym(ra, STRIP args);                                         \
-        t->counts[kind]++;                                                               \
-        t->bytes[kind] += size;                                                          \
-        t->sample_left -= (int64_t)size;                                                 \
-        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
-        if (CXX_DIRECT_OK(direct##sym, real, #sym)) {                                    \
-            void *p = CXX_MALLOC(size);                                                  \
-            if (MK_LIKELY(p != NULL))                                                    \
-                return p;                                                                \
-        }                                                                                \
-        sample_nest(t);                                                                  \
-        mk_thread_t *nested __attribute__((cleanup(sample_unnest))) = t; /* may throw */ \
-        (void)nested; /* read by its cleanup only, which clang does not count */         \
-        return real args;                                                                \
+        return new_sample(&op##sym, shape, kind, general_##sym, ra, size, al, nt);       \
     }                                                                                    \
     MK_EXPORT void *sym params;                                                          \
     MK_EXPORT void *sym params                                                           \
     {                                                                                    \
-        if (MK_LIKELY(mk_st.summary_fast))                                               \
-            return summary##sym(CALLER(), STRIP args);                                   \
-        if (MK_LIKELY(mk_st.sample_fast))                                                \
-            return sample##sym(CALLER(), STRIP args);                                    \
-        return general##sym(CALLER(), STRIP args);                                       \
+        return MK_DISPATCH(sym, CALLER(), STRIP normal);                                 \
     }
 
-#define ALIGN_ARG 0
-NEW_HOOK(1, _Znwm, MK_K_NEW, (size_t size), new_fn, (size), stand_in_new)
-NEW_HOOK(1, _Znam, MK_K_NEW_ARRAY, (size_t size), new_fn, (size), stand_in_new)
-NEW_HOOK(0, _ZnwmRKSt9nothrow_t, MK_K_NEW, (size_t size, const void *nt), new_nt_fn,
-         (size, nt), stand_in_new_nt)
-NEW_HOOK(0, _ZnamRKSt9nothrow_t, MK_K_NEW_ARRAY, (size_t size, const void *nt), new_nt_fn,
-         (size, nt), stand_in_new_nt)
-#undef ALIGN_ARG
-#define ALIGN_ARG al
-NEW_HOOK(0, _ZnwmSt11align_val_t, MK_K_NEW_ALIGNED, (size_t size, size_t al), new_al_fn,
-         (size, al), stand_in_new_al)
-NEW_HOOK(0, _ZnamSt11align_val_t, MK_K_NEW_ARRAY_ALIGNED, (size_t size, size_t al),
-         new_al_fn, (size, al), stand_in_new_al)
-NEW_HOOK(0, _ZnwmSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ALIGNED,
-         (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt),
-         stand_in_new_al_nt)
-NEW_HOOK(0, _ZnamSt11align_val_tRKSt9nothrow_t, MK_K_NEW_ARRAY_ALIGNED,
-         (size_t size, size_t al, const void *nt), new_al_nt_fn, (size, al, nt),
-         stand_in_new_al_nt)
-#undef ALIGN_ARG
-
-/* ---- delete ---- */
-
-#define DELETE_HOOK(plain, sym, kind, params, fn_type, args, stand_in)                   \
-    CXX_DIRECT_STATE(plain, sym);                                                        \
-    static __attribute__((noinline)) void general##sym params                            \
+#define DELETE_OP(sym, plain, kind, shape, params, normal, stand_in)                     \
+    static cxx_op_t op##sym = {#sym, NULL, (void *)stand_in,                             \
+                               (plain) ? CXX_UNKNOWN : CXX_FORWARD};                     \
+    static __attribute__((noinline)) void general_##sym(void *p, size_t n, size_t al,    \
+                                                        const void *nt)                  \
     {                                                                                    \
-        fn_type next = CXX_REAL(fn_type, #sym, stand_in);                                \
-        SCOPED_ENTER();                                                                  \
-        if (t)                                                                           \
-            record_free(t, kind, p);                                                     \
-        if (t && CXX_DIRECT_OK(direct##sym, next, #sym))                                 \
-            CXX_FREE(p);                                                                 \
-        else                                                                             \
-            next args;                                                                   \
+        delete_general(&op##sym, shape, kind, p, n, al, nt);                             \
     }                                                                                    \
-    static __attribute__((noinline)) void summary##sym params                            \
+    static __attribute__((noinline)) void summary_##sym(void *p, size_t n, size_t al,    \
+                                                        const void *nt)                  \
     {                                                                                    \
-        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
-        if (mk_nested()) {                                                               \
-            real args; /* nested */                                                      \
-            return;                                                                      \
-        }                                                                                \
-        mk_thread_t *t = mk_summary_enter();                                             \
-        if (MK_UNLIKELY(!t)) {                                                           \
-            general##sym args;                                                           \
-            return;                                                                      \
-        }                                                                                \
-        mk_summary_free(t, kind, (uintptr_t)p);                                          \
-        if (CXX_DIRECT_OK(direct##sym, real, #sym))                                      \
-            CXX_FREE(p);                                                                 \
-        else                                                                             \
-            real args; /* in the hook: its free goes straight through */                 \
-        mk_leave(t);                                                                     \
+        delete_summary(&op##sym, shape, kind, general_##sym, p, n, al, nt);              \
     }                                                                                    \
-    static __attribute__((noinline)) void sample##sym params                             \
+    static __attribute__((noinline)) void sample_##sym(void *p, size_t n, size_t al,     \
+                                                       const void *nt)                   \
     {                                                                                    \
-        mk_thread_t *t = mk_self;                                                        \
-        /* no state, nested, or a block the filter may know: the general way             \
-         * (which counts it and records it if it was sampled) */                         \
-        if (MK_UNLIKELY(!t || mk_nested() || mk_sampled_maybe((uintptr_t)p))) {          \
-            general##sym args;                                                           \
-            return;                                                                      \
-        }                                                                                \
-        t->counts[kind]++;                                                               \
-        fn_type real = CXX_REAL(fn_type, #sym, stand_in);                                \
-        if (CXX_DIRECT_OK(direct##sym, real, #sym)) {                                    \
-            CXX_FREE(p);                                                                 \
-            return;                                                                      \
-        }                                                                                \
-        sample_nest(t);                                                                  \
-        real args;                                                                       \
-        sample_unnest(&t);                                                               \
+        delete_sample(&op##sym, shape, kind, general_##sym, p, n, al, nt);               \
     }                                                                                    \
     MK_EXPORT void sym params;                                                           \
     MK_EXPORT void sym params                                                            \
     {                                                                                    \
-        if (MK_LIKELY(mk_st.summary_fast))                                               \
-            summary##sym args;                                                           \
-        else if (MK_LIKELY(mk_st.sample_fast))                                           \
-            sample##sym args;                                                            \
-        else                                                                             \
-            general##sym args;                                                           \
+        MK_DISPATCH(sym, STRIP normal);                                                  \
     }
 
-DELETE_HOOK(1, _ZdlPv, MK_K_DELETE, (void *p), del_fn, (p), stand_in_del)
-DELETE_HOOK(1, _ZdaPv, MK_K_DELETE_ARRAY, (void *p), del_fn, (p), stand_in_del)
-DELETE_HOOK(1, _ZdlPvm, MK_K_DELETE, (void *p, size_t n), del_sz_fn, (p, n),
-            stand_in_del_x)
-DELETE_HOOK(1, _ZdaPvm, MK_K_DELETE_ARRAY, (void *p, size_t n), del_sz_fn, (p, n),
-            stand_in_del_x)
-DELETE_HOOK(0, _ZdlPvRKSt9nothrow_t, MK_K_DELETE, (void *p, const void *nt), del_nt_fn,
-            (p, nt), stand_in_del_nt)
-DELETE_HOOK(0, _ZdaPvRKSt9nothrow_t, MK_K_DELETE_ARRAY, (void *p, const void *nt),
-            del_nt_fn, (p, nt), stand_in_del_nt)
-DELETE_HOOK(0, _ZdlPvSt11align_val_t, MK_K_DELETE, (void *p, size_t al), del_al_fn,
-            (p, al), stand_in_del_x)
-DELETE_HOOK(0, _ZdaPvSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t al), del_al_fn,
-            (p, al), stand_in_del_x)
-DELETE_HOOK(0, _ZdlPvmSt11align_val_t, MK_K_DELETE, (void *p, size_t n, size_t al),
-            del_sz_al_fn, (p, n, al), stand_in_del_xy)
-DELETE_HOOK(0, _ZdaPvmSt11align_val_t, MK_K_DELETE_ARRAY, (void *p, size_t n, size_t al),
-            del_sz_al_fn, (p, n, al), stand_in_del_xy)
-DELETE_HOOK(0, _ZdlPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE,
-            (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt),
-            stand_in_del_al_nt)
-DELETE_HOOK(0, _ZdaPvSt11align_val_tRKSt9nothrow_t, MK_K_DELETE_ARRAY,
-            (void *p, size_t al, const void *nt), del_al_nt_fn, (p, al, nt),
-            stand_in_del_al_nt)
+/* clang-format off */
+#define NEW_AL (size_t size, size_t al)
+#define NT const void *nt
+NEW_OP(_Znwm, 1, MK_K_NEW, NEW_S, (size_t size), (size, 0, NULL), stand_in_new)
+NEW_OP(_Znam, 1, MK_K_NEW_ARRAY, NEW_S, (size_t size), (size, 0, NULL), stand_in_new)
+NEW_OP(_ZnwmRKSt9nothrow_t, 0, MK_K_NEW, NEW_S_NT, (size_t size, NT), (size, 0, nt),
+       stand_in_new_nt)
+NEW_OP(_ZnamRKSt9nothrow_t, 0, MK_K_NEW_ARRAY, NEW_S_NT, (size_t size, NT), (size, 0, nt),
+       stand_in_new_nt)
+NEW_OP(_ZnwmSt11align_val_t, 0, MK_K_NEW_ALIGNED, NEW_S_AL, NEW_AL, (size, al, NULL),
+       stand_in_new_al)
+NEW_OP(_ZnamSt11align_val_t, 0, MK_K_NEW_ARRAY_ALIGNED, NEW_S_AL, NEW_AL,
+       (size, al, NULL), stand_in_new_al)
+NEW_OP(_ZnwmSt11align_val_tRKSt9nothrow_t, 0, MK_K_NEW_ALIGNED, NEW_S_AL_NT,
+       (size_t size, size_t al, NT), (size, al, nt), stand_in_new_al_nt)
+NEW_OP(_ZnamSt11align_val_tRKSt9nothrow_t, 0, MK_K_NEW_ARRAY_ALIGNED, NEW_S_AL_NT,
+       (size_t size, size_t al, NT), (size, al, nt), stand_in_new_al_nt)
+
+DELETE_OP(_ZdlPv, 1, MK_K_DELETE, DEL_P, (void *p), (p, 0, 0, NULL), stand_in_del)
+DELETE_OP(_ZdaPv, 1, MK_K_DELETE_ARRAY, DEL_P, (void *p), (p, 0, 0, NULL), stand_in_del)
+DELETE_OP(_ZdlPvm, 1, MK_K_DELETE, DEL_P_N, (void *p, size_t n), (p, n, 0, NULL),
+          stand_in_del_x)
+DELETE_OP(_ZdaPvm, 1, MK_K_DELETE_ARRAY, DEL_P_N, (void *p, size_t n), (p, n, 0, NULL),
+          stand_in_del_x)
+DELETE_OP(_ZdlPvRKSt9nothrow_t, 0, MK_K_DELETE, DEL_P_NT, (void *p, NT), (p, 0, 0, nt),
+          stand_in_del_nt)
+DELETE_OP(_ZdaPvRKSt9nothrow_t, 0, MK_K_DELETE_ARRAY, DEL_P_NT, (void *p, NT),
+          (p, 0, 0, nt), stand_in_del_nt)
+DELETE_OP(_ZdlPvSt11align_val_t, 0, MK_K_DELETE, DEL_P_AL, (void *p, size_t al),
+          (p, 0, al, NULL), stand_in_del_x)
+DELETE_OP(_ZdaPvSt11align_val_t, 0, MK_K_DELETE_ARRAY, DEL_P_AL, (void *p, size_t al),
+          (p, 0, al, NULL), stand_in_del_x)
+DELETE_OP(_ZdlPvmSt11align_val_t, 0, MK_K_DELETE, DEL_P_N_AL,
+          (void *p, size_t n, size_t al), (p, n, al, NULL), stand_in_del_xy)
+DELETE_OP(_ZdaPvmSt11align_val_t, 0, MK_K_DELETE_ARRAY, DEL_P_N_AL,
+          (void *p, size_t n, size_t al), (p, n, al, NULL), stand_in_del_xy)
+DELETE_OP(_ZdlPvSt11align_val_tRKSt9nothrow_t, 0, MK_K_DELETE, DEL_P_AL_NT,
+          (void *p, size_t al, NT), (p, 0, al, nt), stand_in_del_al_nt)
+DELETE_OP(_ZdaPvSt11align_val_tRKSt9nothrow_t, 0, MK_K_DELETE_ARRAY, DEL_P_AL_NT,
+          (void *p, size_t al, NT), (p, 0, al, nt), stand_in_del_al_nt)
+/* clang-format on */

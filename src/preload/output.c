@@ -29,6 +29,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A thread's output state, in its room of the thread state (thread.h). */
+struct mk_output_thread {
+    void *cctx;    /* this thread's zstd context */
+    uint8_t *zbuf; /* and its output buffer */
+    size_t zcap;
+};
+_Static_assert(sizeof(struct mk_output_thread) <= sizeof(((mk_thread_t *)0)->room_output),
+               "the output state outgrew its room (thread.h)");
+
+static inline struct mk_output_thread *mk_output_of(mk_thread_t *t)
+{
+    return (struct mk_output_thread *)(void *)t->room_output;
+}
+
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static char out_path[PATH_MAX];
 /* The trace file as it was created, to find it again (trace_fd_ready); its
@@ -145,9 +159,9 @@ static bool write_header(void)
     clock_gettime(CLOCK_REALTIME, &rt);
     p = mk_put_u32(p, MK_TRACE_VERSION);
     p = mk_put_u32(p, (mk_st.cfg.depth > 1 ? 1u : 0u) |
-                          (mk_st.cfg.summary_only ? 2u : 0u) |
+                          (mk_st.cfg.mode == MK_MODE_SUMMARY ? 2u : 0u) |
                           (mk_st.cfg.syscalls ? 4u : 0u) | (mk_st.use_tsc ? 8u : 0u) |
-                          (mk_st.cfg.summary_too ? 16u : 0u));
+                          (mk_st.cfg.mode == MK_MODE_FULL_SUMMARY ? 16u : 0u));
     p = mk_put_u32(p, (uint32_t)mk_st.cfg.depth);
     p = mk_put_u32(p, (uint32_t)mk_st.pid);
     p = mk_put_u32(p, (uint32_t)getppid());
@@ -380,8 +394,8 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
      * shared context under the output lock: a context of its own costs a
      * thread about 32 KB resident for as long as its state lives, and a
      * program with thousands of threads would hold that many. */
-    mk_thread_t *own = t && (t->cctx || len >= SMALL_RECORD) ? t : NULL;
-    void **cctx = own ? &own->cctx : &shared_cctx;
+    mk_thread_t *own = t && (mk_output_of(t)->cctx || len >= SMALL_RECORD) ? t : NULL;
+    void **cctx = own ? &mk_output_of(own)->cctx : &shared_cctx;
     /* A flush ends a block early: 3 bytes of block head, and each flushed
      * block may hold its data raw (no bigger than the input) */
     size_t need = MK_RECORD_HEAD_LEN + ZSTD_compressBound(len) + 8 * (size_t)nparts;
@@ -389,7 +403,7 @@ static bool write_record(mk_thread_t *t, unsigned type, const void *const *part,
         return false;
     if (!own)
         mk_output_lock();
-    uint8_t *z = own ? zbuf_for(need, &own->zbuf, &own->zcap)
+    uint8_t *z = own ? zbuf_for(need, &mk_output_of(own)->zbuf, &mk_output_of(own)->zcap)
                      : zbuf_for(need, &shared_zbuf, &shared_zcap);
     if (!*cctx) {
         ZSTD_CCtx *c = ZSTD_createCCtx_advanced((ZSTD_customMem){

@@ -7,22 +7,11 @@
 #ifndef MEMKIT_PRELOAD_RECORD_H
 #define MEMKIT_PRELOAD_RECORD_H
 
+#include "hook.h"
 #include "runtime.h"
 #include "sampling.h"
 #include "stacks.h"
 #include "summary.h"
-
-#define MK_EXPORT __attribute__((visibility("default")))
-
-/* The next definition of a symbol, looked up once per call site (after
- * that, one load: no call). */
-#define NEXT(type, name)                                                                 \
-    ({                                                                                   \
-        static void *slot_;                                                              \
-        void *next_ = __atomic_load_n(&slot_, __ATOMIC_ACQUIRE);                         \
-        (type)(MK_LIKELY(next_ != NULL) ? next_ : mk_next_symbol(&slot_, name));         \
-    })
-#define CALLER() ((uintptr_t)__builtin_return_address(0))
 
 /* Keeps errno as the real call left it: writing a record may touch it. The
  * thread's errno address is kept in its state: __errno_location is a call. */
@@ -102,11 +91,11 @@ static inline void sample_snapshot(mk_thread_t *t)
     unsigned gen = atomic_load_explicit(&mk_snapshot_gen, memory_order_relaxed);
     if (MK_UNLIKELY(mk_snapshot_claim())) {
         mk_thread_flush(t);
-        t->snapshot_gen = atomic_fetch_add(&mk_snapshot_gen, 1) + 1;
+        mk_sample_of(t)->snapshot_gen = atomic_fetch_add(&mk_snapshot_gen, 1) + 1;
         mk_samples_write(MK_SAMPLES_SNAPSHOT);
-    } else if (MK_UNLIKELY(t->snapshot_gen != gen)) {
+    } else if (MK_UNLIKELY(mk_sample_of(t)->snapshot_gen != gen)) {
         mk_thread_flush(t);
-        t->snapshot_gen = gen;
+        mk_sample_of(t)->snapshot_gen = gen;
     }
 }
 
@@ -155,7 +144,7 @@ sample_free_general(mk_thread_t *t, unsigned kind, const void *p)
  * was sampled. */
 static inline __attribute__((always_inline)) bool sample_realloc_begin(const void *old)
 {
-    return MK_UNLIKELY(mk_st.cfg.sample_mean != 0) && mk_sampled_take((uintptr_t)old);
+    return MK_UNLIKELY(mk_mode_sampled()) && mk_sampled_take((uintptr_t)old);
 }
 
 /* The event of a realloc touching a sampled block: the realloc itself when
@@ -180,8 +169,8 @@ sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
-    if (!p && size) {                    /* failed: the old block stays as it was */
-        t->sample_left -= (int64_t)size; /* asked for all the same (mk_sample_renew) */
+    if (!p && size) {                 /* failed: the old block stays as it was */
+        (void)mk_sample_due(t, size); /* asked for all the same (mk_sample_renew) */
         if (old_sampled)
             mk_sampled_put((uintptr_t)old);
         return;
@@ -199,41 +188,47 @@ sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
                sample_put_realloc(t, kind, size, old, old_sampled, sampled, p, ra, fp));
 }
 
-/* ---- the record_* functions: one event, in any mode ----
+/* ---- the record_* functions: one event, in the process's mode ----
  *
- * --summary-only aggregates; --sample counts and records samples; full
- * tracing records the event, and with the summary too (memkit trace without
- * -q) also aggregates it, its site the event's stack id. Each leaves errno as it found
- * it: the summary's path cannot touch it (its slow paths keep it themselves), so only the
- * events' path pays. */
+ * The one place each event meets the mode (mk_mode_t): --summary-only
+ * aggregates; --sample counts and records samples; full tracing records the
+ * event, and with the summary too (memkit trace without -q) also aggregates
+ * it, its site the event's stack id. Each leaves errno as it found it: the
+ * summary's path cannot touch it (its slow paths keep it themselves), so
+ * only the events' path pays. */
 
 static inline __attribute__((always_inline)) void
 record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
              uintptr_t ra)
 {
-    if (mk_st.cfg.summary_only) {
+    mk_mode_t mode = mk_st.cfg.mode;
+    if (mode == MK_MODE_SUMMARY) {
         mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
         return;
     }
-    if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
+    if (MK_UNLIKELY(mode == MK_MODE_SAMPLED)) {
         sample_alloc(t, kind, size, align, p, ra, HOOK_FRAME());
         return;
     }
     uint32_t stack;
     KEEP_ERRNO(t, stack = put_alloc(t, kind, size, align, p, ra, HOOK_FRAME()));
-    if (MK_UNLIKELY(mk_st.cfg.summary_too))
+    if (MK_UNLIKELY(mode == MK_MODE_FULL_SUMMARY))
         mk_summary_alloc(t, kind, size, (uintptr_t)p, stack);
 }
 
 static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
 {
-    if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
+    mk_mode_t mode = mk_st.cfg.mode;
+    if (mode == MK_MODE_SUMMARY) {
+        mk_summary_free(t, kind, (uintptr_t)p);
+        return;
+    }
+    if (MK_UNLIKELY(mode == MK_MODE_SAMPLED)) {
         sample_free_general(t, kind, p);
         return;
     }
-    if (!mk_st.cfg.summary_only)
-        KEEP_ERRNO(t, put_free(t, kind, p));
-    if (mk_st.cfg.summary_only || MK_UNLIKELY(mk_st.cfg.summary_too))
+    KEEP_ERRNO(t, put_free(t, kind, p));
+    if (MK_UNLIKELY(mode == MK_MODE_FULL_SUMMARY))
         mk_summary_free(t, kind, (uintptr_t)p);
 }
 
@@ -248,35 +243,34 @@ summary_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
     mk_summary_alloc(t, kind, size, (uintptr_t)p, site);
 }
 
-/* old_sampled: sample_realloc_begin's answer (false without --sample). */
+/* old_sampled: sample_realloc_begin's answer (false unless sampled). */
 static inline __attribute__((always_inline)) void
 record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
                bool old_sampled, const void *p, uintptr_t ra)
 {
-    if (mk_st.cfg.summary_only) {
+    mk_mode_t mode = mk_st.cfg.mode;
+    if (mode == MK_MODE_SUMMARY) {
         summary_realloc(t, kind, size, old, p, ra);
         return;
     }
-    if (MK_UNLIKELY(mk_st.cfg.sample_mean != 0)) {
+    if (MK_UNLIKELY(mode == MK_MODE_SAMPLED)) {
         sample_realloc(t, kind, size, old, old_sampled, p, ra, HOOK_FRAME());
         return;
     }
     uint32_t stack;
     KEEP_ERRNO(t, stack = put_realloc(t, kind, size, old, p, ra, HOOK_FRAME()));
-    if (MK_UNLIKELY(mk_st.cfg.summary_too))
+    if (MK_UNLIKELY(mode == MK_MODE_FULL_SUMMARY))
         summary_realloc(t, kind, size, old, p, stack);
 }
 
+/* A system call that maps or moves memory (--syscalls, any mode): an event
+ * where the mode writes events, and counted once by kind where it counts. */
 static inline void record_sysmap(mk_thread_t *t, unsigned kind, size_t size,
                                  const void *p, const void *old)
 {
-    if (!mk_st.cfg.summary_only)
+    if (mk_mode_events())
         KEEP_ERRNO(t, put_sysmap(t, kind, size, p, old));
-    if (mk_st.cfg.sample_mean) {
-        t->counts[kind]++;
-        t->bytes[kind] += size;
-    }
-    if (mk_st.cfg.summary_only || mk_st.cfg.summary_too) {
+    if (mk_mode_counts_kinds()) {
         t->counts[kind]++;
         t->bytes[kind] += size;
     }

@@ -37,9 +37,8 @@ static void read_sampling(mk_config_t *c)
         if (!*end && n > 0 && n <= (1ull << 30))
             c->sample_mean = n;
     }
-    if (!c->sample_mean || c->summary_only)
-        return; /* --summary-only counts every call in process: nothing to sample */
-    c->summary_too = false; /* the summary of a sampled run is made by replaying it */
+    if (!c->sample_mean)
+        return;
     if ((v = getenv("MEMKIT_SAMPLE_SEED")) && *v)
         c->sample_seed = strtoull(v, NULL, 0);
     else
@@ -48,6 +47,44 @@ static void read_sampling(mk_config_t *c)
         c->snapshot_every_ns = strtoull(v, NULL, 10);
     if ((v = getenv("MEMKIT_TRACE_SNAPSHOT_SIGNAL")) && *v)
         c->snapshot_signal = atoi(v);
+}
+
+static bool env_is_1(const char *name)
+{
+    const char *v = getenv(name);
+    return v && v[0] == '1' && !v[1];
+}
+
+/* The one place the mode is decided. `memkit trace` sets one variable per
+ * option and never a contradictory pair; set by hand, they may disagree,
+ * and the stronger wins as the command would have it: --sample with
+ * --summary-only is a sampled run at depth 1 (the command passes it so),
+ * and --sample drops the counted summary (a sampled run's summary is made
+ * by replaying its samples). */
+static void decide_mode(mk_config_t *c)
+{
+    bool summary_only = env_is_1("MEMKIT_TRACE_SUMMARY_ONLY");
+    bool summary_too = env_is_1("MEMKIT_TRACE_SUMMARY");
+
+    if (c->sample_mean) {
+        c->mode = MK_MODE_SAMPLED;
+        if (summary_only)
+            c->depth = 1;
+    } else if (summary_only) {
+        c->mode = MK_MODE_SUMMARY;
+    } else {
+        c->mode = summary_too ? MK_MODE_FULL_SUMMARY : MK_MODE_FULL;
+    }
+}
+
+/* The body malloc, free, new and delete run in the mode (mk_path_t). */
+static mk_path_t path_of(const mk_config_t *c)
+{
+    if (c->syscalls)
+        return MK_PATH_GENERAL;
+    return c->mode == MK_MODE_SUMMARY   ? MK_PATH_SUMMARY
+           : c->mode == MK_MODE_SAMPLED ? MK_PATH_SAMPLE
+                                        : MK_PATH_GENERAL;
 }
 
 static void read_config(mk_config_t *c)
@@ -59,10 +96,7 @@ static void read_config(mk_config_t *c)
         long d = strtol(v, NULL, 10);
         c->depth = d < 1 ? 1 : d > MK_MAX_DEPTH ? MK_MAX_DEPTH : (int)d;
     }
-    c->summary_only = (v = getenv("MEMKIT_TRACE_SUMMARY_ONLY")) && *v == '1';
-    c->syscalls = (v = getenv("MEMKIT_TRACE_SYSCALLS")) && *v == '1';
-    c->summary_too =
-        !c->summary_only && (v = getenv("MEMKIT_TRACE_SUMMARY")) && *v == '1';
+    c->syscalls = env_is_1("MEMKIT_TRACE_SYSCALLS");
     v = getenv("MEMKIT_TRACE_PREFIX");
     if (!v || !*v)
         v = "memkit";
@@ -79,6 +113,7 @@ static void read_config(mk_config_t *c)
     v = getenv("MEMKIT_TRACE_TEST_SIGNAL");
     c->test_signal = v ? atoi(v) : 0;
     read_sampling(c);
+    decide_mode(c);
 }
 
 /* ---- the way in for a thread without a state ---- */
@@ -156,9 +191,9 @@ static void write_end(int reason)
 static void end_image(int reason)
 {
     mk_threads_flush_all();
-    if (mk_st.cfg.summary_only || mk_st.cfg.summary_too)
+    if (mk_mode_counts_sites())
         mk_summary_write();
-    if (mk_st.cfg.sample_mean)
+    if (mk_mode_sampled())
         mk_samples_write(MK_SAMPLES_END);
     write_end(reason);
 }
@@ -228,12 +263,12 @@ static void fork_child(void)
     atomic_fetch_add(&mk_st.stack_gen, 1);
     mk_threads_after_fork_child();
     mk_summary_after_fork_child();
-    if (mk_st.cfg.sample_mean)
+    if (mk_mode_sampled())
         mk_sampling_after_fork_child();
     if (mk_output_open()) {
         mk_modules_write();
         mk_shadowed_write();
-        if (mk_st.cfg.sample_mean)
+        if (mk_mode_sampled())
             mk_samples_write(MK_SAMPLES_START);
     }
     mk_io_start(
@@ -287,8 +322,10 @@ void mk_init(void)
         return;
     }
     read_config(&mk_st.cfg);
-    if (mk_st.cfg.sample_mean && !mk_sampling_init())
+    if (mk_mode_sampled() && !mk_sampling_init()) {
+        mk_st.cfg.mode = MK_MODE_FULL; /* said once: every event is recorded */
         mk_st.cfg.sample_mean = 0;
+    }
     mk_glibc_apply_mallopt();
     mk_child_env_save();
     mk_st.pid = getpid();
@@ -300,7 +337,7 @@ void mk_init(void)
     mk_threads_init();
     /* --summary-only keeps calling instructions only; --sample unwinds its
      * first sample's stack first (mk_stacks_ready) */
-    if (!mk_st.cfg.summary_only && !mk_st.cfg.sample_mean)
+    if (mk_st.cfg.mode == MK_MODE_FULL || mk_st.cfg.mode == MK_MODE_FULL_SUMMARY)
         mk_stacks_init_once();
     if (!mk_output_open()) {
         mk_guard--;
@@ -309,12 +346,11 @@ void mk_init(void)
     mk_modules_write();
     mk_shadowed_find();
     mk_shadowed_write();
-    if (mk_st.cfg.sample_mean)
+    if (mk_mode_sampled())
         mk_samples_write(MK_SAMPLES_START);
     mk_io_start(mk_thread_ended); /* after the head: its reads and writes are ours */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    mk_st.summary_fast = mk_st.cfg.summary_only && !mk_st.cfg.syscalls;
-    mk_st.sample_fast = mk_st.cfg.sample_mean && !mk_st.cfg.syscalls;
+    mk_st.path = path_of(&mk_st.cfg);
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);
     mk_signals_arm(mk_finish);
     mk_guard--;

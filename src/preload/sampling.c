@@ -93,11 +93,11 @@ static uint64_t mix(uint64_t x)
 int64_t mk_sample_draw(mk_thread_t *t)
 {
     /* xorshift64*: 53 bits of a uniform u in (0, 1], then -mean ln u. */
-    uint64_t x = t->sample_rng;
+    uint64_t x = mk_sample_of(t)->sample_rng;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    t->sample_rng = x;
+    mk_sample_of(t)->sample_rng = x;
     double u = (double)((x * 0x2545f4914f6cdd1dull) >> 11 | 1) * 0x1p-53;
     double d = -mk_ln_unit(u) * (double)mk_st.cfg.sample_mean;
     /* At least 1: a budget of 0 would sample the next allocation of 0 bytes. */
@@ -112,13 +112,16 @@ int64_t mk_sample_draw(mk_thread_t *t)
 uint64_t mk_sample_bytes_taken(mk_thread_t *t)
 {
     for (int tries = 0;; tries++) {
-        unsigned gen = atomic_load_explicit(&t->budget_gen, memory_order_acquire);
-        uint64_t taken = __atomic_load_n(&t->budget_taken, __ATOMIC_RELAXED);
-        int64_t start = __atomic_load_n(&t->budget_start, __ATOMIC_RELAXED);
-        int64_t left = __atomic_load_n(&t->sample_left, __ATOMIC_RELAXED);
+        unsigned gen =
+            atomic_load_explicit(&mk_sample_of(t)->budget_gen, memory_order_acquire);
+        uint64_t taken =
+            __atomic_load_n(&mk_sample_of(t)->budget_taken, __ATOMIC_RELAXED);
+        int64_t start = __atomic_load_n(&mk_sample_of(t)->budget_start, __ATOMIC_RELAXED);
+        int64_t left = __atomic_load_n(&mk_sample_of(t)->sample_left, __ATOMIC_RELAXED);
         atomic_thread_fence(memory_order_acquire);
-        bool whole = !(gen & 1) &&
-                     gen == atomic_load_explicit(&t->budget_gen, memory_order_relaxed);
+        bool whole =
+            !(gen & 1) && gen == atomic_load_explicit(&mk_sample_of(t)->budget_gen,
+                                                      memory_order_relaxed);
         if (whole || t == mk_self || tries == MK_BUDGET_READ_TRIES)
             return taken + (uint64_t)(start - left);
         __builtin_ia32_pause(); /* its owner is drawing a new budget: a moment */
@@ -127,9 +130,11 @@ uint64_t mk_sample_bytes_taken(mk_thread_t *t)
 
 void mk_sample_thread_start(mk_thread_t *t)
 {
-    t->sample_rng = mix(mk_st.cfg.sample_seed ^ mix(t->index)) | 1; /* never 0 */
+    mk_sample_of(t)->sample_rng =
+        mix(mk_st.cfg.sample_seed ^ mix(t->index)) | 1; /* never 0 */
     mk_sample_renew(t);
-    t->snapshot_gen = atomic_load_explicit(&mk_snapshot_gen, memory_order_relaxed);
+    mk_sample_of(t)->snapshot_gen =
+        atomic_load_explicit(&mk_snapshot_gen, memory_order_relaxed);
 }
 
 bool mk_sampled_put(uintptr_t p)
@@ -182,9 +187,12 @@ void mk_samples_write(unsigned reason)
             counts[k] += __atomic_load_n(&t->counts[k], __ATOMIC_RELAXED);
             bytes[k] += __atomic_load_n(&t->bytes[k], __ATOMIC_RELAXED);
         }
-        counts[MK_K_MALLOC] += __atomic_load_n(&t->fast_mallocs, __ATOMIC_RELAXED);
-        counts[MK_K_FREE] += __atomic_load_n(&t->fast_frees, __ATOMIC_RELAXED);
-        counts[MK_K_NONE] += __atomic_load_n(&t->fast_free_nulls, __ATOMIC_RELAXED);
+        counts[MK_K_MALLOC] +=
+            __atomic_load_n(&mk_sample_of(t)->fast_mallocs, __ATOMIC_RELAXED);
+        counts[MK_K_FREE] +=
+            __atomic_load_n(&mk_sample_of(t)->fast_frees, __ATOMIC_RELAXED);
+        counts[MK_K_NONE] +=
+            __atomic_load_n(&mk_sample_of(t)->fast_free_nulls, __ATOMIC_RELAXED);
         taken += mk_sample_bytes_taken(t);
     }
     /* malloc's fast path counts no bytes: they are what the budgets lost
@@ -240,10 +248,14 @@ void mk_sampling_after_fork_child(void)
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         memset(t->counts, 0, sizeof t->counts);
         memset(t->bytes, 0, sizeof t->bytes);
-        t->fast_mallocs = t->fast_frees = t->fast_free_nulls = 0;
-        t->budget_taken = (uint64_t)(t->sample_left - t->budget_start); /* 0 taken */
+        mk_sample_of(t)->fast_mallocs = mk_sample_of(t)->fast_frees =
+            mk_sample_of(t)->fast_free_nulls = 0;
+        mk_sample_of(t)->budget_taken =
+            (uint64_t)(mk_sample_of(t)->sample_left -
+                       mk_sample_of(t)->budget_start); /* 0 taken */
         /* even again: a parent thread mid-renewal at the fork never ends it here */
-        atomic_store(&t->budget_gen, (atomic_load(&t->budget_gen) | 1) + 1);
+        atomic_store(&mk_sample_of(t)->budget_gen,
+                     (atomic_load(&mk_sample_of(t)->budget_gen) | 1) + 1);
     }
     if (mk_st.cfg.snapshot_every_ns)
         atomic_store(&snapshot_due_ns,

@@ -39,6 +39,29 @@
 
 #include "thread.h"
 
+/* A thread's sampling state, in its room of the thread state (thread.h):
+ * the fast bodies' fields first, in the thread flag's cache line. */
+struct mk_sample_thread {
+    int64_t sample_left; /* bytes until the next sample */
+    uint64_t fast_mallocs, fast_frees,
+        fast_free_nulls;    /* the fast bodies' counts:
+                             * added wherever counts[]
+                             * are summed (mk_samples_write) */
+    uint64_t sample_rng;    /* the generator budgets are drawn from */
+    uint64_t budget_taken;  /* bytes taken off budgets before the current one */
+    int64_t budget_start;   /* the current budget as drawn */
+    atomic_uint budget_gen; /* odd while the two above and sample_left change */
+    unsigned snapshot_gen;  /* the last snapshot this thread's record is flushed for */
+};
+_Static_assert(sizeof(struct mk_sample_thread) <= sizeof(((mk_thread_t *)0)->room_sample),
+               "the sampling state outgrew its room (thread.h)");
+
+static inline __attribute__((always_inline)) struct mk_sample_thread *
+mk_sample_of(mk_thread_t *t)
+{
+    return (struct mk_sample_thread *)(void *)t->room_sample;
+}
+
 #define MK_SAMPLE_FILTER_MIN_BITS 12 /* 4 KiB */
 #define MK_SAMPLE_FILTER_LOAD     8  /* buckets per member, at least */
 
@@ -92,27 +115,36 @@ static inline size_t mk_sample_bucket(const mk_sample_filter_t *f, uintptr_t p)
 static inline void mk_sample_renew(mk_thread_t *t)
 {
     int64_t d = mk_sample_draw(t);
-    unsigned gen = atomic_load_explicit(&t->budget_gen, memory_order_relaxed);
-    atomic_store_explicit(&t->budget_gen, gen + 1, memory_order_relaxed);
+    unsigned gen =
+        atomic_load_explicit(&mk_sample_of(t)->budget_gen, memory_order_relaxed);
+    atomic_store_explicit(&mk_sample_of(t)->budget_gen, gen + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    t->budget_taken += (uint64_t)(t->budget_start - t->sample_left);
-    t->budget_start = d;
-    t->sample_left = d;
-    atomic_store_explicit(&t->budget_gen, gen + 2, memory_order_release);
+    mk_sample_of(t)->budget_taken +=
+        (uint64_t)(mk_sample_of(t)->budget_start - mk_sample_of(t)->sample_left);
+    mk_sample_of(t)->budget_start = d;
+    mk_sample_of(t)->sample_left = d;
+    atomic_store_explicit(&mk_sample_of(t)->budget_gen, gen + 2, memory_order_release);
 }
 
-/* Will an allocation of size bytes be sampled (mk_sample_due's answer,
- * without taking it off the budget)? */
-static inline bool mk_sample_next(const mk_thread_t *t, size_t size)
-{
-    return MK_UNLIKELY(t->sample_left < (int64_t)size);
-}
-
-/* Takes away size bytes of the budget: true when the allocation is sampled. */
+/* The sampling decision, and the one place a budget is spent: takes size
+ * bytes off the budget, true when the allocation is sampled (the budget
+ * went below zero: mk_sample_renew draws the next). */
 static inline bool mk_sample_due(mk_thread_t *t, size_t size)
 {
-    t->sample_left -= (int64_t)size;
-    return MK_UNLIKELY(t->sample_left < 0);
+    mk_sample_of(t)->sample_left -= (int64_t)size;
+    return MK_UNLIKELY(mk_sample_of(t)->sample_left < 0);
+}
+
+/* The same decision before anything is spent, for the fast bodies: true
+ * (the size spent) when an allocation of size bytes is not sampled; false,
+ * the budget untouched, when it is, and the general path's mk_sample_due
+ * then spends it and samples it. */
+static inline bool mk_sample_skip(mk_thread_t *t, size_t size)
+{
+    if (MK_UNLIKELY(mk_sample_of(t)->sample_left < (int64_t)size))
+        return false;
+    (void)mk_sample_due(t, size);
+    return true;
 }
 
 /* May p be a sampled block? No (nearly always) is one load. */
@@ -131,6 +163,28 @@ static inline bool mk_sampled_take(uintptr_t p)
     if (MK_LIKELY(!mk_sampled_maybe(p)))
         return false;
     return mk_sampled_take_slow(p);
+}
+
+/* --sample's fast bodies (malloc, new: hooks.c, hooks_cxx.c): the thread
+ * when the fast body serves this allocation unsampled (a state, not nested,
+ * not sampled: its size spent), else NULL and the general way counts it,
+ * samples it and records it. */
+static inline mk_thread_t *mk_sample_fast_alloc(size_t size)
+{
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(!t) || MK_UNLIKELY(mk_nested()) || !mk_sample_skip(t, size))
+        return NULL;
+    return t;
+}
+
+/* And free and delete's: the thread when the block cannot be a sampled one
+ * (the filter's one load), else NULL for the general way. */
+static inline mk_thread_t *mk_sample_fast_free(const void *p)
+{
+    mk_thread_t *t = mk_self;
+    if (MK_UNLIKELY(!t) || MK_UNLIKELY(mk_nested()) || mk_sampled_maybe((uintptr_t)p))
+        return NULL;
+    return t;
 }
 
 #endif /* MEMKIT_PRELOAD_SAMPLING_H */

@@ -24,7 +24,9 @@
 #define _GNU_SOURCE
 #include "signals.h"
 
-#include "record.h"
+#include "hook.h"
+#include "sampling.h"
+#include "stacks.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -94,7 +96,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context)
     /* --sample's snapshot signal (SIGUSR2 unless told otherwise), where the
      * program left it at its default: a snapshot at the next sample, and the
      * program runs on. */
-    if (sig == mk_st.cfg.snapshot_signal && mk_st.cfg.sample_mean) {
+    if (sig == mk_st.cfg.snapshot_signal && mk_mode_sampled()) {
         mk_snapshot_request();
         return;
     }

@@ -42,6 +42,30 @@
 #include <sched.h>
 #include <stdio.h>
 #include <unwind.h>
+
+typedef struct mk_stack_cache mk_stack_cache_t;
+
+/* A thread's stacks state, in its room of the thread state (thread.h). */
+struct mk_stacks_thread {
+    mk_stack_cache_t *stack_cache; /* recent stacks by (ra, fp) */
+    uintptr_t stack_lo, stack_hi;  /* this thread's stack, for the cache */
+    bool stack_known;              /* stack_lo/hi asked for; until then both 0 */
+};
+_Static_assert(sizeof(struct mk_stacks_thread) <= sizeof(((mk_thread_t *)0)->room_stacks),
+               "the stacks state outgrew its room (thread.h)");
+
+static inline struct mk_stacks_thread *mk_stacks_of(mk_thread_t *t)
+{
+    return (struct mk_stacks_thread *)(void *)t->room_stacks;
+}
+
+void mk_stacks_thread_start(mk_thread_t *t)
+{
+    /* A reused state's bounds were its last thread's: none until learnt;
+     * its cache stays (stacks are the process's). */
+    mk_stacks_of(t)->stack_known = false;
+    mk_stacks_of(t)->stack_lo = mk_stacks_of(t)->stack_hi = 0;
+}
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -253,7 +277,7 @@ void mk_stacks_init(void)
     /* Per-thread caches: no lock inside libunwind on the capture path.
      * --sample unwinds with libgcc (unwind_gcc) and leaves libunwind alone:
      * it starts by itself if a registered table sends samples back to it. */
-    if (!mk_st.cfg.sample_mean)
+    if (!mk_mode_sampled())
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     else
         find_gcc_unwinder();
@@ -520,13 +544,13 @@ typedef struct cache_entry {
  * build tool's deep, varied stacks most keys are never seen again. */
 #define SLOTS_LATER UINT32_MAX
 
-typedef struct mk_stack_cache {
+struct mk_stack_cache {
     unsigned shift;    /* 64 - log2(sets): a key's hash >> shift is its set */
     unsigned misses;   /* keys not found since the cache was made */
     unsigned next_way; /* the way a full set gives up next (round robin) */
     size_t entry_size, map_len;
     uint8_t *entries;
-} mk_stack_cache_t;
+};
 
 static inline unsigned cache_bits(const mk_stack_cache_t *c)
 {
@@ -592,7 +616,7 @@ static void cache_missed(mk_thread_t *t, mk_stack_cache_t *c)
         return;
     }
     cache_drop(c);
-    t->stack_cache = bigger;
+    mk_stacks_of(t)->stack_cache = bigger;
 }
 
 static bool inside_stack_query(const uintptr_t *frames, int n)
@@ -626,8 +650,8 @@ static bool initial_stack(mk_thread_t *t, uintptr_t sp)
     uintptr_t size = rl.rlim_cur < (128ul << 20) ? (uintptr_t)rl.rlim_cur : 128ul << 20;
     if (size < (64u << 10) || hi < size || sp >= hi || sp < hi - size)
         return false;
-    t->stack_lo = hi - size;
-    t->stack_hi = hi;
+    mk_stacks_of(t)->stack_lo = hi - size;
+    mk_stacks_of(t)->stack_hi = hi;
     return true;
 }
 
@@ -636,19 +660,19 @@ static bool initial_stack(mk_thread_t *t, uintptr_t sp)
 static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
 {
     if (inside_stack_query(frames, n))
-        return;            /* the next capture asks */
-    t->stack_known = true; /* lo == hi == 0 until glibc tells them below */
+        return;                          /* the next capture asks */
+    mk_stacks_of(t)->stack_known = true; /* lo == hi == 0 until glibc tells them below */
     /* A state that served an ended thread: its keys are that stack's, and
      * its size was that thread's. */
-    mk_stack_cache_t *c = t->stack_cache;
+    mk_stack_cache_t *c = mk_stacks_of(t)->stack_cache;
     if (c && cache_bits(c) == CACHE_BITS_FIRST) {
         memset(c->entries, 0, c->entry_size << CACHE_BITS_FIRST);
         c->misses = 0;
     } else {
         cache_drop(c);
-        t->stack_cache = cache_new(CACHE_BITS_FIRST);
+        mk_stacks_of(t)->stack_cache = cache_new(CACHE_BITS_FIRST);
     }
-    if (!t->stack_cache)
+    if (!mk_stacks_of(t)->stack_cache)
         return;
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     if (initial_stack(t, here))
@@ -663,8 +687,8 @@ static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
     int cancel = mk_cancel_off();
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         if (pthread_attr_getstack(&attr, &lo, &len) == 0) {
-            t->stack_lo = (uintptr_t)lo;
-            t->stack_hi = (uintptr_t)lo + len;
+            mk_stacks_of(t)->stack_lo = (uintptr_t)lo;
+            mk_stacks_of(t)->stack_hi = (uintptr_t)lo + len;
         }
         pthread_attr_destroy(&attr);
     }
@@ -871,8 +895,10 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         return mk_stack_intern(t, frames, 1);
     }
     /* Bounds unknown: lo == hi == 0, so no cache and no frame-pointer walk */
-    mk_stack_cache_t *c = t->stack_known ? t->stack_cache : NULL;
-    bool cacheable = c && fp >= t->stack_lo && fp < t->stack_hi;
+    mk_stack_cache_t *c =
+        mk_stacks_of(t)->stack_known ? mk_stacks_of(t)->stack_cache : NULL;
+    bool cacheable =
+        c && fp >= mk_stacks_of(t)->stack_lo && fp < mk_stacks_of(t)->stack_hi;
     cache_entry_t *set = NULL, *same = NULL; /* same: a way holding the key */
     if (cacheable) {
         set = cache_set(c, ra, fp);
@@ -893,13 +919,14 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
     int n = -1;
     mk_tls.in_unwind = true; /* its signal masking skipped (signals.c) */
     mk_tls.unwind_mask_known = false;
-    if (mk_st.cfg.sample_mean && gcc_backtrace &&
+    if (mk_mode_sampled() && gcc_backtrace &&
         !atomic_load_explicit(&mk_frames_registered, memory_order_relaxed)) {
         n = unwind_gcc(frames, depth, ra); /* a sample: libgcc's walk (above) */
         if (n > 0 && slots_found)
-            find_slots(frames, slots, n, fp, t->stack_hi);
-    } else if (fp >= t->stack_lo && fp < t->stack_hi) {
-        n = unwind_fast(frames, slots, depth, ra, fp, t->stack_hi, &slots_found);
+            find_slots(frames, slots, n, fp, mk_stacks_of(t)->stack_hi);
+    } else if (fp >= mk_stacks_of(t)->stack_lo && fp < mk_stacks_of(t)->stack_hi) {
+        n = unwind_fast(frames, slots, depth, ra, fp, mk_stacks_of(t)->stack_hi,
+                        &slots_found);
     }
     if (n < 0) { /* a stack we do not know the bounds of, or an unusual call */
         n = unwind(frames, slots, depth, ra);
@@ -909,7 +936,7 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
     mk_cancel_restore(cancel);
     if (n <= 0)
         return 0;
-    if (MK_UNLIKELY(!t->stack_known))
+    if (MK_UNLIKELY(!mk_stacks_of(t)->stack_known))
         learn_stack(t, frames, n);
     stack_rec_t *r = intern_rec(t, frames, n);
     if (!r)
@@ -932,8 +959,8 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
          * hook, a whole number of words and at most SLOT_OFF_MAX words up. */
         bool ok = frames[0] == ra;
         for (int i = 1; i < n && ok; i++)
-            ok = slots[i] > fp && slots[i] < t->stack_hi && (slots[i] - fp) % 8 == 0 &&
-                 (slots[i] - fp) / 8 <= SLOT_OFF_MAX;
+            ok = slots[i] > fp && slots[i] < mk_stacks_of(t)->stack_hi &&
+                 (slots[i] - fp) % 8 == 0 && (slots[i] - fp) / 8 <= SLOT_OFF_MAX;
         if (ok) {
             for (int i = 1; i < n; i++)
                 e->off[i - 1] = (slot_off_t)((slots[i] - fp) / 8);

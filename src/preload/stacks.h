@@ -14,6 +14,8 @@ MK_HIDDEN uint32_t mk_stack_intern(mk_thread_t *t, uintptr_t *frames, int depth)
  * return and frame addresses. */
 MK_HIDDEN uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uintptr_t fp);
 MK_HIDDEN void mk_stacks_init(void);
+/* A thread state is (re)claimed by a new thread. */
+MK_HIDDEN void mk_stacks_thread_start(mk_thread_t *t);
 /* mk_stacks_init on first use, once: --sample unwinds only its samples, and
  * a short process that takes none should not pay for libunwind's start-up.
  * True when stacks can be captured: false while another thread is starting

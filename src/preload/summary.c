@@ -55,18 +55,20 @@ static void live_totals(long long *bytes, long long *blocks)
 {
     *bytes = *blocks = 0;
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
-        *bytes += __atomic_load_n(&t->live_bytes, __ATOMIC_RELAXED);
-        *blocks += __atomic_load_n(&t->live_blocks, __ATOMIC_RELAXED);
+        *bytes += __atomic_load_n(&mk_summary_of(t)->live_bytes, __ATOMIC_RELAXED);
+        *blocks += __atomic_load_n(&mk_summary_of(t)->live_blocks, __ATOMIC_RELAXED);
     }
 }
 
 /* The band around the thread's present share (summary.h). */
 static void set_band(mk_thread_t *t)
 {
-    t->sample_hi = t->live_bytes + MK_PEAK_SLACK;
-    t->sample_lo = t->live_bytes - MK_PEAK_SLACK;
-    t->sample_hi_blocks = t->live_blocks + MK_PEAK_SLACK_BLOCKS;
-    t->sample_lo_blocks = t->live_blocks - MK_PEAK_SLACK_BLOCKS;
+    mk_summary_of(t)->sample_hi = mk_summary_of(t)->live_bytes + MK_PEAK_SLACK;
+    mk_summary_of(t)->sample_lo = mk_summary_of(t)->live_bytes - MK_PEAK_SLACK;
+    mk_summary_of(t)->sample_hi_blocks =
+        mk_summary_of(t)->live_blocks + MK_PEAK_SLACK_BLOCKS;
+    mk_summary_of(t)->sample_lo_blocks =
+        mk_summary_of(t)->live_blocks - MK_PEAK_SLACK_BLOCKS;
 }
 
 void mk_summary_sample_peak(mk_thread_t *t)
@@ -85,8 +87,8 @@ void mk_summary_sample_peak(mk_thread_t *t)
  * peak with them). */
 bool mk_summary_thread_added(mk_thread_t *t)
 {
-    if (!t->last_site) { /* a new state, not one an exited thread left */
-        t->last_site = &mk_summary_no_site;
+    if (!mk_summary_of(t)->last_site) { /* a new state, not one an exited thread left */
+        mk_summary_of(t)->last_site = &mk_summary_no_site;
         set_band(t);
     }
     mk_thread_t *head = (mk_thread_t *)atomic_load(&mk_st.threads);
@@ -102,13 +104,15 @@ bool mk_summary_thread_added(mk_thread_t *t)
 void mk_summary_count_site(mk_thread_t *t, uint64_t key, size_t size)
 {
     int saved_errno = errno; /* a new or growing table maps memory */
-    if (!t->sites) {
-        t->sites = mk_pages_zeroed(sizeof *t->sites);
-        if (t->sites)
-            t->sites->t = MMAP_TABLE;
+    if (!mk_summary_of(t)->sites) {
+        mk_summary_of(t)->sites = mk_pages_zeroed(sizeof *mk_summary_of(t)->sites);
+        if (mk_summary_of(t)->sites)
+            mk_summary_of(t)->sites->t = MMAP_TABLE;
     }
     bool fresh;
-    mk_kv_t *s = t->sites ? mk_kv_put(&t->sites->t, key, &fresh) : NULL;
+    mk_kv_t *s = mk_summary_of(t)->sites
+                     ? mk_kv_put(&mk_summary_of(t)->sites->t, key, &fresh)
+                     : NULL;
     if (s) {
         s->a++;
         s->b += size;
@@ -117,7 +121,7 @@ void mk_summary_count_site(mk_thread_t *t, uint64_t key, size_t size)
         t->counts[kind]++;
         t->bytes[kind] += size;
     }
-    t->last_site = s ? s : &mk_summary_no_site;
+    mk_summary_of(t)->last_site = s ? s : &mk_summary_no_site;
     maybe_checkpoint(t);
     errno = saved_errno;
 }
@@ -128,10 +132,11 @@ void mk_summary_after_fork_child(void)
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
         memset(t->counts, 0, sizeof t->counts);
         memset(t->bytes, 0, sizeof t->bytes);
-        t->frees_unseen = 0;
-        if (t->sites) {
-            memset(t->sites->t.slots, 0, t->sites->t.cap * sizeof(mk_kv_t));
-            t->sites->t.used = 0;
+        mk_summary_of(t)->frees_unseen = 0;
+        if (mk_summary_of(t)->sites) {
+            memset(mk_summary_of(t)->sites->t.slots, 0,
+                   mk_summary_of(t)->sites->t.cap * sizeof(mk_kv_t));
+            mk_summary_of(t)->sites->t.used = 0;
         }
     }
     mk_live_after_fork_child();
@@ -184,7 +189,8 @@ static uint8_t *put_sites(uint8_t *p, const mk_kv_table_t *sites)
 /* Writes the thread's SUMMARY_PART: its own counts, share and sites. */
 static void write_part(mk_thread_t *t, uint64_t now_ns)
 {
-    const mk_kv_table_t *sites = t->sites ? &t->sites->t : NULL;
+    const mk_kv_table_t *sites =
+        mk_summary_of(t)->sites ? &mk_summary_of(t)->sites->t : NULL;
     size_t cap = record_cap(sites ? sites->used : 0);
     uint8_t *raw = mk_pages_zeroed(cap);
     if (!raw)
@@ -192,9 +198,9 @@ static void write_part(mk_thread_t *t, uint64_t now_ns)
     uint8_t *p = mk_put_varint(raw, t->state_id);
     p = mk_put_varint(p, now_ns);
     p = put_kind_totals(p, t->counts, t->bytes);
-    p = mk_put_varint(p, t->frees_unseen);
-    p = mk_put_varint(p, mk_zigzag(t->live_bytes));
-    p = mk_put_varint(p, mk_zigzag(t->live_blocks));
+    p = mk_put_varint(p, mk_summary_of(t)->frees_unseen);
+    p = mk_put_varint(p, mk_zigzag(mk_summary_of(t)->live_bytes));
+    p = mk_put_varint(p, mk_zigzag(mk_summary_of(t)->live_blocks));
     p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_bytes));
     p = mk_put_varint(p, (uint64_t)atomic_load(&mk_summary_peak_blocks));
     p = put_sites(p, sites);
@@ -206,21 +212,22 @@ static void write_part(mk_thread_t *t, uint64_t now_ns)
  * the thread's own hook, which the program's errno must leave unchanged. */
 static void maybe_checkpoint(mk_thread_t *t)
 {
-    if (++t->checkpoint_gate % MK_CHECKPOINT_GATE)
+    if (++mk_summary_of(t)->checkpoint_gate % MK_CHECKPOINT_GATE)
         return;
     uint64_t now = mk_now() - mk_st.t_start;
-    if (!t->checkpoint_every_ns) { /* a new state: its first is 1 s into the run */
-        t->checkpoint_every_ns = MK_CHECKPOINT_FIRST_NS;
-        t->checkpoint_due_ns = MK_CHECKPOINT_FIRST_NS;
+    if (!mk_summary_of(t)
+             ->checkpoint_every_ns) { /* a new state: its first is 1 s into the run */
+        mk_summary_of(t)->checkpoint_every_ns = MK_CHECKPOINT_FIRST_NS;
+        mk_summary_of(t)->checkpoint_due_ns = MK_CHECKPOINT_FIRST_NS;
     }
-    if (now < t->checkpoint_due_ns || mk_st.fd < 0)
+    if (now < mk_summary_of(t)->checkpoint_due_ns || mk_st.fd < 0)
         return;
     int saved_errno = errno;
     write_part(t, now);
     errno = saved_errno;
-    t->checkpoint_due_ns = now + t->checkpoint_every_ns;
-    if (t->checkpoint_every_ns < MK_CHECKPOINT_MAX_NS)
-        t->checkpoint_every_ns *= 2;
+    mk_summary_of(t)->checkpoint_due_ns = now + mk_summary_of(t)->checkpoint_every_ns;
+    if (mk_summary_of(t)->checkpoint_every_ns < MK_CHECKPOINT_MAX_NS)
+        mk_summary_of(t)->checkpoint_every_ns *= 2;
 }
 
 /* Writes the SUMMARY record: totals, peaks and every site. */
@@ -233,7 +240,7 @@ void mk_summary_write(void)
      * short of memory, the puts below grow the table as they go */
     size_t sites = 0;
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next)
-        sites += t->sites ? t->sites->t.used : 0;
+        sites += mk_summary_of(t)->sites ? mk_summary_of(t)->sites->t.used : 0;
     mk_kv_reserve(&all, sites);
 
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
@@ -241,9 +248,10 @@ void mk_summary_write(void)
             counts[k] += t->counts[k];
             bytes[k] += t->bytes[k];
         }
-        frees_unseen += t->frees_unseen;
-        for (size_t i = 0; t->sites && i < t->sites->t.cap; i++) {
-            mk_kv_t *s = &t->sites->t.slots[i];
+        frees_unseen += mk_summary_of(t)->frees_unseen;
+        for (size_t i = 0; mk_summary_of(t)->sites && i < mk_summary_of(t)->sites->t.cap;
+             i++) {
+            mk_kv_t *s = &mk_summary_of(t)->sites->t.slots[i];
             if (!s->key)
                 continue;
             unsigned kind = (unsigned)(s->key >> MK_SITE_KIND_SHIFT);

@@ -40,6 +40,29 @@
 #include "live_sizes.h"
 #include "thread.h"
 
+/* A thread's summary state, in its room of the thread state (thread.h). */
+struct mk_summary_thread {
+    struct mk_site_table *sites;       /* per-thread site totals (summary.c) */
+    mk_kv_t *last_site;                /* the site table's entry used last */
+    long long live_bytes, live_blocks; /* this thread's share */
+    long long sample_hi, sample_lo;    /* the live bytes, and blocks, above or */
+    long long sample_hi_blocks;        /* below which an event samples the */
+    long long sample_lo_blocks;        /* peak (see above) */
+    uint64_t frees_unseen;             /* free()s of NULL or of unseen blocks */
+    uint32_t checkpoint_gate;          /* slow-path calls, to read the clock now */
+    uint64_t checkpoint_due_ns;        /* and then; the next checkpoint (ns since */
+    uint64_t checkpoint_every_ns;      /* start) and the gap after it */
+};
+_Static_assert(sizeof(struct mk_summary_thread) <=
+                   sizeof(((mk_thread_t *)0)->room_summary),
+               "the summary state outgrew its room (thread.h)");
+
+static inline __attribute__((always_inline)) struct mk_summary_thread *
+mk_summary_of(mk_thread_t *t)
+{
+    return (struct mk_summary_thread *)(void *)t->room_summary;
+}
+
 #define MK_PEAK_SLACK        (8ll << 10) /* live bytes a thread moves unsampled */
 #define MK_PEAK_SLACK_BLOCKS 32ll        /* and live blocks */
 
@@ -73,26 +96,30 @@ MK_HIDDEN void mk_summary_sample_peak(mk_thread_t *t);
  * the peak), never by a shared read-modify-write. */
 static inline void mk_summary_live_set(mk_thread_t *t, long long bytes, long long blocks)
 {
-    __atomic_store_n(&t->live_bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->live_blocks, blocks, __ATOMIC_RELAXED);
+    __atomic_store_n(&mk_summary_of(t)->live_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&mk_summary_of(t)->live_blocks, blocks, __ATOMIC_RELAXED);
 }
 
 /* A block left: the totals fall; below the band, a sample (see above). */
 static inline void mk_summary_live_drop(mk_thread_t *t, long long size)
 {
-    long long bytes = t->live_bytes - size, blocks = t->live_blocks - 1;
+    long long bytes = mk_summary_of(t)->live_bytes - size,
+              blocks = mk_summary_of(t)->live_blocks - 1;
     mk_summary_live_set(t, bytes, blocks);
-    if (MK_UNLIKELY(bytes < t->sample_lo || blocks < t->sample_lo_blocks))
+    if (MK_UNLIKELY(bytes < mk_summary_of(t)->sample_lo ||
+                    blocks < mk_summary_of(t)->sample_lo_blocks))
         mk_summary_sample_peak(t);
 }
 
 /* A block came: the totals rise, and so may the peak. */
 static inline void mk_summary_live_raise(mk_thread_t *t, long long size)
 {
-    long long bytes = t->live_bytes + size, blocks = t->live_blocks + 1;
+    long long bytes = mk_summary_of(t)->live_bytes + size,
+              blocks = mk_summary_of(t)->live_blocks + 1;
     mk_summary_live_set(t, bytes, blocks);
     if (MK_UNLIKELY(atomic_load_explicit(&mk_summary_multi, memory_order_relaxed))) {
-        if (MK_UNLIKELY(bytes > t->sample_hi || blocks > t->sample_hi_blocks))
+        if (MK_UNLIKELY(bytes > mk_summary_of(t)->sample_hi ||
+                        blocks > mk_summary_of(t)->sample_hi_blocks))
             mk_summary_sample_peak(t);
         return;
     }
@@ -122,9 +149,9 @@ static inline __attribute__((always_inline)) void
 mk_summary_count(mk_thread_t *t, unsigned kind, size_t size, uintptr_t site)
 {
     uint64_t key = mk_summary_site_key(site, kind);
-    if (MK_LIKELY(t->last_site->key == key)) {
-        t->last_site->a++; /* a hot loop: the same site again */
-        t->last_site->b += size;
+    if (MK_LIKELY(mk_summary_of(t)->last_site->key == key)) {
+        mk_summary_of(t)->last_site->a++; /* a hot loop: the same site again */
+        mk_summary_of(t)->last_site->b += size;
     } else {
         mk_summary_count_site(t, key, size);
     }
@@ -160,7 +187,7 @@ mk_summary_free(mk_thread_t *t, unsigned kind, uintptr_t addr)
     if (MK_LIKELY(size >= 0))
         mk_summary_live_drop(t, size); /* a thread's share may go below 0 */
     else /* memanalyze's Frees are of blocks seen allocated: count the others */
-        t->frees_unseen += kind == MK_K_FREE;
+        mk_summary_of(t)->frees_unseen += kind == MK_K_FREE;
 }
 
 #endif /* MEMKIT_PRELOAD_SUMMARY_H */

@@ -18,50 +18,39 @@
 #include "../trace/kv_table.h"
 #include "../trace/writer.h"
 
+/* Each service keeps its per-thread state in a room of its own here: the
+ * service's header defines the struct that fills the room, asserts that it
+ * fits and reaches it (mk_sample_of, mk_summary_of, mk_stacks_of,
+ * mk_output_of); the core sizes the rooms and never reads them. A new
+ * field of a service recompiles that service and its users, not the core.
+ * Nothing reads a room's bytes as bytes, so each room has one type. */
+#define MK_ROOM(name, size) _Alignas(8) unsigned char room_##name[size]
+
 struct mk_thread {
-    uint32_t index; /* thread number within the process, from 1 */
+    /* One cache line for everything --sample's fast bodies touch: the
+     * flag, and the sampling room's first fields (sampling.h). */
+    atomic_int in_hook; /* set while the owner is in a hook; see
+                         * mk_enter and mk_nested */
+    uint32_t index;     /* thread number within the process, from 1 */
+    MK_ROOM(sample, 64);
     pid_t tid;
     int *errno_at;         /* the owner thread's errno */
     atomic_bool dead;      /* no owner (a forked child's other threads) */
     atomic_int exited_tid; /* the owner's key destructor ran: reuse once
                             * this thread is gone (threads.c) */
-    atomic_int in_hook;    /* set while the owner is in a hook; see
-                            * mk_enter and mk_nested */
-    /* --sample's malloc and free (hooks.c) touch only these, in in_hook's
-     * cache line: the budget, and their counts (added to counts[] and
-     * bytes[] wherever those are summed: mk_samples_write) */
-    int64_t sample_left; /* bytes until the next sample (sampling.h) */
-    uint64_t fast_mallocs, fast_frees, fast_free_nulls;
-    mk_writer_t w; /* the current EVENTS record (writer.h) */
-    void *cctx;    /* this thread's zstd context */
-    uint8_t *zbuf; /* and its output buffer */
-    size_t zcap;
-    struct mk_site_table *sites;        /* --summary-only: per-thread site totals */
-    struct mk_stack_cache *stack_cache; /* recent stacks by (ra, fp), see stacks.c */
-    uintptr_t stack_lo, stack_hi;       /* this thread's stack, for the cache */
-    bool stack_known;                   /* stack_lo/hi asked for (stacks.c);
-                                         * until then both are 0 */
-    uint64_t counts[MK_K_COUNT];        /* --summary-only: calls per kind not in the
-                                         * site table (frees, system calls, sites
-                                         * the table had no room for); --sample:
-                                         * every call, by kind (and bytes below) */
-    long long live_bytes, live_blocks;  /* --summary-only: this thread's share */
-    long long sample_hi, sample_lo;     /* --summary-only: the live bytes, and */
-    long long sample_hi_blocks;         /* blocks, above or below which an */
-    long long sample_lo_blocks;         /* event samples the peak (summary.h) */
-    uint64_t frees_unseen; /* --summary-only: free()s of NULL or of unseen blocks */
-    mk_kv_t *last_site;    /* --summary-only: the site table's entry used last */
+    uint32_t state_id;     /* which state this is, from 1 (a SUMMARY_PART's) */
+    mk_thread_t *next;     /* all thread states, never unlinked */
+    /* The modes that count in process (mk_mode_counts_kinds): calls and
+     * bytes per kind. --summary-only's sites hold the allocations; here
+     * are frees, system calls and sites its table had no room for.
+     * --sample counts every call here (its fast malloc and free in its
+     * room: mk_samples_write adds them). */
+    uint64_t counts[MK_K_COUNT];
     uint64_t bytes[MK_K_COUNT];
-    uint64_t sample_rng;    /* --sample: the generator budgets are drawn from */
-    uint64_t budget_taken;  /* bytes taken off budgets before the current one */
-    int64_t budget_start;   /* the current budget as drawn */
-    atomic_uint budget_gen; /* odd while the two above and sample_left change */
-    unsigned snapshot_gen;  /* the last snapshot this thread's record is flushed for */
-    mk_thread_t *next;      /* all thread states, never unlinked */
-    uint32_t state_id;      /* --summary-only: which state a SUMMARY_PART is of, from 1 */
-    uint32_t checkpoint_gate;     /* --summary-only: slow-path calls, to read the */
-    uint64_t checkpoint_due_ns;   /* clock now and then; the next checkpoint */
-    uint64_t checkpoint_every_ns; /* (ns since start) and the gap after it */
+    MK_ROOM(summary, 128);
+    MK_ROOM(stacks, 32);
+    MK_ROOM(output, 32);
+    mk_writer_t w; /* the current EVENTS record (writer.h) */
 };
 
 /* ---- threads.c ---- */

@@ -9,6 +9,7 @@
 
 #include "output.h"
 #include "proc_io.h"
+#include "stacks.h"
 #include "summary.h"
 
 #include <linux/membarrier.h>
@@ -139,7 +140,7 @@ mk_thread_t *mk_thread_get(void)
     if (!t) {
         size_t size = (sizeof(mk_thread_t) + 63) & ~(size_t)63;
         size_t lifo = (sizeof(mk_reuse_t) + 63) & ~(size_t)63, streams = 0;
-        bool events = !mk_st.cfg.summary_only; /* --summary-only writes none */
+        bool events = mk_mode_events(); /* --summary-only writes none */
         for (int i = 0; events && i < MK_S_COUNT; i++)
             streams += mk_writer_stream_cap(i);
         /* Reserved, not committed: pages are touched only as streams fill. */
@@ -164,16 +165,14 @@ mk_thread_t *mk_thread_get(void)
     t->index = atomic_fetch_add(&mk_st.next_thread, 1);
     t->tid = (pid_t)syscall(SYS_gettid);
     t->errno_at = &errno;
-    /* A reused state's bounds were its last thread's: none until learnt */
-    t->stack_known = false;
-    t->stack_lo = t->stack_hi = 0;
+    mk_stacks_thread_start(t);
     /* counts/bytes/sites carry over: --summary-only totals are per process. */
     reset_buffer(t);
     reset_index(t);
-    if (mk_st.cfg.sample_mean)
+    if (mk_mode_sampled())
         mk_sample_thread_start(t);
     mk_self = t;
-    if ((mk_st.cfg.summary_only || mk_st.cfg.summary_too) && mk_summary_thread_added(t))
+    if (mk_mode_counts_sites() && mk_summary_thread_added(t))
         mk_quiesce_others();
     pthread_setspecific(thread_key, t); /* thread_exit flushes it */
     return t;

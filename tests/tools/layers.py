@@ -3,11 +3,55 @@
 cycle: A depends on B when A leaves undefined a symbol B defines (nm). Each
 part of src/ is layered (docs/ARCHITECTURE.md): a cycle means a lower file
 calls back up, which a callback passed down should do instead. Prints every
-cycle (a strongly connected set of files) with the symbols that close it."""
+cycle (a strongly connected set of files) with the symbols that close it.
+
+The tracer's files (src/preload/) are also checked against their layers,
+TRACER_LAYERS below: a file may call only files of lower layers, or of its
+own layer where that layer's files may call each other (the hooks call the
+functions they define, as a program does; the core's parts are one). A
+service that calls another service, or anything that calls up, fails, and
+so does a tracer file that is in no layer."""
 import collections
 import os
 import subprocess
 import sys
+
+
+# Highest first: (layer, may its files call each other?, files).
+TRACER_LAYERS = [
+    ("hooks", True, ["hooks", "hooks_cxx", "hooks_proc"]),
+    # signals.c ends the trace on a fatal signal (the core's to do), and
+    # keeps the program's own sigaction apart while it does
+    ("core", True, ["runtime", "threads", "summary", "signals"]),
+    ("services", False, ["stacks", "modules", "shadowed", "sampling", "glibc_heap",
+                         "child_env"]),
+    ("output", False, ["output"]),
+    ("leaves", False, ["fds", "raw_frame", "elf_sym", "live_sizes", "proc_io"]),
+    ("base", False, ["base"]),
+]
+
+
+def tracer_problems(objs, edges, why, name):
+    """The tracer's calls that break its layers, as lines to print."""
+    rank, peers = {}, {}
+    for i, (layer, mutual, files) in enumerate(TRACER_LAYERS):
+        for f in files:
+            rank[f] = len(TRACER_LAYERS) - i
+            peers[f] = mutual
+    tracer = [o for o in objs if "memkit_preload.dir" in o]
+    problems = ["tracer: %s is in no layer (layers.py, TRACER_LAYERS)" % name(o)
+                for o in tracer if name(o) not in rank]
+    for a in tracer:
+        for b in sorted(edges[a]):
+            na, nb = name(a), name(b)
+            if na not in rank or nb not in rank:
+                continue
+            if rank[na] > rank[nb] or (rank[na] == rank[nb] and peers[na]):
+                continue
+            problems.append("tracer: %s calls %s (%s): %s" % (
+                na, nb, "its own layer" if rank[na] == rank[nb] else "up",
+                " ".join(sorted(why[(a, b)]))))
+    return problems
 
 
 def symbols(obj):
@@ -89,8 +133,12 @@ def main(objs):
         for a in part:
             for b in sorted(edges[a] & members):
                 print("  %s -> %s: %s" % (name(a), name(b), " ".join(sorted(why[(a, b)]))))
-    print("layers: %d object files, %d cycle(s)" % (len(objs), len(cycles)))
-    return 1 if cycles else 0
+    problems = tracer_problems(objs, edges, why, name)
+    for p in problems:
+        print(p)
+    print("layers: %d object files, %d cycle(s), %d call(s) across the tracer's layers"
+          % (len(objs), len(cycles), len(problems)))
+    return 1 if cycles or problems else 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 # tools/deps.sh): as root directly, else with sudo -n, else it names the
 # apt-get line to run. NO_INSTALL=1 (or MEMKIT_NO_INSTALL=1) only checks.
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
+#       make test-debug (a Debug build with the invariants asserted),
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
 #       make fuzz (the trace reader, its EVENTS decoder, the curl-log reader and JSON
 #                  escaping under libFuzzer, FUZZ_SECONDS each; needs clang),
@@ -31,7 +32,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan bench bench-trace bench-report bench-real bench-real-outside bench-sample fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug bench bench-trace bench-report bench-real bench-real-outside bench-sample fuzz install format clean
 
 all: build
 
@@ -70,6 +71,15 @@ test-tsan:
 	@cd $(BUILD)-tsan && $(CTEST) --output-on-failure -j $(JOBS) -L threads
 
 test-sanitize: test-asan test-tsan
+
+# A Debug build, MK_ASSERTs on (src/mk_assert.h), every test but the valgrind
+# runs (the release build's suite has them) and the benchmarks' (timing -O0
+# code says nothing).
+test-debug:
+	@$(DEPS) build test
+	@$(CMAKE) -S . -B $(BUILD)-debug -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@$(CMAKE) --build $(BUILD)-debug -j $(JOBS)
+	@cd $(BUILD)-debug && $(CTEST) --output-on-failure -j $(JOBS) -LE 'valgrind|bench'
 
 bench: build
 	@$(BUILD)/memkit bench

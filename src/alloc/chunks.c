@@ -8,8 +8,6 @@
  */
 #include "internal.h"
 
-#include <assert.h>
-
 void mk__chunks_init(struct mk__chunks *src, size_t chunk_size, size_t max_spare,
                      bool size_aligned)
 {
@@ -22,6 +20,7 @@ void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh)
     void *c = src->spares;
 
     if (c && size == src->chunk_size) {
+        MK_ASSERT(src->spare > 0 && src->spare <= src->chunks);
         src->spares = *(void **)c;
         src->spare--;
         *fresh = false;
@@ -34,12 +33,13 @@ void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh)
     if (src->chunks > src->peak_chunks)
         src->peak_chunks = src->chunks;
     *fresh = true;
+    MK_ASSERT(src->spare <= src->chunks && src->mapped >= src->chunks * src->chunk_size);
     return c;
 }
 
 void mk__chunks_unmap(struct mk__chunks *src, void *c, size_t size)
 {
-    assert(src->chunks > src->spare && src->mapped >= size);
+    MK_ASSERT(src->chunks > src->spare && src->mapped >= size);
     src->chunks--;
     src->mapped -= size;
     /* ASan's shadow outlives the mapping: leave it clean for whoever maps next. */
@@ -53,6 +53,7 @@ bool mk__chunks_put(struct mk__chunks *src, void *c, size_t size)
         *(void **)c = src->spares;
         src->spares = c;
         src->spare++;
+        MK_ASSERT(src->spare <= src->max_spare && src->spare <= src->chunks);
         return true;
     }
     mk__chunks_unmap(src, c, size);

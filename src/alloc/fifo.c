@@ -23,7 +23,6 @@
 
 #include <memkit/fifo.h>
 
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +141,8 @@ static chunk_t *chunk_get(mk_fifo_t *fifo, size_t size)
 /* c (not the current chunk) has no live block: keep it as a spare or unmap it. */
 void mk__fifo_chunk_empty(mk_fifo_t *fifo, chunk_t *c)
 {
-    assert(c != fifo->cur && c->freed == c->blocks);
+    MK_ASSERT(c->magic == CHUNK_MAGIC && c->fifo == fifo);
+    MK_ASSERT(c != fifo->cur && c->freed == c->blocks);
     chunk_unlink(&fifo->all, c);
     if (c->size == fifo->src.chunk_size && fifo->src.spare < fifo->src.max_spare)
         chunk_reset(fifo, c); /* it will be a spare: poisoned meanwhile */
@@ -224,6 +224,7 @@ static void cur_retire(mk_fifo_t *fifo)
 {
     chunk_t *c = fifo->cur;
 
+    MK_ASSERT(c->blocks == SIZE_MAX && c->freed <= fifo->cur_blocks);
     c->blocks = fifo->cur_blocks;
     c->top = fifo->pos;
     fifo->cur = NULL;
@@ -234,6 +235,7 @@ static void cur_retire(mk_fifo_t *fifo)
 
 static void cur_set(mk_fifo_t *fifo, chunk_t *c)
 {
+    MK_ASSERT(fifo->cur == NULL && c->freed == 0 && c->top == c->payload);
     c->blocks = SIZE_MAX;
     fifo->cur = c;
     fifo->cur_blocks = 0;
@@ -254,6 +256,8 @@ static uintptr_t cur_bump(mk_fifo_t *fifo, size_t n, size_t align)
         return 0;
     fifo->pos = p + n;
     fifo->cur_blocks++;
+    /* every block starts in the chunk's first chunk_size bytes (masking) */
+    MK_ASSERT((p & fifo->chunk_mask) == (uintptr_t)fifo->cur);
     return p;
 }
 
@@ -314,7 +318,7 @@ void *mk__fifo_alloc_slow(mk_fifo_t *fifo, size_t size, size_t align)
         cur_set(fifo, c);
     }
     p = cur_bump(fifo, n, align);
-    assert(p != 0);
+    MK_ASSERT(p != 0);
     return block_out(fifo, fifo->cur, p, size);
 }
 
@@ -352,6 +356,7 @@ void mk__fifo_free_slow(mk_fifo_t *fifo, void *ptr)
     }
     if (fifo->slow & FIFO_VALGRIND)
         VALGRIND_MEMPOOL_FREE(fifo, ptr);
+    MK_ASSERT(c->magic == CHUNK_MAGIC && c->fifo == fifo && c->freed < c->blocks);
     if (++c->freed == c->blocks)
         mk__fifo_chunk_empty(fifo, c);
 }

@@ -6,6 +6,8 @@
 #ifndef MEMKIT_ALLOC_INTERNAL_H
 #define MEMKIT_ALLOC_INTERNAL_H
 
+#include "../mk_assert.h"
+
 #include <memkit/common.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,18 +48,6 @@
 
 /* Prints "memkit: <message>" on stderr and aborts. For broken API contracts only. */
 __attribute__((noreturn, format(printf, 1, 2), cold)) void mk__die(const char *fmt, ...);
-
-/* The allocators' internal invariants: checked in debug builds and in the
- * sanitizer and fuzz builds (MK_CHECK_INVARIANTS, set by CMake), compiled out
- * in release builds, where the fast paths cannot afford them. */
-#if !defined(NDEBUG) || defined(MK_CHECK_INVARIANTS)
-#define MK_ASSERT(cond)                                                                  \
-    ((cond)                                                                              \
-         ? (void)0                                                                       \
-         : mk__die("internal invariant broken: %s (%s:%d)", #cond, __FILE__, __LINE__))
-#else
-#define MK_ASSERT(cond) ((void)0)
-#endif
 
 /* Size of a huge page, and the size from which chunks are huge-page aligned. */
 #define MK_HUGE_PAGE ((size_t)2 << 20)

@@ -8,7 +8,6 @@
 
 #include "internal.h"
 
-#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -75,8 +74,9 @@ void *mk__localbuf_grow(mk_localbuf_t *b, size_t size, bool keep)
         cap = size;
 
     /* invariants: len within cap; the inline storage has its declared size */
-    assert(b->len <= b->cap);
-    assert(b->data != b->inline_data || b->cap == b->inline_cap);
+    MK_ASSERT(b->len <= b->cap);
+    MK_ASSERT(b->data != b->inline_data || b->cap == b->inline_cap);
+    MK_ASSERT(size > b->cap); /* the inline paths grow only when it does not fit */
     p = b->fallback == MK_LOCALBUF_TSTACK ? grow_in_frame(b, cap, keep)
                                           : grow_on_heap(b, cap, keep);
     if (!p) {
@@ -87,11 +87,13 @@ void *mk__localbuf_grow(mk_localbuf_t *b, size_t size, bool keep)
     b->cap = cap;
     if (!keep)
         b->len = 0;
+    MK_ASSERT(b->cap >= size && b->len <= b->cap);
     return p;
 }
 
 void mk__localbuf_release_slow(mk_localbuf_t *b)
 {
+    MK_ASSERT(b->data != b->inline_data);
     if (b->fallback == MK_LOCALBUF_HEAP)
         free(b->data);
     b->data = b->inline_data;

@@ -175,6 +175,7 @@ static slab_t *slab_new(mk_pool_t *pool)
         if (pool->batch < BATCH_MAX_SLABS)
             pool->batch *= 2;
     }
+    MK_ASSERT(pool->fresh + pool->slab_size <= pool->fresh_end);
     s = (slab_t *)pool->fresh;
     pool->fresh += pool->slab_size;
 
@@ -199,6 +200,8 @@ static slab_t *slab_new(mk_pool_t *pool)
 
 static void slab_release(mk_pool_t *pool, slab_t *s)
 {
+    MK_ASSERT(s->magic == SLAB_MAGIC && s->pool == pool);
+    MK_ASSERT(pool->slabs > 0 && pool->mapped >= pool->slab_size);
     if (s->all_prev)
         s->all_prev->all_next = s->all_next;
     else
@@ -215,6 +218,8 @@ static void slab_release(mk_pool_t *pool, slab_t *s)
 /* Called when a free made slab `s` empty, or gave a full slab its first free item. */
 void mk__pool_slab_changed(mk_pool_t *pool, slab_t *s)
 {
+    MK_ASSERT(s->magic == SLAB_MAGIC && s->pool == pool);
+    MK_ASSERT(s->used < items_per_slab(pool)); /* a free just made room */
     if (s->used == 0) { /* emptied: it serves by bumping again, no free list */
         s->free = NULL;
         s->bump = (uintptr_t)s + pool->items_offset;
@@ -232,6 +237,7 @@ void mk__pool_slab_changed(mk_pool_t *pool, slab_t *s)
             pool->empty_slabs++;
         }
     }
+    MK_ASSERT(pool->empty_slabs <= pool->max_empty);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -242,7 +248,9 @@ static void *slab_take(mk_pool_t *pool, slab_t *s)
 {
     void *p = s->free;
 
+    MK_ASSERT(s == &pool->none || (s->magic == SLAB_MAGIC && s->pool == pool));
     if (p) {
+        MK_ASSERT(((uintptr_t)p & pool->slab_mask) == (uintptr_t)s);
         /* The link lives in a free (poisoned) item: make it readable first. */
         MK_UNPOISON(p, sizeof(void *));
         VALGRIND_MAKE_MEM_DEFINED(p, sizeof(void *));
@@ -254,6 +262,7 @@ static void *slab_take(mk_pool_t *pool, slab_t *s)
         return NULL;
     }
     s->used++;
+    MK_ASSERT(s->used <= items_per_slab(pool));
     return p;
 }
 
@@ -276,6 +285,7 @@ static void *pool_take(mk_pool_t *pool)
         if (!s)
             return NULL;
     }
+    MK_ASSERT(!s->empty && s != old && s->used < items_per_slab(pool));
     /* The old current slab is full: it leaves the lists until an item comes back. */
     old->listed = false;
     s->listed = true;
@@ -362,6 +372,7 @@ void mk__pool_free_slow(mk_pool_t *pool, void *p)
     s = (slab_t *)((uintptr_t)p & pool->slab_mask);
     if (pool->flags & MK_POOL_DEBUG)
         check_live_item(pool, s, p);
+    MK_ASSERT(s->magic == SLAB_MAGIC && s->pool == pool && s->used > 0);
     *(void **)p = s->free;
     s->free = p;
     MK_POISON(p, pool->stride);

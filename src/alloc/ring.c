@@ -26,7 +26,6 @@
 
 #include <memkit/ring.h>
 
-#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -149,14 +148,17 @@ void mk_ring_reclaim(mk_ring_t *ring)
     chunk_t *keep;
 
     while (ring->oldest && ring->oldest != ring->open && frame_released(ring->oldest)) {
+        MK_ASSERT(ring->oldest->magic == FRAME_MAGIC && ring->oldest->ring == ring);
         ring->oldest = ring->oldest->next;
         if (!ring->oldest)
             ring->newest = NULL;
     }
     /* Chunks before the oldest live frame's chunk hold only released frames. */
     keep = ring->oldest ? ring->oldest->chunk : ring->cur;
+    MK_ASSERT(!ring->open || ring->oldest); /* the open frame is never reclaimed */
     while (ring->oldest_chunk && ring->oldest_chunk != keep) {
         chunk_t *c = ring->oldest_chunk;
+        MK_ASSERT(c != ring->cur); /* keep is at or before cur: the walk stops first */
 
         ring->oldest_chunk = c->next;
         chunk_recycle(ring, c);
@@ -182,6 +184,7 @@ static uintptr_t cur_bump(mk_ring_t *ring, size_t n, size_t align)
     if (p > ring->cur_end || n > ring->cur_end - p)
         return 0;
     ring->pos = p + n;
+    MK_ASSERT(ring->pos <= ring->cur_end);
     return p;
 }
 
@@ -207,7 +210,7 @@ static uintptr_t room(mk_ring_t *ring, size_t n, size_t align)
         return 0;
     cur_set(ring, c);
     p = cur_bump(ring, n, align);
-    assert(p != 0);
+    MK_ASSERT(p != 0);
     return p;
 }
 
@@ -253,6 +256,7 @@ mk_ring_frame_t *mk_ring_open(mk_ring_t *ring)
     f->next = NULL;
     f->chunk = ring->cur;
     f->end = 0;
+    MK_ASSERT((ring->newest == NULL) == (ring->oldest == NULL));
     if (ring->newest)
         ring->newest->next = f;
     else
@@ -270,6 +274,7 @@ mk_ring_frame_t *mk_ring_seal(mk_ring_t *ring)
 
     if (!f)
         mk__die("mk_ring_seal: no open frame");
+    MK_ASSERT(f == ring->newest && f->magic == FRAME_MAGIC);
     f->end = f->chunk == ring->cur ? ring->pos : 0;
     /* Relaxed: what publishes the frame to other threads is the caller's handoff. */
     atomic_store_explicit(&f->state, FRAME_SEALED, memory_order_relaxed);

@@ -10,7 +10,7 @@
  * pos. Cost: O(chunks released), and chunks
  * grow geometrically, so a frame holding 800 MB releases about a dozen of them.
  *
- * Invariants (asserted in stack_check, called in debug paths):
+ * Invariants (MK_ASSERTs in stack_check, after every slow push, pop and allocation):
  *   - chunk == NULL  <=>  pos == 0; otherwise chunk->start <= pos <= chunk->end;
  *   - limit is either 0 or chunk->end, and it is chunk->end only when a frame is
  *     open, not sealed, and no debugging mode needs to see each allocation;
@@ -20,7 +20,6 @@
 
 #include <memkit/stack.h>
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -110,10 +109,12 @@ static void stack_update_limit(mk_stack_t *st)
 static void stack_check(const mk_stack_t *st)
 {
     (void)st;
-    assert((st->chunk == NULL) == (st->pos == 0));
-    assert(!st->chunk || (st->chunk->start <= st->pos && st->pos <= st->chunk->end));
-    assert(st->limit == 0 || (st->chunk && st->limit == st->chunk->end));
-    assert(st->pos % MK_STACK_GRAIN == 0);
+    MK_ASSERT((st->chunk == NULL) == (st->pos == 0));
+    MK_ASSERT(!st->chunk || (st->chunk->start <= st->pos && st->pos <= st->chunk->end));
+    MK_ASSERT(st->limit == 0 || (st->chunk && st->limit == st->chunk->end));
+    MK_ASSERT(st->pos % MK_STACK_GRAIN == 0);
+    /* the newest frame is stored in this stack, at or below pos */
+    MK_ASSERT(!st->frame || st->mode || st->chunk);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -191,7 +192,7 @@ void mk_stack_trim(mk_stack_t *st)
 
     if (stack_idle(st)) {
         c = st->chunk;
-        assert(!c->prev && st->pos == c->start && st->used_below == 0);
+        MK_ASSERT(!c->prev && st->pos == c->start && st->used_below == 0);
         st->chunk = NULL;
         st->pos = 0;
         st->chunks--;
@@ -407,6 +408,7 @@ mk_stack_frame_t *mk_stack_push_at(mk_stack_t *st, const char *file, int line)
     }
     frame_open(st, f, saved_chunk, saved_pos, saved_used_below, file, line);
     stack_update_limit(st);
+    stack_check(st);
     return f;
 }
 
@@ -612,6 +614,7 @@ void *mk__stack_alloc_slow(mk_stack_t *st, size_t size, size_t align)
     if (st->mode & MK__STACK_VALGRIND)
         VALGRIND_MEMPOOL_ALLOC(f, p, size);
     stack_update_limit(st);
+    stack_check(st);
     return p;
 }
 

@@ -281,6 +281,8 @@ static inline unsigned list_push(mk_tlsf_t *t, block_t *b, unsigned fl, unsigned
 {
     block_t *head = t->lists[fl][sl];
 
+    MK_ASSERT(fl < FL_COUNT && sl < SL_COUNT && head != b);
+
     b->next_free = head;
     b->prev_free = NULL;
     if (head)
@@ -293,6 +295,9 @@ static inline unsigned list_push(mk_tlsf_t *t, block_t *b, unsigned fl, unsigned
 
 static inline unsigned list_unlink(mk_tlsf_t *t, block_t *b, unsigned fl, unsigned sl)
 {
+    /* b is on list [fl][sl]: its neighbours point at it, or it is the head */
+    MK_ASSERT(b->prev_free ? b->prev_free->next_free == b : t->lists[fl][sl] == b);
+    MK_ASSERT(!b->next_free || b->next_free->prev_free == b);
     if (b->prev_free)
         b->prev_free->next_free = b->next_free;
     else
@@ -921,6 +926,7 @@ HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
         errno = ENOMEM;
         return NULL;
     }
+    MK_ASSERT(!is_free(b) && bsize(b) >= n);
     if (t->flags & MK_TLSF_DEBUG)
         debug_tag(b, req);
     return payload(b);

@@ -305,6 +305,7 @@ static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
         i = mk_index_empty_slot(x->map, x->map_cap, key);
     }
     /* i is empty: the map's load stays below 1 */
+    MK_ASSERT(!x->map[i].meta && x->n < x->cap && x->n < x->map_cap);
     x->addr[x->n] = addr;
     mk_index_put_at(x->map, x->where, i, key, (x->n + 1) | (uint32_t)cls << 24);
     x->n++;
@@ -316,6 +317,7 @@ static inline bool mk_index_add(mk_addr_index_t *x, uint64_t addr, unsigned cls)
 static inline void mk_index_remove_slot(mk_addr_index_t *x, mk_index_slot_t *s)
 {
     uint32_t mask = x->map_cap - 1, i = mk_slot_idx(s);
+    MK_ASSERT(s->meta && x->n > 0 && i < x->n && x->where[i] == (uint32_t)(s - x->map));
     /* Backward-shift deletion: no tombstones, probe runs stay short. */
     size_t hole = (size_t)(s - x->map);
     for (size_t j = (hole + 1) & mask; x->map[j].meta; j = (j + 1) & mask) {

@@ -12,6 +12,8 @@
 #ifndef MEMKIT_TRACE_KV_TABLE_H
 #define MEMKIT_TRACE_KV_TABLE_H
 
+#include "../mk_assert.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -145,6 +147,7 @@ static inline mk_kv_t *mk_kv_find_as(const mk_kv_table_t *t, uint64_t key, bool 
 static inline mk_kv_t *mk_kv_put_as(mk_kv_table_t *t, uint64_t key, bool *fresh,
                                     bool addresses)
 {
+    MK_ASSERT(key != 0); /* 0 marks an empty slot */
     if ((t->used + 1) * 4 > t->cap * 3 && !mk_kv_grow_as(t, addresses))
         return NULL;
     for (size_t i = mk_kv_home(key, t->cap, addresses);; i = (i + 1) & (t->cap - 1)) {
@@ -156,6 +159,7 @@ static inline mk_kv_t *mk_kv_put_as(mk_kv_table_t *t, uint64_t key, bool *fresh,
         if (!s->key) {
             *s = (mk_kv_t){.key = key};
             t->used++;
+            MK_ASSERT(t->used * 4 <= t->cap * 3); /* a probe always ends */
             *fresh = true;
             return s;
         }
@@ -173,6 +177,7 @@ static inline bool mk_probe_moves_back(size_t i, size_t home, size_t hole, size_
 static inline void mk_kv_remove_as(mk_kv_table_t *t, mk_kv_t *s, bool addresses)
 {
     size_t mask = t->cap - 1, hole = (size_t)(s - t->slots);
+    MK_ASSERT(hole < t->cap && s->key && t->used > 0);
     for (size_t i = (hole + 1) & mask; t->slots[i].key; i = (i + 1) & mask) {
         size_t home = mk_kv_home(t->slots[i].key, t->cap, addresses);
         if (mk_probe_moves_back(i, home, hole, mask)) {

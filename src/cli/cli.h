@@ -59,13 +59,6 @@ struct mk_report_opts;
 int mk_load_inputs(struct mk_report *r, char *const *paths, size_t n,
                    const struct mk_report_opts *o);
 
-/* The filter and findings options report, diff and check share (--module,
- * --function, --file, --thread, --from, --to, --min-count, --cost-ns):
- * 1 if argv[*i] was one (its value consumed), 0 if not, -1 after printing a
- * usage error. */
-struct mk_report_opts;
-int mk_filter_option(int argc, char **argv, int *i, struct mk_report_opts *o);
-
 /* Loads an input for analysis, printing its problems on stderr. Returns
  * MK_EXIT_OK, or MK_EXIT_USAGE when it could not be read (r->tr NULL and
  * nothing to show) or was damaged (r holds what came before). */

@@ -8,10 +8,10 @@
  * and estimate the time left from the ones already done.
  */
 #include "bench.h"
+#include "opts.h"
 #include "outfile.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +24,9 @@ typedef struct options {
     uint64_t threads; /* malloc-free: threads; 0: sweep 1..cores */
     const char *html; /* --html FILE, or NULL */
     bool want[16];
+    bool any_allocator;     /* --allocators given */
+    const char **workloads; /* the WORKLOAD arguments */
+    int nworkloads;
 } options_t;
 
 /* ------------------------------------------------------------------------ */
@@ -229,25 +232,6 @@ static void print_list(void)
     printf("\n");
 }
 
-static void bench_help(void)
-{
-    printf("usage: memkit bench [WORKLOAD...] [options]\n"
-           "Runs allocator workloads, each allocator in its own process.\n\n"
-           "  --list              describe the workloads and allocators\n"
-           "  --allocators LIST   comma-separated allocators (default: all available)\n"
-           "  --quick             tiny sizes (a fraction of a second), for tests\n"
-           "  --scale N           workload size (k/M/G suffixes allowed)\n"
-           "  --rounds N          rounds per process (default 3; realtime 10)\n"
-           "  --json              one JSON object per configuration on stdout\n"
-           "                      (schema: docs/bench-json.md)\n"
-           "  --html FILE         also write one self-contained page with bar charts\n"
-           "  --size N, --threads N  malloc-free: one block size and thread count\n"
-           "                      (default: sizes 32-256 x threads 1..cores)\n"
-           "  --default-policy    libmemkit allocators keep their default memory policy\n"
-           "                      (by default the workloads let them keep freed memory\n"
-           "                      between rounds, as malloc does)\n");
-}
-
 static int select_allocators(options_t *o, char *list)
 {
     if (strspn(list, ", ") == strlen(list)) /* "," would otherwise select all */
@@ -272,82 +256,95 @@ static int select_allocators(options_t *o, char *list)
     return MK_EXIT_OK;
 }
 
+static int set_allocators(void *dest, const mk_opt_t *opt, const char *v)
+{
+    options_t *o = dest;
+    char *list = strdup(v);
+    (void)opt;
+    if (!list)
+        return mk_usage_error("bench: out of memory");
+    int rc = select_allocators(o, list);
+    free(list);
+    o->any_allocator = true;
+    return rc == MK_EXIT_OK ? -1 : rc;
+}
+
+#define BENCH(field) offsetof(options_t, field)
+
+static const mk_opt_t bench_options[] = {
+    {.name = "--list",
+     .kind = MK_OPT_FLAG,
+     .at = BENCH(list),
+     .help = "describe the workloads and allocators"},
+    {.name = "--allocators",
+     .arg = "LIST",
+     .kind = MK_OPT_CALL,
+     .call = set_allocators,
+     .help = "comma-separated allocators (default: all available)"},
+    {.name = "--quick",
+     .kind = MK_OPT_FLAG,
+     .at = BENCH(quick),
+     .help = "tiny sizes (a fraction of a second), for tests"},
+    {.name = "--scale",
+     .arg = "N",
+     .kind = MK_OPT_COUNT,
+     .at = BENCH(scale),
+     .lo = 1,
+     .help = "workload size (k/M/G suffixes allowed)"},
+    {.name = "--rounds",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = BENCH(rounds),
+     .lo = 1,
+     .hi = MK_BENCH_MAX_ROUNDS,
+     .help = "rounds per process (default 3; realtime 10)"},
+    {.name = "--json",
+     .kind = MK_OPT_FLAG,
+     .at = BENCH(json),
+     .help = "one JSON object per configuration on stdout\n"
+             "(schema: docs/bench-json.md)"},
+    {.name = "--html",
+     .arg = "FILE",
+     .kind = MK_OPT_STRING,
+     .at = BENCH(html),
+     .help = "also write one self-contained page with bar charts"},
+    {.name = "--size",
+     .arg = "N",
+     .kind = MK_OPT_COUNT,
+     .at = BENCH(size),
+     .lo = 1,
+     .hi = 1 << 30,
+     .help = "malloc-free: one block size (default: sizes 32-256)"},
+    {.name = "--threads",
+     .arg = "N",
+     .kind = MK_OPT_COUNT,
+     .at = BENCH(threads),
+     .lo = 1,
+     .hi = 64,
+     .help = "malloc-free: one thread count (default: 1..cores)"},
+    {.name = "--default-policy",
+     .kind = MK_OPT_FLAG,
+     .at = BENCH(default_policy),
+     .help = "libmemkit allocators keep their default memory policy\n"
+             "(by default the workloads let them keep freed memory\n"
+             "between rounds, as malloc does)"},
+};
+
+static const mk_command_spec_t bench_spec = {
+    .name = "bench",
+    .synopsis = "memkit bench [WORKLOAD...] [options]",
+    .about = "Runs allocator workloads, each allocator in its own process.\n",
+    .max_args = 64,
+};
+
 static int parse_options(int argc, char **argv, options_t *o)
 {
-    static const struct option longopts[] = {
-        {"list", no_argument, NULL, 'l'},
-        {"quick", no_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},
-        {"scale", required_argument, NULL, 's'},
-        {"rounds", required_argument, NULL, 'r'},
-        {"allocators", required_argument, NULL, 'a'},
-        {"default-policy", no_argument, NULL, 'd'},
-        {"size", required_argument, NULL, 'S'},
-        {"threads", required_argument, NULL, 'T'},
-        {"html", required_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool any = false;
-    int c, rc;
-
-    o->rounds = 0;
-    optind = 1;
-    opterr = 0; /* its messages lack "memkit:": ours below */
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'l':
-            o->list = true;
-            break;
-        case 'q':
-            o->quick = true;
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 'd':
-            o->default_policy = true;
-            break;
-        case 'H':
-            o->html = optarg;
-            break;
-        case 's':
-            if (!mk_parse_count(optarg, &o->scale) || o->scale == 0)
-                return mk_usage_error("bench: --scale needs a positive number, not '%s'",
-                                      optarg);
-            break;
-        case 'r':
-            o->rounds = atoi(optarg);
-            if (o->rounds < 1 || o->rounds > MK_BENCH_MAX_ROUNDS)
-                return mk_usage_error("bench: --rounds must be 1..%d",
-                                      MK_BENCH_MAX_ROUNDS);
-            break;
-        case 'S':
-        case 'T': {
-            uint64_t *v = c == 'S' ? &o->size : &o->threads;
-            if (!mk_parse_count(optarg, v) || *v == 0 || *v > (c == 'S' ? 1u << 30 : 64))
-                return mk_usage_error("bench: --%s needs a number (%s), not '%s'",
-                                      c == 'S' ? "size" : "threads",
-                                      c == 'S' ? "bytes" : "1-64", optarg);
-            break;
-        }
-        case 'a':
-            if ((rc = select_allocators(o, optarg)) != MK_EXIT_OK)
-                return rc;
-            any = true;
-            break;
-        case 'h':
-            bench_help();
-            exit(MK_EXIT_OK);
-        case ':':
-            return mk_usage_error("bench: %s needs a value (memkit bench --help)",
-                                  argv[optind - 1]);
-        default:
-            return mk_usage_error("bench: unknown option '%s' (memkit bench --help)",
-                                  argv[optind - 1]);
-        }
-    }
-    if (!any)
+    mk_opt_table_t table = MK_OPT_TABLE(bench_options, o);
+    int rc = mk_opts_parse(&bench_spec, &table, 1, argc, argv, (char **)o->workloads,
+                           &o->nworkloads);
+    if (rc >= 0)
+        return rc == MK_EXIT_OK ? -2 : rc; /* --help printed: done */
+    if (!o->any_allocator)
         for (size_t i = 0; i < mk_bench_n_allocators; i++)
             o->want[i] = !mk_bench_allocators[i].planned;
     return MK_EXIT_OK;
@@ -373,8 +370,10 @@ int mk_cmd_bench(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return mk_bench_child(argc - 2, argv + 2);
+    const char *workloads[64];
+    o.workloads = workloads;
     if ((rc = parse_options(argc, argv, &o)) != MK_EXIT_OK)
-        return rc;
+        return rc == -2 ? MK_EXIT_OK : rc;
     /* Read by the workloads in the child processes. */
     if (o.default_policy)
         setenv("MEMKIT_BENCH_DEFAULT_POLICY", "1", 1);
@@ -384,17 +383,18 @@ int mk_cmd_bench(int argc, char **argv)
         print_list();
         return MK_EXIT_OK;
     }
-    for (int i = optind; i < argc; i++)
-        if (!mk_workload_find(argv[i]))
+    for (int i = 0; i < o.nworkloads; i++)
+        if (!mk_workload_find(o.workloads[i]))
             return mk_usage_error("bench: unknown workload '%s' (memkit bench --list "
                                   "shows them)",
-                                  argv[i]);
+                                  o.workloads[i]);
     bool planned = true;
-    if (optind == argc) /* no names: every workload */
+    if (o.nworkloads == 0) /* no names: every workload */
         for (int i = 0; mk_workloads[i]; i++)
             planned &= plan_workload(&plan, &nplan, &cap, mk_workloads[i], &o);
-    for (int i = optind; i < argc; i++)
-        planned &= plan_workload(&plan, &nplan, &cap, mk_workload_find(argv[i]), &o);
+    for (int i = 0; i < o.nworkloads; i++)
+        planned &=
+            plan_workload(&plan, &nplan, &cap, mk_workload_find(o.workloads[i]), &o);
     if (!planned) {
         free(plan);
         return mk_usage_error("bench: out of memory planning the runs");

@@ -5,12 +5,14 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "opts.h"
 
 #include "../analyze/report.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,70 +128,82 @@ static uint64_t measured(const mk_report_t *r, int i)
     }
 }
 
-static const char usage[] =
-    "usage: memkit check [options] INPUT\n"
-    "\n"
-    "Exit status 1, with one line per limit exceeded, when the trace or curl\n"
-    "memdebug log goes over a limit; 0 when it is within all of them.\n"
-    "\n"
-    "  --max-allocations N    allocation calls (malloc family and new)\n"
-    "  --max-peak SIZE        maximum allocated bytes (K, M, G: powers of 1024)\n"
-    "  --max-leaked SIZE      bytes still allocated at the end\n"
-    "  --max-leaked-blocks N  blocks still allocated at the end\n"
-    "  --max-total SIZE       bytes allocated over the run\n"
-    "  --max-peak-blocks N    live blocks at the highest point\n"
-    "  --max-temporaries N    blocks freed before their thread's next allocation\n"
-    "  --max-findings N       findings (see memkit report)\n"
-    "  --config FILE          limits as 'max-peak = 10M' lines (# comments);\n"
-    "                         the command line wins over the file\n"
-    "  and the filters of memkit report (--module, --function, --file, ...).\n";
+typedef struct check_cli {
+    limit_t limits[L_COUNT];
+    bool set_by_cli[L_COUNT];
+    const char *config;
+} check_cli_t;
+
+/* --max-...: the limit whose index the row's lo holds. */
+static int set_cli_limit(void *dest, const mk_opt_t *opt, const char *v)
+{
+    check_cli_t *c = dest;
+    if (set_limit(&c->limits[opt->lo], v, "--") != MK_EXIT_OK)
+        return MK_EXIT_USAGE;
+    c->set_by_cli[opt->lo] = true;
+    return -1;
+}
+
+#define LIMIT(i, option, arg_name, text)                                                 \
+    {                                                                                    \
+        .name = option, .arg = arg_name, .kind = MK_OPT_CALL, .lo = i,                   \
+        .call = set_cli_limit, .help = text                                              \
+    }
+
+static const mk_opt_t check_opts[] = {
+    LIMIT(L_ALLOCATIONS, "--max-allocations", "N",
+          "allocation calls (malloc family and new)"),
+    LIMIT(L_PEAK, "--max-peak", "SIZE",
+          "maximum allocated bytes (K, M, G: powers of 1024)"),
+    LIMIT(L_LEAKED, "--max-leaked", "SIZE", "bytes still allocated at the end"),
+    LIMIT(L_LEAKED_BLOCKS, "--max-leaked-blocks", "N",
+          "blocks still allocated at the end"),
+    LIMIT(L_TOTAL, "--max-total", "SIZE", "bytes allocated over the run"),
+    LIMIT(L_PEAK_BLOCKS, "--max-peak-blocks", "N", "live blocks at the highest point"),
+    LIMIT(L_TEMPORARIES, "--max-temporaries", "N",
+          "blocks freed before their thread's next allocation"),
+    LIMIT(L_FINDINGS, "--max-findings", "N", "findings (see memkit report)"),
+    {.name = "--config",
+     .arg = "FILE",
+     .kind = MK_OPT_STRING,
+     .at = offsetof(check_cli_t, config),
+     .help = "limits as 'max-peak = 10M' lines (# comments);\n"
+             "the command line wins over the file"},
+};
+
+static const mk_command_spec_t check_spec = {
+    .name = "check",
+    .synopsis = "memkit check [options] INPUT",
+    .about = "Exit status 1, with one line per limit exceeded, when the trace or curl\n"
+             "memdebug log goes over a limit; 0 when it is within all of them.\n",
+    .max_args = 1,
+};
 
 int mk_cmd_check(int argc, char **argv)
 {
-    limit_t limits[L_COUNT] = {
-        [L_ALLOCATIONS] = {"max-allocations", "allocation calls", false, false, 0},
-        [L_PEAK] = {"max-peak", "maximum allocated bytes", true, false, 0},
-        [L_LEAKED] = {"max-leaked", "leaked bytes", true, false, 0},
-        [L_LEAKED_BLOCKS] = {"max-leaked-blocks", "leaked blocks", false, false, 0},
-        [L_TOTAL] = {"max-total", "total allocated bytes", true, false, 0},
-        [L_PEAK_BLOCKS] = {"max-peak-blocks", "peak live blocks", false, false, 0},
-        [L_TEMPORARIES] = {"max-temporaries", "temporaries", false, false, 0},
-        [L_FINDINGS] = {"max-findings", "findings", false, false, 0},
-    };
-    bool set_by_cli[L_COUNT] = {0};
+    check_cli_t c = {
+        .limits = {
+            [L_ALLOCATIONS] = {"max-allocations", "allocation calls", false, false, 0},
+            [L_PEAK] = {"max-peak", "maximum allocated bytes", true, false, 0},
+            [L_LEAKED] = {"max-leaked", "leaked bytes", true, false, 0},
+            [L_LEAKED_BLOCKS] = {"max-leaked-blocks", "leaked blocks", false, false, 0},
+            [L_TOTAL] = {"max-total", "total allocated bytes", true, false, 0},
+            [L_PEAK_BLOCKS] = {"max-peak-blocks", "peak live blocks", false, false, 0},
+            [L_TEMPORARIES] = {"max-temporaries", "temporaries", false, false, 0},
+            [L_FINDINGS] = {"max-findings", "findings", false, false, 0},
+        }};
+    limit_t *limits = c.limits;
     mk_report_opts_t o;
     mk_report_opts_default(&o);
-    const char *input = NULL, *config = NULL;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int f = mk_filter_option(argc, argv, &i, &o);
-        if (f < 0)
-            return MK_EXIT_USAGE;
-        if (f > 0)
-            continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return MK_EXIT_OK;
-        }
-        limit_t *l =
-            strncmp(a, "--", 2) == 0 ? limit_named(limits, a + 2, strlen(a + 2)) : NULL;
-        if (l) {
-            if (i + 1 >= argc)
-                return mk_usage_error("%s wants a value", a);
-            if (set_limit(l, argv[++i], "--") != MK_EXIT_OK)
-                return MK_EXIT_USAGE;
-            set_by_cli[l - limits] = true;
-        } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
-            config = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            return mk_usage_error("unknown check option '%s' (memkit check --help)", a);
-        } else if (!input) {
-            input = a;
-        } else {
-            return mk_usage_error("check takes one input");
-        }
-    }
+    char *inputs[1] = {NULL};
+    int ninputs = 0;
+    mk_opt_table_t tables[] = {MK_OPT_TABLE(check_opts, &c),
+                               {mk_filter_opts, mk_filter_nopts, &o}};
+    int rc = mk_opts_parse(&check_spec, tables, 2, argc, argv, inputs, &ninputs);
+    if (rc >= 0)
+        return rc;
+    const char *input = inputs[0], *config = c.config;
+    bool *set_by_cli = c.set_by_cli;
     if (config && read_config(config, limits, set_by_cli) != MK_EXIT_OK)
         return MK_EXIT_USAGE;
     if (!input)
@@ -207,8 +221,8 @@ int mk_cmd_check(int argc, char **argv)
     size_t npaths;
     if (mk_expand_inputs(&given, 1, o.pid, &paths, &npaths) != MK_EXIT_OK)
         return MK_EXIT_USAGE;
-    int rc = mk_load_inputs(&r, paths, npaths, &o); /* a prefix: its processes merged */
-    if (rc != MK_EXIT_OK) { /* mk_load_input said why, in one line */
+    rc = mk_load_inputs(&r, paths, npaths, &o); /* a prefix: its processes merged */
+    if (rc != MK_EXIT_OK) {                     /* mk_load_input said why, in one line */
         if (r.tr || r.nprocs)
             mk_report_free(&r);
         mk_free_inputs(paths, npaths);

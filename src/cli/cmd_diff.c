@@ -7,12 +7,14 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "opts.h"
 
 #include "../analyze/report.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 typedef struct change {
@@ -285,50 +287,53 @@ static int load_side(mk_report_t *r, const char *input, const mk_report_opts_t *
     return mk_load_inputs(r, side->paths, side->n, o);
 }
 
+typedef struct diff_cli {
+    int top, format;
+} diff_cli_t;
+
+static const char *const diff_formats[] = {"text", "json", NULL};
+
+static const mk_opt_t diff_opts[] = {
+    {.name = "--top",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = offsetof(diff_cli_t, top),
+     .hi = 1000000,
+     .help = "sites shown (default 10)"},
+    {.name = "--format",
+     .arg = "F",
+     .kind = MK_OPT_CHOICE,
+     .at = offsetof(diff_cli_t, format),
+     .choices = diff_formats,
+     .help = "text (default) or json"},
+};
+
+static const mk_command_spec_t diff_spec = {
+    .name = "diff",
+    .synopsis = "memkit diff [options] BEFORE AFTER",
+    .about = "Compares two traces or curl memdebug logs (each may be a run's prefix:\n"
+             "its processes merged): totals with ratios, then the sites whose\n"
+             "allocation counts changed most, matched by their symbolized stacks.\n",
+    .max_args = 2,
+};
+
 int mk_cmd_diff(int argc, char **argv)
 {
     mk_report_opts_t o;
     mk_report_opts_default(&o);
     o.cost_ns = 1; /* findings are not shown: skip measuring */
-    const char *in[2] = {NULL, NULL};
-    int nin = 0, top = 10;
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        uint64_t v;
-        int f = mk_filter_option(argc, argv, &i, &o);
-        if (f < 0)
-            return MK_EXIT_USAGE;
-        if (f > 0)
-            continue;
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: memkit diff [options] BEFORE AFTER\n\n"
-                   "Compares two traces or curl memdebug logs: totals with ratios, then\n"
-                   "the sites whose allocation counts changed most, matched by their\n"
-                   "symbolized stacks. Options: --top N, --format text|json, and the\n"
-                   "filters of memkit report (--module, --function, --file, ...).\n");
-            return MK_EXIT_OK;
-        }
-        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) {
-            if (!mk_parse_count(argv[++i], &v) || v > 1000000)
-                return mk_usage_error("--top wants a number, not '%s'", argv[i]);
-            top = (int)v;
-        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
-            i++;
-            if (strcmp(argv[i], "json") == 0)
-                json = true;
-            else if (strcmp(argv[i], "text") != 0)
-                return mk_usage_error("diff --format: text or json, not '%s'", argv[i]);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return mk_usage_error("unknown diff option '%s' (memkit diff --help)",
-                                  argv[i]);
-        } else if (nin < 2) {
-            in[nin++] = argv[i];
-        } else {
-            return mk_usage_error("diff takes two inputs, BEFORE and AFTER");
-        }
-    }
+    diff_cli_t cli = {.top = 10};
+    char *in[2] = {NULL, NULL};
+    int nin = 0;
+    mk_opt_table_t tables[] = {MK_OPT_TABLE(diff_opts, &cli),
+                               {mk_filter_opts, mk_filter_nopts, &o}};
+    int rc = mk_opts_parse(&diff_spec, tables, 2, argc, argv, in, &nin);
+    if (rc >= 0)
+        return rc;
     if (nin != 2)
         return mk_usage_error("diff takes two inputs: memkit diff BEFORE AFTER");
+    int top = cli.top;
+    bool json = cli.format == 1;
     /* Each side a trace, a log, or a run's prefix (its processes merged). */
     mk_report_t b, a;
     side_t sb = {0}, sa = {0};

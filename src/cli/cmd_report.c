@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "opts.h"
 #include "outfile.h"
 
 #include "../analyze/report.h"
@@ -17,73 +18,100 @@
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool parse_seconds(const char *s, double *out)
+/* --from and --to: seconds since the start, the window non-empty. */
+static int set_window(mk_report_opts_t *o, double *at, const char *name, const char *v)
 {
     char *end;
     errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0)
-        return false;
-    *out = v;
-    return true;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(d) || d < 0)
+        return mk_usage_error("%s wants seconds since the start, not '%s'", name, v);
+    *at = d;
+    if (o->to_s > 0 && o->to_s <= o->from_s)
+        return mk_usage_error("--to must be after --from");
+    return -1;
 }
 
-int mk_filter_option(int argc, char **argv, int *i, mk_report_opts_t *o)
+static int set_from(void *dest, const mk_opt_t *opt, const char *v)
 {
-    const char *a = argv[*i];
-    uint64_t v;
-    if (strcmp(a, "--no-symbols") == 0) {
-        o->no_symbols = true;
-        return 1;
-    }
-    static const char *const with_value[] = {"--module", "--function",  "--file",
-                                             "--thread", "--from",      "--to",
-                                             "--pid",    "--min-count", "--cost-ns"};
-    bool known = false;
-    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
-        known |= strcmp(a, with_value[k]) == 0;
-    if (!known)
-        return 0;
-    if (*i + 1 >= argc)
-        return mk_usage_error("%s wants a value", a), -1;
-    const char *val = argv[++*i];
-    if (strcmp(a, "--module") == 0) {
-        o->module = val;
-    } else if (strcmp(a, "--function") == 0) {
-        o->function = val;
-    } else if (strcmp(a, "--file") == 0) {
-        o->file = val;
-    } else if (strcmp(a, "--thread") == 0) {
-        if (!mk_parse_count(val, &v) || v > INT32_MAX)
-            return mk_usage_error("--thread wants a thread number, not '%s'", val), -1;
-        o->thread = (int64_t)v;
-    } else if (strcmp(a, "--pid") == 0) {
-        if (!mk_parse_count(val, &v) || v == 0 || v > INT32_MAX)
-            return mk_usage_error("--pid wants a process id, not '%s'", val), -1;
-        o->pid = (int64_t)v;
-    } else if (strcmp(a, "--from") == 0 || strcmp(a, "--to") == 0) {
-        double *d = a[2] == 'f' ? &o->from_s : &o->to_s;
-        if (!parse_seconds(val, d))
-            return mk_usage_error("%s wants seconds since the start, not '%s'", a, val),
-                   -1;
-    } else if (strcmp(a, "--min-count") == 0) {
-        if (!mk_parse_count(val, &v) || v == 0)
-            return mk_usage_error("--min-count wants a positive number, not '%s'", val),
-                   -1;
-        o->min_count = v;
-    } else {
-        if (!parse_seconds(val, &o->cost_ns) || o->cost_ns <= 0)
-            return mk_usage_error("--cost-ns wants a positive number, not '%s'", val), -1;
-    }
-    if (o->to_s > 0 && o->to_s <= o->from_s)
-        return mk_usage_error("--to must be after --from"), -1;
-    return 1;
+    mk_report_opts_t *o = dest;
+    (void)opt;
+    return set_window(o, &o->from_s, "--from", v);
 }
+
+static int set_to(void *dest, const mk_opt_t *opt, const char *v)
+{
+    mk_report_opts_t *o = dest;
+    (void)opt;
+    return set_window(o, &o->to_s, "--to", v);
+}
+
+#define FILTER(field) offsetof(mk_report_opts_t, field)
+
+const mk_opt_t mk_filter_opts[] = {
+    {.name = "--module",
+     .arg = "M",
+     .kind = MK_OPT_STRING,
+     .at = FILTER(module),
+     .help = "only allocations made directly by code in object M\n"
+             "(what an in-library wrapper like curl's memdebug counts)"},
+    {.name = "--function",
+     .arg = "F",
+     .kind = MK_OPT_STRING,
+     .at = FILTER(function),
+     .help = "only allocations with F on their stack"},
+    {.name = "--file",
+     .arg = "F",
+     .kind = MK_OPT_STRING,
+     .at = FILTER(file),
+     .help = "only allocations with a frame in source file F"},
+    {.name = "--pid",
+     .arg = "P",
+     .kind = MK_OPT_COUNT,
+     .at = FILTER(pid),
+     .lo = 1,
+     .hi = INT32_MAX,
+     .help = "of several traces, only process P's"},
+    {.name = "--thread",
+     .arg = "N",
+     .kind = MK_OPT_COUNT,
+     .at = FILTER(thread),
+     .hi = INT32_MAX,
+     .help = "only thread N: threads are numbered from 1 (the main\n"
+             "thread) in the order they start"},
+    {.name = "--from",
+     .arg = "S",
+     .kind = MK_OPT_CALL,
+     .call = set_from,
+     .help = "only events from S seconds after the start"},
+    {.name = "--to",
+     .arg = "S",
+     .kind = MK_OPT_CALL,
+     .call = set_to,
+     .help = "only events up to S seconds after the start"},
+    {.name = "--min-count",
+     .arg = "N",
+     .kind = MK_OPT_COUNT,
+     .at = FILTER(min_count),
+     .lo = 1,
+     .help = "a site needs N allocations for a finding (default 100)"},
+    {.name = "--cost-ns",
+     .arg = "X",
+     .kind = MK_OPT_SECONDS,
+     .at = FILTER(cost_ns),
+     .help = "price a malloc+free at X ns (default: measured here)"},
+    {.name = "--no-symbols",
+     .kind = MK_OPT_FLAG,
+     .at = FILTER(no_symbols),
+     .help = "frames as module+offset, without reading debug information"},
+};
+const size_t mk_filter_nopts = sizeof mk_filter_opts / sizeof *mk_filter_opts;
 
 int mk_load_input(mk_report_t *r, const char *path, const mk_report_opts_t *o)
 {
@@ -314,122 +342,112 @@ int mk_read_process(const char *path, mk_report_process_t *p)
     return rc;
 }
 
-static const char usage[] =
-    "usage: memkit report [options] INPUT...\n"
-    "\n"
-    "INPUT is a trace written by `memkit trace`, a run's prefix (every\n"
-    "PREFIX.<pid>.mkt: the processes of one run), a curl memdebug log\n"
-    "(CURL_MEMDEBUG) or - (standard input). Several traces are one report:\n"
-    "sites matched by their symbolized stacks, totals summed, a table of the\n"
-    "processes. Prints totals, sites, the peak, leaks and findings.\n"
-    "\n"
-    "  --format F        text (default), json, html or collapsed (folded stacks)\n"
-    "  -o FILE           write to FILE instead of standard output\n"
-    "  --top N           rows per table (default 10; json: all unless given)\n"
-    "  --weight W        collapsed: calls (default), bytes, peak or leaked\n"
-    "  --growth          the sites whose live bytes grow across the trace's\n"
-    "                    snapshots (--sample with --snapshot-every or SIGUSR2;\n"
-    "                    else 8 even points of the run), fastest first\n"
-    "  --module M        only allocations made directly by code in object M\n"
-    "                    (what an in-library wrapper like curl's memdebug counts)\n"
-    "  --function F      only allocations with F on their stack\n"
-    "  --file F          only allocations with a frame in source file F\n"
-    "  --pid P           of several traces, only process P's\n"
-    "  --thread N        only thread N: threads are numbered from 1 (the main\n"
-    "                    thread) in the order they start\n"
-    "  --from S, --to S  only events in this window, seconds from the start\n"
-    "  --min-count N     a site needs N allocations for a finding (default 100)\n"
-    "  --cost-ns X       price a malloc+free at X ns (default: measured here)\n"
-    "  --no-symbols      frames as module+offset, without reading debug information\n"
-    "  --color, --no-color  colour text output (default: on a terminal)\n"
-    "  --memanalyze[=2017]  print exactly what curl's memanalyze.pl -v prints for a\n"
-    "                    memdebug log (=2017: the script of curl 7.53)\n";
-
 enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED };
+
+typedef struct report_cli {
+    int top, color, memanalyze, format, weight;
+    bool growth;
+    const char *out;
+} report_cli_t;
+
+static int set_memanalyze(void *dest, const mk_opt_t *opt, const char *v)
+{
+    report_cli_t *c = dest;
+    (void)opt;
+    if (!v || strcmp(v, "current") == 0)
+        c->memanalyze = 1;
+    else if (strcmp(v, "2017") == 0)
+        c->memanalyze = 2017;
+    else
+        return mk_usage_error("report: --memanalyze=: 2017 or current, not '%s'", v);
+    return -1;
+}
+
+static const char *const formats[] = {"text", "json", "html", "collapsed", NULL};
+static const char *const weights[] = {"calls", "bytes", "peak", "leaked", NULL};
+
+#define REPORT(field) offsetof(report_cli_t, field)
+
+static const mk_opt_t report_opts[] = {
+    {.name = "--format",
+     .arg = "F",
+     .kind = MK_OPT_CHOICE,
+     .at = REPORT(format),
+     .choices = formats,
+     .help = "text (default), json, html or collapsed (folded stacks)"},
+    {.name = "--output",
+     .alias = "-o",
+     .arg = "FILE",
+     .kind = MK_OPT_STRING,
+     .at = REPORT(out),
+     .help = "write to FILE instead of standard output"},
+    {.name = "--top",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = REPORT(top),
+     .hi = 1000000,
+     .help = "rows per table (default 10; json: all unless given)"},
+    {.name = "--weight",
+     .arg = "W",
+     .kind = MK_OPT_CHOICE,
+     .at = REPORT(weight),
+     .choices = weights,
+     .help = "collapsed: calls (default), bytes, peak or leaked"},
+    {.name = "--growth",
+     .kind = MK_OPT_FLAG,
+     .at = REPORT(growth),
+     .help = "the sites whose live bytes grow across the trace's\n"
+             "snapshots (--sample with --snapshot-every or SIGUSR2;\n"
+             "else 8 even points of the run), fastest first"},
+    {.name = "--color",
+     .kind = MK_OPT_SET,
+     .at = REPORT(color),
+     .lo = 1,
+     .help = "colour text output (default: on a terminal)"},
+    {.name = "--no-color",
+     .kind = MK_OPT_SET,
+     .at = REPORT(color),
+     .lo = 0,
+     .help = "no colour"},
+    {.name = "--memanalyze",
+     .arg = "[=2017]",
+     .kind = MK_OPT_CALL,
+     .call = set_memanalyze,
+     .help = "print exactly what curl's memanalyze.pl -v prints for a\n"
+             "memdebug log (=2017: the script of curl 7.53)"},
+};
+
+static const mk_command_spec_t report_spec = {
+    .name = "report",
+    .synopsis = "memkit report [options] INPUT...",
+    .about = "INPUT is a trace written by `memkit trace`, a run's prefix (every\n"
+             "PREFIX.<pid>.mkt: the processes of one run), a curl memdebug log\n"
+             "(CURL_MEMDEBUG) or - (standard input). Several traces are one report:\n"
+             "sites matched by their symbolized stacks, totals summed, a table of the\n"
+             "processes. Prints totals, sites, the peak, leaks and findings.\n",
+    .max_args = 4096,
+};
 
 int mk_cmd_report(int argc, char **argv)
 {
     mk_report_opts_t o;
     mk_report_opts_default(&o);
-    int top = -1, color = -1, memanalyze = 0;
-    bool growth_only = false;
-    enum format fmt = FMT_TEXT;
-    enum mk_weight weight = MK_WEIGHT_CALLS;
-    const char *outpath = NULL;
+    report_cli_t c = {
+        .top = -1, .color = -1, .format = FMT_TEXT, .weight = MK_WEIGHT_CALLS};
     char **inputs = calloc((size_t)argc, sizeof *inputs);
     int ninputs = 0;
     if (!inputs)
         return mk_usage_error("out of memory");
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        uint64_t v;
-        int f = mk_filter_option(argc, argv, &i, &o);
-        if (f < 0)
-            return free(inputs), MK_EXIT_USAGE;
-        if (f > 0)
-            continue;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return free(inputs), MK_EXIT_OK;
-        } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
-            if (!mk_parse_count(argv[++i], &v) || v > 1000000)
-                return free(inputs),
-                       mk_usage_error("--top wants a number, not '%s'", argv[i]);
-            top = (int)v;
-        } else if (strcmp(a, "--format") == 0 && i + 1 < argc) {
-            const char *f2 = argv[++i];
-            if (strcmp(f2, "text") == 0)
-                fmt = FMT_TEXT;
-            else if (strcmp(f2, "json") == 0)
-                fmt = FMT_JSON;
-            else if (strcmp(f2, "html") == 0)
-                fmt = FMT_HTML;
-            else if (strcmp(f2, "collapsed") == 0)
-                fmt = FMT_COLLAPSED;
-            else
-                return free(inputs),
-                       mk_usage_error("--format: text, json, html or collapsed, not '%s'",
-                                      f2);
-        } else if (strcmp(a, "--weight") == 0 && i + 1 < argc) {
-            const char *w = argv[++i];
-            if (strcmp(w, "calls") == 0)
-                weight = MK_WEIGHT_CALLS;
-            else if (strcmp(w, "bytes") == 0)
-                weight = MK_WEIGHT_BYTES;
-            else if (strcmp(w, "peak") == 0)
-                weight = MK_WEIGHT_PEAK;
-            else if (strcmp(w, "leaked") == 0)
-                weight = MK_WEIGHT_LEAKED;
-            else
-                return free(inputs),
-                       mk_usage_error("--weight: calls, bytes, peak or leaked, not '%s'",
-                                      w);
-        } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-            outpath = argv[++i];
-        } else if (strcmp(a, "--growth") == 0) {
-            growth_only = true;
-        } else if (strcmp(a, "--color") == 0) {
-            color = 1;
-        } else if (strcmp(a, "--no-color") == 0) {
-            color = 0;
-        } else if (strcmp(a, "--memanalyze") == 0) {
-            memanalyze = 1;
-        } else if (strncmp(a, "--memanalyze=", 13) == 0) {
-            if (strcmp(a + 13, "2017") == 0)
-                memanalyze = 2017;
-            else if (strcmp(a + 13, "current") == 0)
-                memanalyze = 1;
-            else
-                return free(inputs),
-                       mk_usage_error("--memanalyze=: 2017 or current, not '%s'", a + 13);
-        } else if (a[0] == '-' && a[1]) {
-            return free(inputs),
-                   mk_usage_error("unknown report option '%s' (memkit report --help)", a);
-        } else {
-            inputs[ninputs++] = argv[i];
-        }
-    }
+    mk_opt_table_t tables[] = {MK_OPT_TABLE(report_opts, &c),
+                               {mk_filter_opts, mk_filter_nopts, &o}};
+    int rc = mk_opts_parse(&report_spec, tables, 2, argc, argv, inputs, &ninputs);
+    if (rc >= 0)
+        return free(inputs), rc;
+    int top = c.top, color = c.color, memanalyze = c.memanalyze;
+    bool growth_only = c.growth;
+    enum format fmt = (enum format)c.format;
+    enum mk_weight weight = (enum mk_weight)c.weight;
+    const char *outpath = c.out;
     if (!ninputs)
         return free(inputs),
                mk_usage_error("report: no input given (memkit report TRACE)");
@@ -451,7 +469,7 @@ int mk_cmd_report(int argc, char **argv)
         color =
             !outpath && fmt == FMT_TEXT && isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 
-    int rc = MK_EXIT_OK;
+    rc = MK_EXIT_OK;
     bool wrote;       /* an input that could not be read leaves an -o file as it was */
     if (memanalyze) { /* memanalyze.pl: one log each */
         for (size_t k = 0; k < npaths; k++) {

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "opts.h"
 
 #include "../trace/mallopt.h"
 #include "../trace/reader.h"
@@ -40,54 +41,6 @@ typedef struct trace_opts {
     uint64_t snapshot_ns; /* --snapshot-every */
     int snapshot_signal;  /* --snapshot-signal; -1: the default (SIGUSR2) */
 } trace_opts_t;
-
-static void usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: memkit trace [OPTIONS] -- CMD [ARGS...]\n\n"
-        "Runs CMD with every allocation call recorded (malloc family, C++ new/delete),\n"
-        "with call stacks, and prints a summary when it exits. Child processes are\n"
-        "traced too, each into its own file.\n\n"
-        "options:\n"
-        "  -o, --output PREFIX  trace files are PREFIX.<pid>.mkt (default: "
-        "memkit.<cmd>)\n"
-        "  --depth N            frames kept per stack, 1-%d (default 32)\n"
-        "  --no-stacks          record only the calling instruction: faster, no "
-        "unwinding\n"
-        "  --summary-only       aggregate inside the process; no per-event trace\n"
-        "  --syscalls           also record mmap, munmap, mremap, brk and sbrk\n"
-        "  --sample BYTES       record a sample of the allocations, one per BYTES "
-        "allocated\n"
-        "                       on average (e.g. 512K; 1 to 1G): for long-running "
-        "programs.\n"
-        "                       Counts by kind stay exact; sites, sizes and leaks "
-        "become\n"
-        "                       estimates (MEMKIT_SAMPLE_SEED=N repeats a run's "
-        "choices)\n"
-        "                       With --summary-only: sites are calling instructions "
-        "(no\n"
-        "                       unwinding), the cheapest sampled run\n"
-        "  --snapshot-every T   with --sample: mark the live heap every T (e.g. 60s, "
-        "5m);\n"
-        "                       memkit report --growth ranks the sites that grow\n"
-        "  --snapshot-signal S  with --sample: S (USR1, USR2 or none; default USR2) "
-        "marks\n"
-        "                       a snapshot, where the program leaves S at its "
-        "default\n"
-        "  --top N              call sites in the summary (default 3)\n"
-        "  --mallopt LIST       apply glibc mallopt settings in the program first, e.g.\n"
-        "                       mmap_threshold=33554432,trim_threshold=-1 (names as in\n"
-        "                       GLIBC_TUNABLES: mmap_threshold, trim_threshold, "
-        "top_pad,\n"
-        "                       mmap_max, arena_max, arena_test, perturb, mxfast)\n"
-        "  -q, --quiet          no summary; just trace\n"
-        "\nenvironment: MEMKIT_PRELOAD overrides the tracer library's path; "
-        "MEMKIT_MALLOPT\n"
-        "is what --mallopt sets (the tracer reads it, also in programs started by "
-        "hand).\n",
-        128);
-}
 
 /* Where libmemkit-preload.so is: beside the memkit binary (build tree) or in
  * the install's library directory. */
@@ -453,93 +406,129 @@ static const found_t *find_main(const found_t *traces, size_t n, pid_t pid)
     return main_trace;
 }
 
-/* Is a one of the options that take a value (given last, it lacks one)? */
-static bool takes_value(const char *a)
+/* --snapshot-signal: USR1, USR2 (SIG optional) or none. */
+static int set_snapshot_signal(void *dest, const mk_opt_t *opt, const char *v)
 {
-    static const char *const with_value[] = {
-        "-o",        "--output", "--depth",          "--top",
-        "--mallopt", "--sample", "--snapshot-every", "--snapshot-signal"};
-    for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
-        if (strcmp(a, with_value[k]) == 0)
-            return true;
-    return false;
+    trace_opts_t *o = dest;
+    const char *sig = strncmp(v, "SIG", 3) == 0 ? v + 3 : v;
+    (void)opt;
+    if (strcmp(sig, "USR1") == 0)
+        o->snapshot_signal = SIGUSR1;
+    else if (strcmp(sig, "USR2") == 0)
+        o->snapshot_signal = SIGUSR2;
+    else if (strcmp(sig, "none") == 0)
+        o->snapshot_signal = 0;
+    else
+        return mk_usage_error(
+            "trace: --snapshot-signal wants USR1, USR2 or none, not '%s'", v);
+    return -1;
 }
+
+static int set_mallopt(void *dest, const mk_opt_t *opt, const char *v)
+{
+    trace_opts_t *o = dest;
+    mk_mallopt set[MK_MALLOPT_MAX];
+    char err[256];
+    (void)opt;
+    o->mallopt = v;
+    if (mk_mallopt_parse(v, set, err, sizeof err) < 0)
+        return mk_usage_error("trace: --mallopt: %s", err);
+    return -1;
+}
+
+#define TRACE(field) offsetof(trace_opts_t, field)
+
+static const mk_opt_t trace_options[] = {
+    {.name = "--output",
+     .alias = "-o",
+     .arg = "PREFIX",
+     .kind = MK_OPT_STRING,
+     .at = TRACE(prefix),
+     .help = "trace files are PREFIX.<pid>.mkt (default: memkit.<cmd>)"},
+    {.name = "--depth",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = TRACE(depth),
+     .lo = 1,
+     .hi = 128,
+     .help = "frames kept per stack, 1-128 (default 32)"},
+    {.name = "--no-stacks",
+     .kind = MK_OPT_FLAG,
+     .at = TRACE(no_stacks),
+     .help = "record only the calling instruction: faster, no unwinding"},
+    {.name = "--summary-only",
+     .kind = MK_OPT_FLAG,
+     .at = TRACE(summary_only),
+     .help = "aggregate inside the process; no per-event trace"},
+    {.name = "--syscalls",
+     .kind = MK_OPT_FLAG,
+     .at = TRACE(syscalls),
+     .help = "also record mmap, munmap, mremap, brk and sbrk"},
+    {.name = "--sample",
+     .arg = "BYTES",
+     .kind = MK_OPT_BYTES,
+     .at = TRACE(sample),
+     .lo = 1,
+     .hi = 1 << 30,
+     .help = "record a sample of the allocations, one per BYTES allocated\n"
+             "on average (e.g. 512K; 1 to 1G): for long-running programs.\n"
+             "Counts by kind stay exact; sites, sizes and leaks become\n"
+             "estimates (MEMKIT_SAMPLE_SEED=N repeats a run's choices).\n"
+             "With --summary-only: sites are calling instructions (no\n"
+             "unwinding), the cheapest sampled run"},
+    {.name = "--snapshot-every",
+     .arg = "T",
+     .kind = MK_OPT_DURATION,
+     .at = TRACE(snapshot_ns),
+     .lo = 1000000,
+     .help = "with --sample: mark the live heap every T (e.g. 60s, 5m);\n"
+             "memkit report --growth ranks the sites that grow"},
+    {.name = "--snapshot-signal",
+     .arg = "S",
+     .kind = MK_OPT_CALL,
+     .call = set_snapshot_signal,
+     .help = "with --sample: S (USR1, USR2 or none; default USR2) marks\n"
+             "a snapshot, where the program leaves S at its default"},
+    {.name = "--top",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = TRACE(top),
+     .hi = 1000,
+     .help = "call sites in the summary (default 3)"},
+    {.name = "--mallopt",
+     .arg = "LIST",
+     .kind = MK_OPT_CALL,
+     .call = set_mallopt,
+     .help = "apply glibc mallopt settings in the program first, e.g.\n"
+             "mmap_threshold=33554432,trim_threshold=-1 (names as in\n"
+             "GLIBC_TUNABLES: mmap_threshold, trim_threshold, top_pad,\n"
+             "mmap_max, arena_max, arena_test, perturb, mxfast)"},
+    {.name = "--quiet",
+     .alias = "-q",
+     .kind = MK_OPT_FLAG,
+     .at = TRACE(quiet),
+     .help = "no summary; just trace"},
+};
+
+static const mk_command_spec_t trace_spec = {
+    .name = "trace",
+    .synopsis = "memkit trace [OPTIONS] -- CMD [ARGS...]",
+    .about =
+        "Runs CMD with every allocation call recorded (malloc family, C++ new/delete),\n"
+        "with call stacks, and prints a summary when it exits. Child processes are\n"
+        "traced too, each into its own file.\n",
+    .after = "environment: MEMKIT_PRELOAD overrides the tracer library's path; "
+             "MEMKIT_MALLOPT\nis what --mallopt sets (the tracer reads it, also in "
+             "programs started by hand).\n",
+    .command_follows = true,
+};
 
 static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
 {
-    int i;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        uint64_t v;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            exit(MK_EXIT_OK);
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
-            o->prefix = argv[++i];
-        } else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
-            if (!mk_parse_count(argv[++i], &v) || v < 1 || v > 128)
-                return mk_usage_error("--depth wants a number from 1 to 128, not '%s'",
-                                      argv[i]);
-            o->depth = (int)v;
-        } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
-            if (!mk_parse_count(argv[++i], &v) || v > 1000)
-                return mk_usage_error("--top wants a number up to 1000, not '%s'",
-                                      argv[i]);
-            o->top = (int)v;
-        } else if (strcmp(a, "--mallopt") == 0 && i + 1 < argc) {
-            mk_mallopt set[MK_MALLOPT_MAX];
-            char err[256];
-            o->mallopt = argv[++i];
-            if (mk_mallopt_parse(o->mallopt, set, err, sizeof err) < 0)
-                return mk_usage_error("trace: --mallopt: %s", err);
-        } else if (strcmp(a, "--sample") == 0 && i + 1 < argc) {
-            if (!mk_parse_bytes(argv[++i], &o->sample) || o->sample == 0 ||
-                o->sample > (1ull << 30))
-                return mk_usage_error("trace: --sample wants a byte count from 1 to 1G "
-                                      "(e.g. 512K), not '%s'",
-                                      argv[i]);
-        } else if (strcmp(a, "--snapshot-every") == 0 && i + 1 < argc) {
-            if (!mk_parse_duration(argv[++i], &o->snapshot_ns) ||
-                o->snapshot_ns < 1000000)
-                return mk_usage_error("trace: --snapshot-every wants a duration of 1ms "
-                                      "or more (e.g. 60s, 5m), not '%s'",
-                                      argv[i]);
-        } else if (strcmp(a, "--snapshot-signal") == 0 && i + 1 < argc) {
-            const char *sig = argv[++i];
-            if (strncmp(sig, "SIG", 3) == 0)
-                sig += 3;
-            if (strcmp(sig, "USR1") == 0)
-                o->snapshot_signal = SIGUSR1;
-            else if (strcmp(sig, "USR2") == 0)
-                o->snapshot_signal = SIGUSR2;
-            else if (strcmp(sig, "none") == 0)
-                o->snapshot_signal = 0;
-            else
-                return mk_usage_error("trace: --snapshot-signal wants USR1, USR2 or "
-                                      "none, not '%s'",
-                                      argv[i]);
-        } else if (strcmp(a, "--no-stacks") == 0) {
-            o->no_stacks = true;
-        } else if (strcmp(a, "--summary-only") == 0) {
-            o->summary_only = true;
-        } else if (strcmp(a, "--syscalls") == 0) {
-            o->syscalls = true;
-        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            o->quiet = true;
-        } else if (i + 1 == argc && takes_value(a)) {
-            return mk_usage_error("trace: %s needs a value (memkit trace --help)", a);
-        } else {
-            return mk_usage_error("unknown trace option '%s' (memkit trace --help)", a);
-        }
-    }
-    if (i >= argc)
-        return mk_usage_error("trace: no command given (memkit trace -- CMD ARGS...)");
+    mk_opt_table_t table = MK_OPT_TABLE(trace_options, o);
+    int rc = mk_opts_parse(&trace_spec, &table, 1, argc, argv, NULL, first);
+    if (rc >= 0)
+        return rc;
     if ((o->snapshot_ns || o->snapshot_signal >= 0) && !o->sample)
         return mk_usage_error("trace: snapshots are of a sampled heap: give --sample "
                               "BYTES too");
@@ -551,7 +540,6 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
         o->summary_only = false;
         o->no_stacks = true;
     }
-    *first = i;
     return -1;
 }
 

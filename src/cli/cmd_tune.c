@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "tune.h"
+#include "opts.h"
 #include "workload.h" /* mk_bench_now: the monotonic clock in seconds */
 
 #include <ctype.h>
@@ -59,32 +60,6 @@ static const preset_t presets[] = {
      "mimalloc through LD_PRELOAD"},
 };
 #define N_PRESETS (sizeof presets / sizeof presets[0])
-
-static void usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: memkit tune [OPTIONS] -- CMD [ARGS...]\n\n"
-        "Runs CMD under each candidate allocator and glibc setting, interleaved, and\n"
-        "recommends the fastest and the leanest that beat glibc's default beyond "
-        "noise.\n"
-        "CMD's stdout and stderr are not shown; its stdin is /dev/null (or --input).\n\n"
-        "options:\n"
-        "  --runs N              measured runs per candidate, 1-%d (default 5)\n"
-        "  --candidates LIST     built-in candidates to try, comma-separated "
-        "(default all;\n"
-        "                        glibc always runs: it is the baseline)\n"
-        "  --candidate NAME=ENV  one more candidate: NAME=VAR=VALUE[ VAR=VALUE...] "
-        "(repeatable)\n"
-        "  --check-output        disqualify a candidate whose stdout differs from "
-        "glibc's\n"
-        "  --input FILE          every run reads FILE as its stdin\n"
-        "  --timeout SECONDS     a run taking longer is killed; its candidate fails\n"
-        "  --json                JSON on stdout (docs/tune-json.md) instead of the "
-        "table\n"
-        "  --list                the built-in candidates and what they change\n",
-        MK_TUNE_MAX_RUNS);
-}
 
 static void list_presets(FILE *out)
 {
@@ -316,61 +291,103 @@ static int choose_presets(tune_state_t *st, const char *list)
     return -1;
 }
 
+static int set_list(void *dest, const mk_opt_t *opt, const char *v)
+{
+    (void)dest, (void)opt, (void)v;
+    list_presets(stdout);
+    return MK_EXIT_OK;
+}
+
+static int set_candidates(void *dest, const mk_opt_t *opt, const char *v)
+{
+    (void)opt;
+    return choose_presets(dest, v);
+}
+
+static int add_candidate(void *dest, const mk_opt_t *opt, const char *v)
+{
+    tune_state_t *st = dest;
+    (void)opt;
+    if (st->nextra == MK_TUNE_MAX_CANDIDATES - (int)N_PRESETS)
+        return mk_usage_error("tune: too many --candidate options");
+    st->extra[st->nextra++] = v;
+    return -1;
+}
+
+static int set_input(void *dest, const mk_opt_t *opt, const char *v)
+{
+    tune_state_t *st = dest;
+    (void)opt;
+    st->o.input = v;
+    if (access(v, R_OK) != 0)
+        return mk_usage_error("tune: cannot read --input %s: %s", v, strerror(errno));
+    return -1;
+}
+
+#define TUNE(field) offsetof(tune_state_t, field)
+
+static const mk_opt_t tune_options[] = {
+    {.name = "--runs",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = TUNE(o.runs),
+     .lo = 1,
+     .hi = MK_TUNE_MAX_RUNS,
+     .help = "measured runs per candidate (default 5)"},
+    {.name = "--candidates",
+     .arg = "LIST",
+     .kind = MK_OPT_CALL,
+     .call = set_candidates,
+     .help = "built-in candidates to try, comma-separated (default all;\n"
+             "glibc always runs: it is the baseline)"},
+    {.name = "--candidate",
+     .arg = "NAME=ENV",
+     .kind = MK_OPT_CALL,
+     .call = add_candidate,
+     .help = "one more candidate: NAME=VAR=VALUE[ VAR=VALUE...] (repeatable)"},
+    {.name = "--check-output",
+     .kind = MK_OPT_FLAG,
+     .at = TUNE(o.check_output),
+     .help = "disqualify a candidate whose stdout differs from glibc's"},
+    {.name = "--input",
+     .arg = "FILE",
+     .kind = MK_OPT_CALL,
+     .call = set_input,
+     .help = "every run reads FILE as its stdin"},
+    {.name = "--timeout",
+     .arg = "SECONDS",
+     .kind = MK_OPT_SECONDS,
+     .at = TUNE(o.timeout_s),
+     .hi = 1000000,
+     .help = "a run taking longer is killed; its candidate fails"},
+    {.name = "--json",
+     .kind = MK_OPT_FLAG,
+     .at = TUNE(o.json),
+     .help = "JSON on stdout (docs/tune-json.md) instead of the table"},
+    {.name = "--list",
+     .kind = MK_OPT_CALL,
+     .call = set_list,
+     .help = "the built-in candidates and what they change"},
+};
+
+static const mk_command_spec_t tune_spec = {
+    .name = "tune",
+    .synopsis = "memkit tune [OPTIONS] -- CMD [ARGS...]",
+    .about =
+        "Runs CMD under each candidate allocator and glibc setting, interleaved, and\n"
+        "recommends the fastest and the leanest that beat glibc's default beyond noise.\n"
+        "CMD's stdout and stderr are not shown; its stdin is /dev/null (or --input).\n",
+    .command_follows = true,
+};
+
 static int parse_opts(int argc, char **argv, tune_state_t *st)
 {
-    int i;
-
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_value = i + 1 < argc;
-        uint64_t v;
-        int rc;
-
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            exit(MK_EXIT_OK);
-        } else if (strcmp(a, "--list") == 0) {
-            list_presets(stdout);
-            exit(MK_EXIT_OK);
-        } else if (strcmp(a, "--runs") == 0 && has_value) {
-            if (!mk_parse_count(argv[++i], &v) || v < 1 || v > MK_TUNE_MAX_RUNS)
-                return mk_usage_error("--runs wants a number from 1 to %d, not '%s'",
-                                      MK_TUNE_MAX_RUNS, argv[i]);
-            st->o.runs = (int)v;
-        } else if (strcmp(a, "--candidates") == 0 && has_value) {
-            if ((rc = choose_presets(st, argv[++i])) >= 0)
-                return rc;
-        } else if (strcmp(a, "--candidate") == 0 && has_value) {
-            if (st->nextra == MK_TUNE_MAX_CANDIDATES - (int)N_PRESETS)
-                return mk_usage_error("tune: too many --candidate options");
-            st->extra[st->nextra++] = argv[++i];
-        } else if (strcmp(a, "--check-output") == 0) {
-            st->o.check_output = true;
-        } else if (strcmp(a, "--input") == 0 && has_value) {
-            st->o.input = argv[++i];
-            if (access(st->o.input, R_OK) != 0)
-                return mk_usage_error("tune: cannot read --input %s: %s", st->o.input,
-                                      strerror(errno));
-        } else if (strcmp(a, "--timeout") == 0 && has_value) {
-            char *end;
-            st->o.timeout_s = strtod(argv[++i], &end);
-            if (*end || !(st->o.timeout_s > 0) || st->o.timeout_s > 1e6)
-                return mk_usage_error("--timeout wants seconds > 0, not '%s'", argv[i]);
-        } else if (strcmp(a, "--json") == 0) {
-            st->o.json = true;
-        } else {
-            return mk_usage_error("unknown tune option '%s' (memkit tune --help)", a);
-        }
-    }
-    if (i >= argc)
-        return mk_usage_error("tune: no command given (memkit tune -- CMD ARGS...)");
-    st->o.cmd = argv + i;
+    mk_opt_table_t table = MK_OPT_TABLE(tune_options, st);
+    int first;
+    int rc = mk_opts_parse(&tune_spec, &table, 1, argc, argv, NULL, &first);
+    if (rc >= 0)
+        return rc;
+    st->o.cmd = argv + first;
     return -1;
 }
 

@@ -213,7 +213,7 @@ filters)
     done
     status "$memkit" report --cost-ns nan "$work/t.mkt"
     expect_status 2
-    expect_line "memkit: --cost-ns wants a positive number, not 'nan'"
+    expect_line "memkit: report: --cost-ns wants a positive number, not 'nan'"
     status "$memkit" report --from inf "$work/t.mkt"
     expect_status 2
     status "$memkit" report --from 2 --to 1 "$work/t.mkt"
@@ -326,7 +326,7 @@ badinput)
     expect_line "memkit: bench: --allocators names no allocator in ',' (memkit bench --list shows them)"
     status "$memkit" bench --bogus
     expect_status 2
-    expect_line "memkit: bench: unknown option '--bogus' (memkit bench --help)"
+    expect_line "memkit: unknown bench option '--bogus' (memkit bench --help)"
     status "$memkit" bench --scale
     expect_status 2
     expect_line "memkit: bench: --scale needs a value (memkit bench --help)"

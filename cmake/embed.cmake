@@ -1,17 +1,21 @@
 # embed.cmake - turns a file into a C array, so the pages' HTML, CSS and
 # JavaScript live in files of their own and still ship inside memkit. With
-# COMMON, the file's @MEMKIT_PAGE_COMMON@ is replaced by COMMON's text first
-# (the helpers both pages share: src/analyze/page_common.js).
-#   cmake -DIN=page.html -DOUT=page.c -DNAME=mk_report_page [-DCOMMON=x.js] -P embed.cmake
+# COMMON and STYLE, the file's @MEMKIT_PAGE_COMMON@ and @MEMKIT_PAGE_STYLE@
+# are replaced by their text first (what both pages share:
+# src/analyze/page_common.js and page_common.css).
+#   cmake -DIN=page.html -DOUT=page.c -DNAME=mk_report_page
+#         [-DCOMMON=x.js -DSTYLE=x.css] -P embed.cmake
 set(src "${IN}")
 if(COMMON)
   file(READ "${IN}" text)
-  file(READ "${COMMON}" common)
-  string(FIND "${text}" "@MEMKIT_PAGE_COMMON@" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "${IN} has no @MEMKIT_PAGE_COMMON@ for ${COMMON}")
-  endif()
-  string(REPLACE "@MEMKIT_PAGE_COMMON@" "${common}" text "${text}")
+  foreach(part COMMON STYLE)
+    file(READ "${${part}}" shared)
+    string(FIND "${text}" "@MEMKIT_PAGE_${part}@" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "${IN} has no @MEMKIT_PAGE_${part}@ for ${${part}}")
+    endif()
+    string(REPLACE "@MEMKIT_PAGE_${part}@" "${shared}" text "${text}")
+  endforeach()
   set(src "${OUT}.in")
   file(WRITE "${src}" "${text}")
 endif()

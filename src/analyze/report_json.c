@@ -6,6 +6,8 @@
 #include "json.h"
 #include "report.h"
 
+#include <stddef.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,32 +102,48 @@ static void agg_fields(mk_json *j, const mk_stack_agg_t *a, bool sampled)
     hist(j, "lifetime_histogram", counts);
 }
 
+/* The profile's counters in "totals", in the schema's order. */
+static const struct {
+    const char *key;
+    size_t at; /* offsetof a uint64_t of mk_profile_t */
+} total_counters[] = {
+#define C(key, field)                                                                    \
+    {                                                                                    \
+        key, offsetof(mk_profile_t, field)                                               \
+    }
+    C("mallocs", mallocs),
+    C("reallocs", reallocs),
+    C("callocs", callocs),
+    C("strdups", strdups),
+    C("wcsdups", wcsdups),
+    C("frees", frees),
+    C("allocations", allocations),
+    C("max_allocated", max_allocated),
+    C("total_allocated", total_allocated),
+    C("allocation_calls", allocation_calls),
+    C("news", news),
+    C("deletes", deletes),
+    C("aligned", aligned),
+    C("peak_live_blocks", peak_blocks),
+    C("peak_time", peak_time),
+    C("leaked_blocks", live_blocks),
+    C("leaked_bytes", live_bytes),
+    C("temporaries", temporaries),
+    C("tiny", tiny),
+    C("free_null", free_null),
+    C("free_unknown", free_unknown),
+#undef C
+};
+
 static void totals(mk_json *j, mk_report_t *r)
 {
     const mk_profile_t *p = &r->prof;
     mk_json_key(j, "totals");
     mk_json_begin_object(j);
-    key_uint(j, "mallocs", p->mallocs);
-    key_uint(j, "reallocs", p->reallocs);
-    key_uint(j, "callocs", p->callocs);
-    key_uint(j, "strdups", p->strdups);
-    key_uint(j, "wcsdups", p->wcsdups);
-    key_uint(j, "frees", p->frees);
-    key_uint(j, "allocations", p->allocations);
-    key_uint(j, "max_allocated", p->max_allocated);
-    key_uint(j, "total_allocated", p->total_allocated);
-    key_uint(j, "allocation_calls", p->allocation_calls);
-    key_uint(j, "news", p->news);
-    key_uint(j, "deletes", p->deletes);
-    key_uint(j, "aligned", p->aligned);
-    key_uint(j, "peak_live_blocks", p->peak_blocks);
-    key_uint(j, "peak_time", p->peak_time);
-    key_uint(j, "leaked_blocks", p->live_blocks);
-    key_uint(j, "leaked_bytes", p->live_bytes);
-    key_uint(j, "temporaries", p->temporaries);
-    key_uint(j, "tiny", p->tiny);
-    key_uint(j, "free_null", p->free_null);
-    key_uint(j, "free_unknown", p->free_unknown);
+    for (size_t i = 0; i < sizeof total_counters / sizeof *total_counters; i++)
+        key_uint(
+            j, total_counters[i].key,
+            *(const uint64_t *)(const void *)((const char *)p + total_counters[i].at));
     key_bool(j, "outside_malloc", r->outside[0] != 0);
     key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
     key_bool(j, "leaks_unknown", r->leaks_unknown);

@@ -194,12 +194,10 @@ int mk_cmd_check(int argc, char **argv)
         }};
     limit_t *limits = c.limits;
     mk_report_opts_t o;
-    mk_report_opts_default(&o);
     char *inputs[1] = {NULL};
     int ninputs = 0;
-    mk_opt_table_t tables[] = {MK_OPT_TABLE(check_opts, &c),
-                               {mk_filter_opts, mk_filter_nopts, &o}};
-    int rc = mk_opts_parse(&check_spec, tables, 2, argc, argv, inputs, &ninputs);
+    int rc = mk_opts_parse_report(&check_spec, check_opts, MK_OPTS_N(check_opts), &c, &o,
+                                  argc, argv, inputs, &ninputs);
     if (rc >= 0)
         return rc;
     const char *input = inputs[0], *config = c.config;

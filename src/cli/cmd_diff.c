@@ -320,16 +320,15 @@ static const mk_command_spec_t diff_spec = {
 int mk_cmd_diff(int argc, char **argv)
 {
     mk_report_opts_t o;
-    mk_report_opts_default(&o);
-    o.cost_ns = 1; /* findings are not shown: skip measuring */
     diff_cli_t cli = {.top = 10};
     char *in[2] = {NULL, NULL};
     int nin = 0;
-    mk_opt_table_t tables[] = {MK_OPT_TABLE(diff_opts, &cli),
-                               {mk_filter_opts, mk_filter_nopts, &o}};
-    int rc = mk_opts_parse(&diff_spec, tables, 2, argc, argv, in, &nin);
+    int rc = mk_opts_parse_report(&diff_spec, diff_opts, MK_OPTS_N(diff_opts), &cli, &o,
+                                  argc, argv, in, &nin);
     if (rc >= 0)
         return rc;
+    if (o.cost_ns == 0)
+        o.cost_ns = 1; /* findings are not shown: skip measuring */
     if (nin != 2)
         return mk_usage_error("diff takes two inputs: memkit diff BEFORE AFTER");
     int top = cli.top;

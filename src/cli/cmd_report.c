@@ -113,6 +113,15 @@ const mk_opt_t mk_filter_opts[] = {
 };
 const size_t mk_filter_nopts = sizeof mk_filter_opts / sizeof *mk_filter_opts;
 
+int mk_opts_parse_report(const mk_command_spec_t *spec, const mk_opt_t *opts, size_t n,
+                         void *dest, mk_report_opts_t *o, int argc, char **argv,
+                         char **inputs, int *ninputs)
+{
+    mk_report_opts_default(o);
+    mk_opt_table_t tables[] = {{opts, n, dest}, {mk_filter_opts, mk_filter_nopts, o}};
+    return mk_opts_parse(spec, tables, 2, argc, argv, inputs, ninputs);
+}
+
 int mk_load_input(mk_report_t *r, const char *path, const mk_report_opts_t *o)
 {
     char err[1024];
@@ -431,16 +440,14 @@ static const mk_command_spec_t report_spec = {
 int mk_cmd_report(int argc, char **argv)
 {
     mk_report_opts_t o;
-    mk_report_opts_default(&o);
     report_cli_t c = {
         .top = -1, .color = -1, .format = FMT_TEXT, .weight = MK_WEIGHT_CALLS};
     char **inputs = calloc((size_t)argc, sizeof *inputs);
     int ninputs = 0;
     if (!inputs)
         return mk_usage_error("out of memory");
-    mk_opt_table_t tables[] = {MK_OPT_TABLE(report_opts, &c),
-                               {mk_filter_opts, mk_filter_nopts, &o}};
-    int rc = mk_opts_parse(&report_spec, tables, 2, argc, argv, inputs, &ninputs);
+    int rc = mk_opts_parse_report(&report_spec, report_opts, MK_OPTS_N(report_opts), &c,
+                                  &o, argc, argv, inputs, &ninputs);
     if (rc >= 0)
         return free(inputs), rc;
     int top = c.top, color = c.color, memanalyze = c.memanalyze;

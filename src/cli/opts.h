@@ -47,10 +47,10 @@ typedef struct mk_opt_table {
     void *dest;
 } mk_opt_table_t;
 
-#define MK_OPT_TABLE(opts, dest)                                                         \
-    {                                                                                    \
-        (opts), sizeof(opts) / sizeof *(opts), (dest)                                    \
-    }
+#define MK_OPTS_N(opts) (sizeof(opts) / sizeof *(opts))
+/* clang-format off */
+#define MK_OPT_TABLE(opts, dest) {(opts), MK_OPTS_N(opts), (dest)}
+/* clang-format on */
 
 typedef struct mk_command_spec {
     const char *name;     /* "report" */
@@ -68,6 +68,14 @@ typedef struct mk_command_spec {
  * --no-symbols), into an mk_report_opts_t (cmd_report.c). */
 extern const mk_opt_t mk_filter_opts[];
 extern const size_t mk_filter_nopts;
+
+/* report, diff and check: o set to the defaults, then argv parsed against
+ * the command's own options (into dest) and the filters (into o), as
+ * mk_opts_parse. */
+struct mk_report_opts;
+int mk_opts_parse_report(const mk_command_spec_t *spec, const mk_opt_t *opts, size_t n,
+                         void *dest, struct mk_report_opts *o, int argc, char **argv,
+                         char **inputs, int *ninputs);
 
 /* Parses argv[1..argc): every option into its table's struct, the other
  * arguments into args (at most spec->max_args; *nargs of them), or for a

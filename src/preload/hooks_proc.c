@@ -60,29 +60,22 @@ REGISTER_FRAME_HOOK(__register_frame_info_table_bases,
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 
-MK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-    execve_fn next = NEXT(execve_fn, "execve");
-    mk_before_exec();
-    return next(path, argv, TRACE_ENV(envp));
-}
+/* execve and execvpe: the trace ended, the child's environment made; execv
+ * and execvp: the same with the process's own environment. */
+#define EXEC_HOOK(name, without_env)                                                     \
+    MK_EXPORT int name(const char *file, char *const argv[], char *const envp[])         \
+    {                                                                                    \
+        execve_fn next = NEXT(execve_fn, #name);                                         \
+        mk_before_exec();                                                                \
+        return next(file, argv, TRACE_ENV(envp));                                        \
+    }                                                                                    \
+    MK_EXPORT int without_env(const char *file, char *const argv[])                      \
+    {                                                                                    \
+        return name(file, argv, environ);                                                \
+    }
 
-MK_EXPORT int execv(const char *path, char *const argv[])
-{
-    return execve(path, argv, environ);
-}
-
-MK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-    execve_fn next = NEXT(execve_fn, "execvpe");
-    mk_before_exec();
-    return next(file, argv, TRACE_ENV(envp));
-}
-
-MK_EXPORT int execvp(const char *file, char *const argv[])
-{
-    return execvpe(file, argv, environ);
-}
+EXEC_HOOK(execve, execv)
+EXEC_HOOK(execvpe, execvp)
 
 MK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
@@ -97,23 +90,17 @@ MK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 typedef int (*posix_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                               const posix_spawnattr_t *, char *const[], char *const[]);
 
-MK_EXPORT int posix_spawn(pid_t *pid, const char *path,
-                          const posix_spawn_file_actions_t *actions,
-                          const posix_spawnattr_t *attr, char *const argv[],
-                          char *const envp[])
-{
-    posix_spawn_fn next = NEXT(posix_spawn_fn, "posix_spawn");
-    return next(pid, path, actions, attr, argv, TRACE_ENV(envp));
-}
+#define SPAWN_HOOK(name)                                                                 \
+    MK_EXPORT int name(                                                                  \
+        pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,         \
+        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])           \
+    {                                                                                    \
+        posix_spawn_fn next = NEXT(posix_spawn_fn, #name);                               \
+        return next(pid, file, actions, attr, argv, TRACE_ENV(envp));                    \
+    }
 
-MK_EXPORT int posix_spawnp(pid_t *pid, const char *file,
-                           const posix_spawn_file_actions_t *actions,
-                           const posix_spawnattr_t *attr, char *const argv[],
-                           char *const envp[])
-{
-    posix_spawn_fn next = NEXT(posix_spawn_fn, "posix_spawnp");
-    return next(pid, file, actions, attr, argv, TRACE_ENV(envp));
-}
+SPAWN_HOOK(posix_spawn)
+SPAWN_HOOK(posix_spawnp)
 
 /* The execl family: gather the variadic arguments into an argv. */
 #define GATHER_ARGS(first, argv, envp_out)                                               \

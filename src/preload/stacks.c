@@ -233,11 +233,9 @@ static size_t gap_map_bytes(int bits)
 
 static gap_map_t *gap_map_new(int bits)
 {
-    gap_map_t *m = mk_sys_mmap(NULL, gap_map_bytes(bits), PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    m->bits = bits;
+    gap_map_t *m = mk_pages_zeroed(gap_map_bytes(bits));
+    if (m)
+        m->bits = bits;
     return m;
 }
 
@@ -261,9 +259,8 @@ static size_t table_bytes(int bits)
 /* An empty table of 2^bits slots (zeroed by mmap), NULL if it cannot be had. */
 static stack_table_t *table_new(int bits)
 {
-    stack_table_t *tb = mk_sys_mmap(NULL, table_bytes(bits), PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (tb == MAP_FAILED)
+    stack_table_t *tb = mk_pages_zeroed(table_bytes(bits));
+    if (!tb)
         return NULL;
     tb->bits = bits;
     tb->mask = ((size_t)1 << bits) - 1;

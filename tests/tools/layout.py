@@ -27,13 +27,13 @@ def main(root):
         table = rows(f.read())
     problems = []
     for folder in CHECKED:
-        named = {n for n in table.get(folder, set()) if re.search(r"\.(c|h|hpp|html|js)$", n)}
+        named = {n for n in table.get(folder, set()) if re.search(r"\.(c|h|hpp|html|js|css)$", n)}
         if folder not in table:
             problems.append("no layout row for %s" % folder)
             continue
         present = {n for n in os.listdir(os.path.join(root, folder))
                    if os.path.isfile(os.path.join(root, folder, n))
-                   and re.search(r"\.(c|h|hpp|html|js)$", n)}
+                   and re.search(r"\.(c|h|hpp|html|js|css)$", n)}
         for n in sorted(present - named):
             problems.append("%s%s is not in the layout table" % (folder, n))
         for n in sorted(named - present):

@@ -466,6 +466,19 @@ static bool note_pair(mk_profile_t *p, uint32_t older, uint32_t younger)
 enum death { DIES_FREED, DIES_REALLOCATED, DIES_REPLACED };
 
 /* A block dies at event ev. Returns false if the address was not live. */
+/* The allocator's time of ev's call, w times (a sampled trace's weight),
+ * to stack a (NULL: no stack takes it). */
+static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, uint64_t w)
+{
+    double ns = ev->cost * p->ns_per_cycle * (double)w;
+    p->timed_calls += ev->timed;
+    p->alloc_ns += ns;
+    if (a)
+        a->alloc_ns += ns;
+    else
+        p->alloc_ns_unattributed += ns;
+}
+
 static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
                        enum death how, mk_block_t *was)
 {
@@ -493,6 +506,8 @@ static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
         return true;
     }
     a->frees += w;
+    if (how == DIES_FREED)
+        add_cost(p, a, ev, w);
     if (how == DIES_REALLOCATED) {
         order_take(&a->order, b.serial);
         return true;
@@ -586,6 +601,10 @@ static void meet_trace(mk_profile_t *p)
     p->met_trace = true;
     if (!tr)
         return;
+    if (tr->header.flags & MK_TF_COSTS) {
+        p->timed = true;
+        p->ns_per_cycle = tr->ns_per_tick / (double)(1u << MK_TICK_SHIFT);
+    }
     if (tr->sampling.present) {
         p->sampled = true;
         p->sample_mean = tr->sampling.mean;
@@ -607,6 +626,7 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
     uint64_t size = ev->size;
     uint64_t w = p->sampled ? sample_weight(p, a, size) : 1;
     p->born_weight = w;
+    add_cost(p, a, ev, w);
     if (!a->calls || size < a->min_size)
         a->min_size = size;
     if (size > a->max_size)
@@ -742,6 +762,7 @@ static void take_pending(mk_profile_t *p, const mk_event_t *ev)
         mk_event_t fe = *ev;
         fe.thread = h.thread;
         fe.kind = h.kind;
+        fe.cost = 0; /* its time was counted when it was held */
         if (block_dies(p, ev->addr, &fe, DIES_FREED, NULL)) {
             p->calls[h.kind]++;
             if (h.kind == MK_K_FREE)
@@ -786,12 +807,18 @@ static bool on_free(mk_profile_t *p, const mk_event_t *ev)
         if (!p->filtered) {
             p->calls[ev->kind]++;
             p->free_null++;
+            add_cost(p, NULL, ev, 1);
         }
         return true;
     }
-    if (!block_dies(p, ev->addr, ev, DIES_FREED, NULL))
+    if (!block_dies(p, ev->addr, ev, DIES_FREED, NULL)) {
         /* With a filter, a block not live is most likely one filtered out. */
-        return p->filtered ? true : (p->calls[ev->kind]++, hold_free(p, ev));
+        if (p->filtered)
+            return true;
+        p->calls[ev->kind]++;
+        add_cost(p, NULL, ev, 1);
+        return hold_free(p, ev);
+    }
     p->calls[ev->kind]++;
     if (ev->kind == MK_K_FREE)
         p->frees++;
@@ -819,8 +846,10 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
     }
     if (!ev->addr && ev->size == 0) {
         mk_stack_agg_t *a = mk_profile_agg(p, ev->stack);
-        if (a)
+        if (a) {
             a->calls++;
+            add_cost(p, a, ev, 1);
+        }
         timeline_note(p, ev->time, 1, 0);
         return a != NULL;
     }

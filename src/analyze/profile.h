@@ -61,6 +61,10 @@ typedef struct mk_stack_agg {
      * Horvitz-Thompson estimator's, sum of (1 - p) / p^2 x value^2). */
     double calls_var, bytes_var;
     uint64_t samples; /* the sampled events behind the estimates */
+    /* The allocator's time of its calls (allocations and reallocs from this
+     * stack) and of its blocks' frees, in ns: measured in the traced run
+     * (mk_profile_t.timed), a sampled trace's weighted like its calls. */
+    double alloc_ns;
     uint64_t *growth; /* live bytes at each growth point (mk_profile_t.growth),
                        * NULL while it had none at any */
 } mk_stack_agg_t;
@@ -136,7 +140,14 @@ typedef struct mk_profile {
     uint64_t free_null, free_unknown, failed;
     uint64_t temporaries, tiny;
     uint64_t events, threads, last_time; /* threads: how many had events */
-    bool from_summary;                   /* a --summary-only trace: no per-event data */
+    /* The allocator's time in the traced run (version 5 traces with it: timed),
+     * in ns: all of it, and the part no stack takes (frees of blocks not seen
+     * allocated, free(NULL)). */
+    bool timed;
+    uint64_t timed_calls; /* the calls timed, each standing for MK_COST_STRIDE */
+    double alloc_ns, alloc_ns_unattributed;
+    double ns_per_cycle; /* the trace's TSC cycles to ns */
+    bool from_summary;   /* a --summary-only trace: no per-event data */
     /* A --sample trace: each event stands for 1/p like it (p = 1 - exp(-size
      * / sample_mean)), so the per-stack numbers, the peak and leaks are
      * estimates; calls and bytes by kind are the exact counts. */

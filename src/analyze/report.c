@@ -103,6 +103,7 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->realloc_grows += s->realloc_grows;
     d->realloc_steps += s->realloc_steps;
     d->samples += s->samples;
+    d->alloc_ns += s->alloc_ns;
     d->calls_var += s->calls_var; /* sites' estimates are independent */
     d->bytes_var += s->bytes_var;
     mk_hist_merge(&d->size_hist, &s->size_hist);
@@ -691,6 +692,10 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
     }
     d->from_summary |= s->from_summary;
     d->filtered |= s->filtered;
+    d->timed |= s->timed; /* processes without times add none */
+    d->alloc_ns += s->alloc_ns;
+    d->alloc_ns_unattributed += s->alloc_ns_unattributed;
+    d->timed_calls += s->timed_calls;
     if (s->sampled && !d->sampled) { /* any sampled process makes the sum an estimate */
         d->sampled = true;
         d->sample_mean = s->sample_mean;

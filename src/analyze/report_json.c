@@ -70,10 +70,21 @@ static void key_double(mk_json *j, const char *k, double v)
     mk_json_double(j, v);
 }
 
-static void agg_fields(mk_json *j, const mk_stack_agg_t *a, bool sampled)
+/* A measured time, or null where the trace has none. */
+static void key_ns(mk_json *j, const char *k, bool measured, double ns)
+{
+    mk_json_key(j, k);
+    if (measured)
+        mk_json_double(j, ns);
+    else
+        mk_json_null(j);
+}
+
+static void agg_fields(mk_json *j, const mk_stack_agg_t *a, bool sampled, bool timed)
 {
     key_uint(j, "calls", a->calls);
     key_uint(j, "bytes", a->bytes);
+    key_ns(j, "allocator_ns", timed, a->alloc_ns);
     if (sampled) { /* estimates, with one standard error each */
         key_bool(j, "estimated", true);
         key_uint(j, "samples", a->samples);
@@ -144,6 +155,11 @@ static void totals(mk_json *j, mk_report_t *r)
         key_uint(
             j, total_counters[i].key,
             *(const uint64_t *)(const void *)((const char *)p + total_counters[i].at));
+    /* The allocator's own time in the traced run, measured per call (null:
+     * the trace has no times: older formats, summary-only, curl logs). */
+    key_ns(j, "allocator_ns", p->timed, p->alloc_ns);
+    key_ns(j, "allocator_ns_unattributed", p->timed, p->alloc_ns_unattributed);
+    key_uint(j, "allocator_timed_calls", p->timed_calls);
     key_bool(j, "outside_malloc", r->outside[0] != 0);
     key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
     key_bool(j, "leaks_unknown", r->leaks_unknown);
@@ -273,7 +289,7 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
             mk_json_key(j, "frames");
             frames(j, r, rw[i].stack);
         }
-        agg_fields(j, rw[i].agg, r->prof.sampled);
+        agg_fields(j, rw[i].agg, r->prof.sampled, r->prof.timed);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);

@@ -84,6 +84,16 @@ static void totals(const text_t *t)
     fprintf(out, "Deletes: %" PRIu64 "\n", p->deletes);
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
+    if (p->timed && p->timed_calls) { /* one call in MK_COST_STRIDE timed in the run */
+        char ns[32];
+        fprintf(out,
+                "Allocator time: ~%s in the allocator's calls, from %" PRIu64
+                " timed calls\n",
+                mk_fmt_ns(p->alloc_ns, ns, sizeof ns), p->timed_calls);
+    } else if (p->timed) {
+        fprintf(out, "Allocator time: not measured (1 call in %d is timed)\n",
+                MK_COST_STRIDE);
+    }
     fprintf(out, "Peak live blocks: %s%" PRIu64 "\n", est, p->peak_blocks);
     /* Counted in process, the peak of several threads is sampled (the tracer's
      * summary.h gives the bound); the replay of the events has it exact. */

@@ -111,6 +111,8 @@ typedef struct mk_state {
     pid_t pid;
     uint64_t t_start; /* CLOCK_MONOTONIC ns at start */
     bool use_tsc;     /* ticks from the invariant TSC, else from the clock */
+    bool timing;      /* calls are timed (format.h): a TSC, and every event written */
+    uint32_t cost_overhead_x16; /* 16 x the cycles an empty span reads (runtime.c) */
     uint64_t tick_start;
     atomic_ullong bytes_written; /* to the trace: the process's I/O minus ours */
     atomic_uint next_thread;
@@ -213,6 +215,33 @@ static inline void *mk_pages_resize(void *p, size_t old_size, size_t n)
     if (n >= MK_HUGE_MIN)
         syscall(SYS_madvise, q, n, MADV_HUGEPAGE);
     return q;
+}
+
+/* The TSC reads around a timed real allocator call (format.h: one call in
+ * about MK_COST_STRIDE): their difference is the allocator's time, memkit's
+ * own recording outside it. Both 0 for a call that is not timed. The reads
+ * are fenced: unfenced, the second executes beside a call of a few ns and
+ * misses it (an empty interval then reads as long as a malloc). */
+typedef struct mk_span {
+    uint64_t t0, t1;
+} mk_span_t;
+
+#define MK_NO_SPAN ((mk_span_t){0, 0})
+
+static inline uint64_t mk_fenced_begin(void)
+{
+    _mm_lfence();
+    uint64_t t = __rdtsc();
+    _mm_lfence();
+    return t;
+}
+
+static inline uint64_t mk_fenced_end(void)
+{
+    unsigned aux;
+    uint64_t t = __rdtscp(&aux);
+    _mm_lfence();
+    return t;
 }
 
 static inline bool mk_tracing_on(void)

@@ -47,13 +47,30 @@ static inline void note_brk(mk_thread_t *t)
  * --sample's. Every body takes the caller's return address from the
  * exported function: it may or may not be a tail call. */
 
+/* The timed call of one event in about MK_COST_STRIDE (format.h), out of
+ * line: inlined, its second copy of the event's encoding made the compiler
+ * save registers in the untimed path too. */
+static __attribute__((noinline)) void *timed_malloc(mk_thread_t *t, size_t n,
+                                                    uintptr_t ra)
+{
+    mk_span_t span;
+    void *p;
+    TIMED_CALL(t, span, p = mk_real.malloc(n));
+    record_alloc(t, MK_K_MALLOC, n, 0, p, ra, span);
+    note_brk(t);
+    mk_leave(t);
+    return p;
+}
+
 static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)
 {
     mk_thread_t *t = mk_enter();
     if (!t)
         return MK_LIKELY(mk_real.malloc != NULL) ? mk_real.malloc(n) : mk_boot_alloc(n);
+    if (MK_UNLIKELY(mk_writer_cost_due(&t->w)))
+        return timed_malloc(t, n, ra);
     void *p = mk_real.malloc(n);
-    record_alloc(t, MK_K_MALLOC, n, 0, p, ra);
+    record_alloc(t, MK_K_MALLOC, n, 0, p, ra, MK_NO_SPAN);
     note_brk(t);
     mk_leave(t);
     return p;
@@ -92,6 +109,17 @@ MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
     return MK_DISPATCH(malloc, n, CALLER());
 }
 
+/* A timed free (as timed_malloc): its event goes in after the call, at the
+ * time the call began, so a reuse of p is still later in time. */
+static __attribute__((noinline)) void timed_free(mk_thread_t *t, void *p)
+{
+    mk_span_t span;
+    TIMED_CALL(t, span, mk_real.free(p));
+    record_free_end(t, MK_K_FREE, p, span);
+    note_brk(t);
+    mk_leave(t);
+}
+
 static __attribute__((noinline)) void general_free(void *p)
 {
     mk_thread_t *t = mk_enter();
@@ -100,7 +128,13 @@ static __attribute__((noinline)) void general_free(void *p)
             mk_real.free(p);
         return;
     }
-    record_free(t, MK_K_FREE, p);
+    bool put = record_free_begin(t, MK_K_FREE, p);
+    if (put && MK_UNLIKELY(mk_writer_cost_due(&t->w))) {
+        timed_free(t, p);
+        return;
+    }
+    if (put) /* before the real free: a reuse of p is later in time */
+        record_free_end(t, MK_K_FREE, p, MK_NO_SPAN);
     if (MK_LIKELY(!mk_st.cfg.syscalls)) {
         /* Nothing is recorded after the real free unless --syscalls watches
          * the break: leave first, so that the call is a tail call. */
@@ -172,8 +206,10 @@ MK_EXPORT void *realloc(void *old, size_t n)
         return MK_LIKELY(mk_real.realloc != NULL) ? mk_real.realloc(old, n)
                                                   : mk_boot_alloc(n);
     bool old_sampled = sample_realloc_begin(old);
-    void *p = mk_real.realloc(old, n);
-    record_realloc(t, MK_K_REALLOC, n, old, old_sampled, p, CALLER());
+    mk_span_t span;
+    void *p;
+    TIMED_CALL(t, span, p = mk_real.realloc(old, n));
+    record_realloc(t, MK_K_REALLOC, n, old, old_sampled, p, CALLER(), span);
     note_brk(t);
     mk_leave(t);
     return p;
@@ -194,10 +230,12 @@ MK_EXPORT void *reallocarray(void *old, size_t n, size_t size)
                                     : realloc(old, total);
     }
     bool old_sampled = sample_realloc_begin(old);
-    void *p = mk_real.reallocarray(old, n, size);
+    mk_span_t span;
+    void *p;
+    TIMED_CALL(t, span, p = mk_real.reallocarray(old, n, size));
     size_t total = 0;
     (void)__builtin_mul_overflow(n, size, &total);
-    record_realloc(t, MK_K_REALLOCARRAY, total, old, old_sampled, p, CALLER());
+    record_realloc(t, MK_K_REALLOCARRAY, total, old, old_sampled, p, CALLER(), span);
     mk_leave(t);
     return p;
 }
@@ -207,8 +245,10 @@ MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     mk_thread_t *t = mk_enter();
     if (!t)
         return mk_real.posix_memalign ? mk_real.posix_memalign(out, align, n) : ENOMEM;
-    int rc = mk_real.posix_memalign(out, align, n);
-    record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER());
+    mk_span_t span;
+    int rc;
+    TIMED_CALL(t, span, rc = mk_real.posix_memalign(out, align, n));
+    record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER(), span);
     mk_leave(t);
     return rc;
 }
@@ -260,8 +300,10 @@ static char *copy_string(const char *s, size_t len)
         mk_thread_t *t = mk_enter();                                                     \
         if (!t)                                                                          \
             return MK_LIKELY(mk_real.name != NULL) ? mk_real.name args : (boot);         \
-        type *p = mk_real.name args;                                                     \
-        record_alloc(t, kind, size_expr, align_expr, p, CALLER());                       \
+        mk_span_t span;                                                                  \
+        type *p;                                                                         \
+        TIMED_CALL(t, span, p = mk_real.name args);                                      \
+        record_alloc(t, kind, size_expr, align_expr, p, CALLER(), span);                 \
         note_brk(t);                                                                     \
         mk_leave(t);                                                                     \
         return p;                                                                        \

@@ -294,6 +294,18 @@ static inline void cxx_free(void *p)
         mk_real.free(p);
 }
 
+/* What a delete hook does with the block: free it itself where the next
+ * operator would only free it, else call the operator. */
+static inline __attribute__((always_inline)) void
+cxx_free_or_delete(cxx_op_t *op, void *next, int shape, void *p, size_t n, size_t al,
+                   const void *nt)
+{
+    if (cxx_direct(op, next))
+        cxx_free(p);
+    else
+        cxx_call_delete(next, shape, p, n, al, nt);
+}
+
 static void leave_cleanup(mk_thread_t **t)
 {
     if (*t)
@@ -331,11 +343,13 @@ static inline __attribute__((always_inline)) void *new_general(cxx_op_t *op, int
 {
     void *next = cxx_real(op);
     mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter();
-    void *p = t && cxx_direct(op, next) ? cxx_malloc(size) : NULL;
-    if (!p)
-        p = cxx_call_new(next, shape, size, al, nt); /* may throw */
-    if (t)
-        record_alloc(t, kind, size, al, p, ra);
+    if (!t)
+        return cxx_call_new(next, shape, size, al, nt); /* may throw */
+    mk_span_t span;
+    void *p;
+    TIMED_CALL(t, span, p = cxx_direct(op, next) ? cxx_malloc(size) : NULL;
+               if (!p) p = cxx_call_new(next, shape, size, al, nt)); /* may throw */
+    record_alloc(t, kind, size, al, p, ra, span);
     return p;
 }
 
@@ -388,12 +402,20 @@ static inline __attribute__((always_inline)) void delete_general(cxx_op_t *op, i
 {
     void *next = cxx_real(op);
     mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter();
-    if (t)
-        record_free(t, kind, p);
-    if (t && cxx_direct(op, next))
-        cxx_free(p);
-    else
+    if (!t) {
         cxx_call_delete(next, shape, p, n, al, nt);
+        return;
+    }
+    bool put = record_free_begin(t, kind, p);
+    mk_span_t span = MK_NO_SPAN;
+    if (put && MK_UNLIKELY(mk_writer_cost_due(&t->w))) { /* timed: after the call */
+        TIMED_CALL(t, span, cxx_free_or_delete(op, next, shape, p, n, al, nt));
+        record_free_end(t, kind, p, span);
+        return;
+    }
+    if (put) /* before the real delete: a reuse of p is later in time */
+        record_free_end(t, kind, p, span);
+    cxx_free_or_delete(op, next, shape, p, n, al, nt);
 }
 
 static inline __attribute__((always_inline)) void

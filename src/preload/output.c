@@ -161,7 +161,8 @@ static bool write_header(void)
     p = mk_put_u32(p, (mk_st.cfg.depth > 1 ? 1u : 0u) |
                           (mk_st.cfg.mode == MK_MODE_SUMMARY ? 2u : 0u) |
                           (mk_st.cfg.syscalls ? 4u : 0u) | (mk_st.use_tsc ? 8u : 0u) |
-                          (mk_st.cfg.mode == MK_MODE_FULL_SUMMARY ? 16u : 0u));
+                          (mk_st.cfg.mode == MK_MODE_FULL_SUMMARY ? 16u : 0u) |
+                          (mk_st.timing ? 32u : 0u));
     p = mk_put_u32(p, (uint32_t)mk_st.cfg.depth);
     p = mk_put_u32(p, (uint32_t)mk_st.pid);
     p = mk_put_u32(p, (uint32_t)getppid());

@@ -23,6 +23,21 @@
         *errno_at_ = saved_errno_;                                                       \
     } while (0)
 
+/* Runs stmt, the real call of thread t's next event, between the span's
+ * fenced reads when the writer's stride says that event is timed (format.h),
+ * else with no reads at all. */
+#define TIMED_CALL(t, span, stmt)                                                        \
+    do {                                                                                 \
+        if (MK_UNLIKELY(mk_writer_cost_due(&(t)->w))) {                                  \
+            (span).t0 = mk_fenced_begin();                                               \
+            stmt;                                                                        \
+            (span).t1 = mk_fenced_end();                                                 \
+        } else {                                                                         \
+            (span) = MK_NO_SPAN;                                                         \
+            stmt;                                                                        \
+        }                                                                                \
+    } while (0)
+
 /* The frame address of the function that records the event (record_* are
  * inlined into it: the hook, or general_malloc), for mk_stack_id's cache. */
 #define HOOK_FRAME() ((uintptr_t)__builtin_frame_address(0))
@@ -31,41 +46,50 @@
  *
  * Inlined into the hook; ra is the hook's return address (mk_stack_id's
  * stacks start at the frame that returns there) and fp the recording
- * function's frame (its cache key). The encoding is writer.h's. */
+ * function's frame (its cache key); span the real call's TSC reads
+ * (mk_span_t, base.h), whose difference is the allocator's time and whose
+ * end (an allocation's) or start (a free's) is the event's time. The
+ * encoding is writer.h's. */
+
+/* The event's tick: its span's read (at, t1 or t0), else the clock now. */
+static inline uint64_t span_tick(uint64_t at)
+{
+    return at ? at >> MK_TICK_SHIFT : mk_ticks();
+}
 
 /* Returns the event's stack id (0: none, or not recorded). */
 static inline __attribute__((always_inline)) uint32_t
 put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
-          uintptr_t ra, uintptr_t fp)
+          uintptr_t ra, uintptr_t fp, mk_span_t span)
 {
     if (!mk_room(t))
         return 0;
     /* may write a definition: before the event; ra 0: no stack (--sample's
      * before libunwind is ready) */
     uint32_t stack = ra ? mk_stack_id(t, ra, fp) : 0;
-    if (MK_UNLIKELY(
-            !mk_writer_alloc(&t->w, mk_ticks(), kind, size, align, (uintptr_t)p, stack)))
+    if (MK_UNLIKELY(!mk_writer_alloc(&t->w, span_tick(span.t1), span.t1 - span.t0, kind,
+                                     size, align, (uintptr_t)p, stack)))
         mk_index_failed();
     return stack;
 }
 
 static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsigned kind,
-                                                           const void *p)
+                                                           const void *p, mk_span_t span)
 {
     if (!mk_room(t))
         return;
-    mk_writer_free(&t->w, mk_ticks(), kind, (uintptr_t)p);
+    mk_writer_free(&t->w, span_tick(span.t0), span.t1 - span.t0, kind, (uintptr_t)p);
 }
 
 static inline __attribute__((always_inline)) uint32_t
 put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const void *p,
-            uintptr_t ra, uintptr_t fp)
+            uintptr_t ra, uintptr_t fp, mk_span_t span)
 {
     if (!mk_room(t))
         return 0;
     uint32_t stack = ra ? mk_stack_id(t, ra, fp) : 0;
-    if (MK_UNLIKELY(!mk_writer_realloc(&t->w, mk_ticks(), kind, size, (uintptr_t)old,
-                                       (uintptr_t)p, stack)))
+    if (MK_UNLIKELY(!mk_writer_realloc(&t->w, span_tick(span.t1), span.t1 - span.t0, kind,
+                                       size, (uintptr_t)old, (uintptr_t)p, stack)))
         mk_index_failed();
     return stack;
 }
@@ -101,10 +125,10 @@ static inline void sample_snapshot(mk_thread_t *t)
 
 static inline __attribute__((always_inline)) void
 sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
-                 uintptr_t ra, uintptr_t fp)
+                 uintptr_t ra, uintptr_t fp, mk_span_t span)
 {
     sample_snapshot(t);
-    put_alloc(t, kind, size, align, p, mk_stacks_ready() ? ra : 0, fp);
+    put_alloc(t, kind, size, align, p, mk_stacks_ready() ? ra : 0, fp, span);
 }
 
 /* The general path's sampled allocation, realloc and free are out of line:
@@ -115,7 +139,7 @@ sample_put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const
 static __attribute__((noinline, unused)) void sample_alloc(mk_thread_t *t, unsigned kind,
                                                            size_t size, size_t align,
                                                            const void *p, uintptr_t ra,
-                                                           uintptr_t fp)
+                                                           uintptr_t fp, mk_span_t span)
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
@@ -123,20 +147,20 @@ static __attribute__((noinline, unused)) void sample_alloc(mk_thread_t *t, unsig
         return;
     mk_sample_renew(t);
     if (p && mk_sampled_put((uintptr_t)p))
-        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp));
+        KEEP_ERRNO(t, sample_put_alloc(t, kind, size, align, p, ra, fp, span));
 }
 
-/* A free: counted (free(NULL)s apart, in the kind-less slot: Frees counts
- * blocks freed), and recorded when its block was sampled. The fast paths of
- * free and delete (hooks.c, hooks_cxx.c) send only the blocks the filter may
- * know here. */
-static __attribute__((noinline, unused)) void
-sample_free_general(mk_thread_t *t, unsigned kind, const void *p)
+/* A free, before the real one: counted (free(NULL)s apart, in the kind-less
+ * slot: Frees counts blocks freed), and its block taken out of the set;
+ * true when it was sampled, and its event is to be put once the real free
+ * returned. The fast paths of free and delete (hooks.c, hooks_cxx.c) send
+ * only the blocks the filter may know here. */
+static __attribute__((noinline, unused)) bool
+sample_free_begin(mk_thread_t *t, unsigned kind, const void *p)
 {
     t->counts[kind]++;
     t->counts[MK_K_NONE] += kind == MK_K_FREE && !p;
-    if (mk_sampled_take((uintptr_t)p))
-        KEEP_ERRNO(t, put_free(t, kind, p));
+    return mk_sampled_take((uintptr_t)p);
 }
 
 /* A realloc's old block leaves the set before the real call, so that no
@@ -153,19 +177,20 @@ static inline __attribute__((always_inline)) bool sample_realloc_begin(const voi
 static inline __attribute__((always_inline)) void
 sample_put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
                    bool old_sampled, bool sampled, const void *p, uintptr_t ra,
-                   uintptr_t fp)
+                   uintptr_t fp, mk_span_t span)
 {
     sample_snapshot(t);
     if (sampled)
         put_realloc(t, kind, size, old_sampled ? old : NULL, p,
-                    mk_stacks_ready() ? ra : 0, fp);
+                    mk_stacks_ready() ? ra : 0, fp, span);
     else
-        put_free(t, MK_K_FREE, old);
+        put_free(t, MK_K_FREE, old, span);
 }
 
 static __attribute__((noinline, unused)) void
 sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
-               bool old_sampled, const void *p, uintptr_t ra, uintptr_t fp)
+               bool old_sampled, const void *p, uintptr_t ra, uintptr_t fp,
+               mk_span_t span)
 {
     t->counts[kind]++;
     t->bytes[kind] += size;
@@ -184,8 +209,8 @@ sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
         if (!sampled && !old_sampled)
             return;
     }
-    KEEP_ERRNO(t,
-               sample_put_realloc(t, kind, size, old, old_sampled, sampled, p, ra, fp));
+    KEEP_ERRNO(
+        t, sample_put_realloc(t, kind, size, old, old_sampled, sampled, p, ra, fp, span));
 }
 
 /* ---- the record_* functions: one event, in the process's mode ----
@@ -199,7 +224,7 @@ sample_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
 
 static inline __attribute__((always_inline)) void
 record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *p,
-             uintptr_t ra)
+             uintptr_t ra, mk_span_t span)
 {
     mk_mode_t mode = mk_st.cfg.mode;
     if (mode == MK_MODE_SUMMARY) {
@@ -207,29 +232,40 @@ record_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const voi
         return;
     }
     if (MK_UNLIKELY(mode == MK_MODE_SAMPLED)) {
-        sample_alloc(t, kind, size, align, p, ra, HOOK_FRAME());
+        sample_alloc(t, kind, size, align, p, ra, HOOK_FRAME(), span);
         return;
     }
     uint32_t stack;
-    KEEP_ERRNO(t, stack = put_alloc(t, kind, size, align, p, ra, HOOK_FRAME()));
+    KEEP_ERRNO(t, stack = put_alloc(t, kind, size, align, p, ra, HOOK_FRAME(), span));
     if (MK_UNLIKELY(mode == MK_MODE_FULL_SUMMARY))
         mk_summary_alloc(t, kind, size, (uintptr_t)p, stack);
 }
 
-static inline void record_free(mk_thread_t *t, unsigned kind, const void *p)
+/* A free comes in two halves around the real free. Before it, what must
+ * precede it: the summary's block leaves the table of live sizes, a sampled
+ * block the set (no other thread may be handed the address while it is
+ * still in). True when the event is to be put after it, with the call's
+ * span (record_free_end). */
+static inline __attribute__((always_inline)) bool
+record_free_begin(mk_thread_t *t, unsigned kind, const void *p)
 {
     mk_mode_t mode = mk_st.cfg.mode;
     if (mode == MK_MODE_SUMMARY) {
         mk_summary_free(t, kind, (uintptr_t)p);
-        return;
+        return false;
     }
-    if (MK_UNLIKELY(mode == MK_MODE_SAMPLED)) {
-        sample_free_general(t, kind, p);
-        return;
-    }
-    KEEP_ERRNO(t, put_free(t, kind, p));
+    if (MK_UNLIKELY(mode == MK_MODE_SAMPLED))
+        return sample_free_begin(t, kind, p);
     if (MK_UNLIKELY(mode == MK_MODE_FULL_SUMMARY))
         mk_summary_free(t, kind, (uintptr_t)p);
+    return true;
+}
+
+/* After it: the event, at the time the free started. */
+static inline __attribute__((always_inline)) void
+record_free_end(mk_thread_t *t, unsigned kind, const void *p, mk_span_t span)
+{
+    KEEP_ERRNO(t, put_free(t, kind, p, span));
 }
 
 /* The summary's half of a realloc: a failed one leaves the old block; one
@@ -246,7 +282,7 @@ summary_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
 /* old_sampled: sample_realloc_begin's answer (false unless sampled). */
 static inline __attribute__((always_inline)) void
 record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
-               bool old_sampled, const void *p, uintptr_t ra)
+               bool old_sampled, const void *p, uintptr_t ra, mk_span_t span)
 {
     mk_mode_t mode = mk_st.cfg.mode;
     if (mode == MK_MODE_SUMMARY) {
@@ -254,11 +290,11 @@ record_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
         return;
     }
     if (MK_UNLIKELY(mode == MK_MODE_SAMPLED)) {
-        sample_realloc(t, kind, size, old, old_sampled, p, ra, HOOK_FRAME());
+        sample_realloc(t, kind, size, old, old_sampled, p, ra, HOOK_FRAME(), span);
         return;
     }
     uint32_t stack;
-    KEEP_ERRNO(t, stack = put_realloc(t, kind, size, old, p, ra, HOOK_FRAME()));
+    KEEP_ERRNO(t, stack = put_realloc(t, kind, size, old, p, ra, HOOK_FRAME(), span));
     if (MK_UNLIKELY(mode == MK_MODE_FULL_SUMMARY))
         summary_realloc(t, kind, size, old, p, stack);
 }

@@ -166,6 +166,13 @@ mk_thread_t *mk_thread_get(void)
     t->tid = (pid_t)syscall(SYS_gettid);
     t->errno_at = &errno;
     mk_stacks_thread_start(t);
+    /* The stride of timed calls (format.h), from the run's seed where one
+     * is given (MEMKIT_SAMPLE_SEED: a run repeats its choices), else the
+     * clock; 0 left: calls are not timed. */
+    t->w.cost_overhead_x16 = mk_st.cost_overhead_x16;
+    t->w.cost_rng = (mk_st.cfg.sample_seed ? mk_st.cfg.sample_seed : mk_ticks()) ^
+                    ((uint64_t)t->index * 0x9e3779b97f4a7c15ull);
+    t->w.cost_left = mk_st.timing ? mk_cost_stride(&t->w.cost_rng) : 0;
     /* counts/bytes/sites carry over: --summary-only totals are per process. */
     reset_buffer(t);
     reset_index(t);

@@ -8,6 +8,7 @@
 #include "reader_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,7 +135,20 @@ typedef struct record_state {
     bool pair_pending;   /* a pair is read and its d not yet given */
     bool high_nibble[2]; /* [0] NEWADDR, [1] CACHED */
     unsigned hit_bit;    /* of HIT's current byte, 0-7 */
+    bool timed;          /* version 5 with allocator times (format.h) */
+    uint32_t cost_left;  /* events to the next timed one (1: this) */
+    uint64_t cost_rng;
+    double overhead; /* the cycles a fenced reading adds to a timed call */
 } record_state_t;
+
+/* The stream count of a version's EVENTS records. */
+static int stream_count(uint32_t version)
+{
+    return version == 1   ? MK_S_COUNT_V1
+           : version == 2 ? MK_S_COUNT_V2
+           : version < 5  ? MK_S_COUNT_V4
+                          : MK_S_COUNT;
+}
 
 /* Ticks since the previous event (format.h, TIME). */
 static uint64_t get_ticks(mk_cursor_t *time, record_state_t *rs)
@@ -192,20 +206,42 @@ static uint64_t get_code(mk_cursor_t *st, record_state_t *rs, bool cached)
     return nibble < 15 ? nibble : 15 + mk_get_varint(&st[MK_S_NEWADDR_HI]);
 }
 
-/* The next HIT bit (version 3); at the stream's end, an error. */
-static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
+/* The next bit of a stream of bits (HIT, SLOW) whose current byte's next
+ * bit is *at; at the stream's end, an error. */
+static unsigned get_bit(mk_cursor_t *s, unsigned *at)
 {
-    mk_cursor_t *s = &st[MK_S_HIT];
     if (s->p >= s->end) {
         s->err = 1;
         return 0;
     }
-    unsigned bit = *s->p >> rs->hit_bit & 1;
-    if (++rs->hit_bit == 8) {
-        rs->hit_bit = 0;
+    unsigned bit = *s->p >> *at & 1;
+    if (++*at == 8) {
+        *at = 0;
         s->p++;
     }
     return bit;
+}
+
+/* The next HIT bit (version 3). */
+static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
+{
+    return get_bit(&st[MK_S_HIT], &rs->hit_bit);
+}
+
+/* An event's allocator time in cycles, weighed by the events it stands for
+ * (format.h): a timed event's, the reading's own cost taken off; 0 for the
+ * others and before version 5. */
+static double get_cost(mk_cursor_t *st, record_state_t *rs)
+{
+    if (!rs->timed)
+        return 0;
+    if (rs->cost_left != 1) {
+        rs->cost_left -= rs->cost_left != 0;
+        return 0;
+    }
+    double c = (double)mk_get_varint(&st[MK_S_COST]) - rs->overhead;
+    rs->cost_left = mk_cost_stride(&rs->cost_rng);
+    return c > 0 ? c * MK_COST_STRIDE : -0.0; /* -0: timed, nothing left */
 }
 
 /* Whether class cls's next new address (not a realloc's) starts with a HIT
@@ -324,14 +360,18 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
     uint64_t tick = mk_get_u64(&c);
     record_state_t rs = {.version = tr->header.version};
-    int count = rs.version == 1   ? MK_S_COUNT_V1
-                : rs.version == 2 ? MK_S_COUNT_V2
-                                  : MK_S_COUNT;
+    int count = stream_count(rs.version);
     uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
     if (nstreams != (uint64_t)count)
         c.err = 1;
     for (int i = 0; i < count && !c.err; i++)
         lens[i] = mk_get_varint(&c);
+    if (rs.version >= 5) {
+        rs.cost_left = (uint32_t)mk_get_varint(&c);
+        rs.cost_rng = mk_get_u64(&c);
+        rs.overhead = (double)mk_get_varint(&c) / 16;
+        rs.timed = (tr->header.flags & MK_TF_COSTS) != 0;
+    }
     const uint8_t *p = c.p;
     for (int i = 0; i < MK_S_COUNT && !c.err; i++) { /* lens[i] = 0 past count */
         if (lens[i] > (uint64_t)(c.end - p)) {
@@ -359,6 +399,9 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
+        ev.cost = cls == MK_CLASS_SYSMAP ? 0 : get_cost(st, &rs);
+        ev.timed = ev.cost > 0 || signbit(ev.cost);
+        ev.cost = fabs(ev.cost);
         mk_index_slot_t *slot;
         switch (cls) {
         case MK_CLASS_ALLOC:
@@ -423,9 +466,7 @@ bool mk_trace_decode_stacks(mk_trace_t *tr, const uint8_t *raw, size_t len)
     (void)mk_get_varint(&c); /* tid */
     (void)mk_get_u64(&c);    /* anchor ns */
     (void)mk_get_u64(&c);    /* anchor tick */
-    int count = tr->header.version == 1   ? MK_S_COUNT_V1
-                : tr->header.version == 2 ? MK_S_COUNT_V2
-                                          : MK_S_COUNT;
+    int count = stream_count(tr->header.version);
     uint64_t nstreams = mk_get_varint(&c), before = 0, defs = 0;
     if (nstreams != (uint64_t)count)
         c.err = 1;
@@ -435,6 +476,11 @@ bool mk_trace_decode_stacks(mk_trace_t *tr, const uint8_t *raw, size_t len)
             before += n;
         else if (i == MK_S_DEFS)
             defs = n;
+    }
+    if (tr->header.version >= 5) { /* the allocator times' start state */
+        (void)mk_get_varint(&c);
+        (void)mk_get_u64(&c);
+        (void)mk_get_varint(&c);
     }
     /* The streams follow the head in order; DEFS holds only definitions. */
     if (c.err || before > (uint64_t)(c.end - c.p) ||

@@ -15,14 +15,14 @@
  * program killed with SIGKILL is readable up to its last flushed record.
  * Integers in records are little-endian; most are LEB128 varints.
  *
- * The header's version is 4. Readers read versions 1 to 3 too, which differ
- * only in EVENTS records. Version 3: the live index (FREEREF, below) holds
- * up to MK_INDEX_MAX_V3 blocks and takes no more when full, where version
- * 4's holds MK_INDEX_CAP and evicts (addr_index.h); the streams are
- * version 4's. Version 2: 12 streams (no HIT, no CACHED), and
- * every new address is a NEWADDR code, packed two per byte, whose
- * candidates are the reuse model's rings alone (reuse.h: mk_reuse_find's
- * positions, no cache). Version 1, besides: 10 streams (no RECENT, no
+ * The header's version is 5. Readers read versions 1 to 4 too, which differ
+ * only in EVENTS records. Version 4: no allocator times (no COST stream,
+ * nothing after the stream lengths in the head). Version 3: the live index
+ * (FREEREF, below) holds up to MK_INDEX_MAX_V3 blocks and takes no more when full, where
+ * version 4's holds MK_INDEX_CAP and evicts (addr_index.h); the streams are version 4's.
+ * Version 2: 12 streams (no HIT, no CACHED), and every new address is a NEWADDR code,
+ * packed two per byte, whose candidates are the reuse model's rings alone (reuse.h:
+ * mk_reuse_find's positions, no cache). Version 1, besides: 10 streams (no RECENT, no
  * NEWADDR_HI), one TIME varint per event, a varint per NEWADDR code and no
  * code 2+MK_REUSE_MISS, and the size classes of mk_size_class_v1.
  *
@@ -52,8 +52,9 @@
  *           of the same state replaces the earlier; a SUMMARY replaces all.
  *
  * The events of an EVENTS record, after its head, are MK_S_COUNT streams:
- * varint count, count x varint length, then the streams' bytes one after the
- * other (enum mk_stream). Reading item by item, the TAG stream drives: each
+ * varint count, count x varint length, then (version 5) the record's
+ * allocator times (below), then the streams' bytes one after the other
+ * (enum mk_stream). Reading item by item, the TAG stream drives: each
  * tag takes its fields from the other streams in this order:
  *   MK_ITEM_STACK  DEFS: varint id, varint depth, depth x zigzag(frame -
  *                  previous frame): a stack's first appearance in this file.
@@ -63,6 +64,20 @@
  *                    FREE    FREEREF
  *                    REALLOC SIZE size, FREEREF old, NEWADDR new, STACK
  *                    SYSMAP  SIZE size, ADDR addr [, ADDR old for mremap]
+ * Allocator times (version 5, when the header's flag 32 is set): one in
+ * about MK_COST_STRIDE of the ALLOC, FREE and REALLOC events carries the
+ * TSC cycles its call to the real allocator took (COST, a varint each),
+ * memkit's own recording excluded. Which ones, both halves know without a
+ * bit per event: the head gives the record's start state, varint left (the
+ * timed event is the left-th from here) and u64 rng; after a timed event,
+ * left = mk_cost_stride(&rng). A timed event stands for MK_COST_STRIDE
+ * calls, so readers weigh its time by that: every site's time and the
+ * run's are estimates without bias. The reads around a timed call are
+ * fenced (unfenced, the second read overlaps a call of a few ns and misses
+ * it), and the head's third field, varint 16 x the cycles of an empty
+ * fenced interval, is what readers take off each timed call. Timing one
+ * call in 64 costs the trace about a tenth of a bit per event, and the
+ * traced program a few cycles per event.
  * SIZE and FREEREF are split numbers: the low byte in the _LO stream, the rest
  * as a varint in _HI (an align is a plain varint in SIZE_HI). Uniform low
  * bytes and small high parts each compress near their entropy; one varint
@@ -119,7 +134,7 @@
 
 #define MK_TRACE_MAGIC     "MKTRACE\0"
 #define MK_TRACE_MAGIC_LEN 8
-#define MK_TRACE_VERSION   4 /* readers read 1 to 3 too: see the differences above */
+#define MK_TRACE_VERSION   5 /* readers read 1 to 4 too: see the differences above */
 #define MK_RECORD_SYNC     0x31524b4du /* "MKR1" little-endian */
 #define MK_RECORD_HEAD_LEN 40
 #define MK_RECORD_MAX_RAW  (64u << 20) /* a reader refuses larger records */
@@ -186,7 +201,22 @@ enum mk_kind {
     MK_K_COUNT
 };
 
-#define MK_ITEM_STACK 0xf0
+#define MK_ITEM_STACK  0xf0
+#define MK_COST_STRIDE 64 /* events per timed event, on average (above) */
+
+/* Events from one timed event to the next: uniform in [1, 2 x MK_COST_STRIDE
+ * - 1], from an xorshift generator both halves of the format step alike. A
+ * random stride, not a fixed one, so that no loop of the program's lines up
+ * with it. */
+static inline uint32_t mk_cost_stride(uint64_t *rng)
+{
+    uint64_t x = *rng ? *rng : 0x9e3779b97f4a7c15ull;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *rng = x;
+    return 1 + (uint32_t)((x >> 33) % (2 * MK_COST_STRIDE - 1));
+}
 #define MK_TICK_SHIFT 12 /* a tick is 4096 TSC cycles, or 4096 ns */
 
 /* The size class that predicts address reuse: glibc's chunk classes (16
@@ -223,8 +253,10 @@ enum mk_stream {
     MK_S_NEWADDR_HI, /* varint: a packed code of 15 or more, minus 15 */
     MK_S_HIT,        /* bits, eight per byte, the first in bit 0: 1 = the guess */
     MK_S_CACHED,     /* codes after a HIT bit of 0, two per byte (below) */
+    MK_S_COST,       /* varint cycles of a timed call (above) */
     MK_S_COUNT
 };
+#define MK_S_COUNT_V4 MK_S_COST   /* versions 3 and 4 had no allocator times */
 #define MK_S_COUNT_V2 MK_S_HIT    /* version 2 had neither HIT nor CACHED */
 #define MK_S_COUNT_V1 MK_S_RECENT /* version 1 had neither RECENT nor NEWADDR_HI */
 

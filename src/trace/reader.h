@@ -32,6 +32,8 @@ typedef struct mk_trace_header {
 /* Events and a SUMMARY beside them whose sites are stack ids (memkit trace
  * prints that summary without replaying the events). */
 #define MK_TF_SITE_STACKS 16u
+/* The events carry the allocator's time per call (format.h, version 5). */
+#define MK_TF_COSTS 32u
 
 typedef struct mk_module {
     uint64_t base, lo, hi; /* load bias; lowest and highest mapped address */
@@ -106,6 +108,9 @@ typedef struct mk_event {
     uint64_t addr, old_addr;
     uint32_t thread, stack;
     uint8_t kind;
+    double cost;   /* the allocator's cycles this call stands for (version 5: a timed
+                    * call's, weighed by the calls it stands for; 0 for others) */
+    uint8_t timed; /* this call was timed (format.h) */
 } mk_event_t;
 
 /* A stack, as defined in the trace. */

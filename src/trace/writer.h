@@ -42,7 +42,7 @@
 #define MK_DEFS_CAP (256u << 10)
 #define MK_DEF_ROOM (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
 /* The record's own head (mk_writer_end): index, tid, anchors, stream sizes. */
-#define MK_HEAD_MAX (4 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
+#define MK_HEAD_MAX (7 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
 /* A record older than this many ticks (2^31 TSC cycles: 0.6-0.9 s at 2.4-3.5
  * GHz; 2.1 s of 4096-ns ticks) is closed before the next event joins it, so
  * that a SIGKILL (the OOM killer's) takes at most about a second of a busy
@@ -60,9 +60,15 @@ typedef struct mk_writer {
                                       * nibble written, or NULL */
     uint8_t *hit_byte;               /* HIT's byte being filled, or NULL */
     unsigned hit_bits;               /* bits in it so far (< 8) */
-    uint64_t events;                 /* events in the current record */
-    mk_reuse_t *reuse;               /* recent frees by size class (reuse.h) */
-    mk_addr_index_t live;            /* blocks allocated, across records */
+    /* Allocator times (format.h): the owner sets cost_left (0: calls are
+     * not timed), cost_rng and cost_overhead_x16 once; the record's start
+     * state is kept for its head. */
+    uint32_t cost_left, cost_left0; /* events to the next timed one (1: this) */
+    uint64_t cost_rng, cost_rng0;
+    uint32_t cost_overhead_x16; /* 16 x an empty fenced interval's cycles */
+    uint64_t events;            /* events in the current record */
+    mk_reuse_t *reuse;          /* recent frees by size class (reuse.h) */
+    mk_addr_index_t live;       /* blocks allocated, across records */
 } mk_writer_t;
 
 /* Bytes a stream needs at most for a full record. */
@@ -82,6 +88,7 @@ static inline size_t mk_writer_stream_cap(int stream)
         [MK_S_NEWADDR_HI] = 1, /* code - 15 < 128 */
         [MK_S_HIT] = 1,        /* (an eighth) */
         [MK_S_CACHED] = 1,
+        [MK_S_COST] = MK_VARINT_MAX,
     };
     return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
 }
@@ -97,6 +104,8 @@ static inline void mk_writer_begin(mk_writer_t *w, uint64_t tick, uint64_t ns)
     w->time_zeros = 0;
     w->cached_byte = w->hit_byte = NULL;
     w->hit_bits = 0;
+    w->cost_left0 = w->cost_left; /* the stride runs on across records */
+    w->cost_rng0 = w->cost_rng;
     w->prev_addr = 0;
     mk_reuse_reset(w->reuse);
     w->events = 0;
@@ -206,18 +215,45 @@ static inline void mk_writer_code(mk_writer_t *w, int stream, uint8_t **pending,
         mk_writer_put(w, MK_S_NEWADDR_HI, code - 15);
 }
 
+/* One bit into a stream of bits (HIT, SLOW): eight per byte, the first in
+ * bit 0; *byte is the one being filled (NULL: none), *bits its bits so far. */
+static inline void mk_writer_bit(mk_writer_t *w, int stream, uint8_t **byte,
+                                 unsigned *bits, unsigned bit)
+{
+    if (!*byte) {
+        *byte = w->s[stream]++;
+        **byte = 0;
+    }
+    **byte |= (uint8_t)(bit << *bits);
+    if (++*bits == 8) {
+        *byte = NULL;
+        *bits = 0;
+    }
+}
+
 /* A HIT bit: whether the new block is the reuse model's guess. */
 static inline void mk_writer_hit(mk_writer_t *w, unsigned hit)
 {
-    if (!w->hit_byte) {
-        w->hit_byte = w->s[MK_S_HIT]++;
-        *w->hit_byte = 0;
+    mk_writer_bit(w, MK_S_HIT, &w->hit_byte, &w->hit_bits, hit);
+}
+
+/* Is the next event's call to be timed (format.h)? The owner asks before
+ * the call, so that it can read the clock around it. */
+static inline bool mk_writer_cost_due(const mk_writer_t *w)
+{
+    return w->cost_left == 1;
+}
+
+/* An event that may carry a time: the timed one's cycles into COST (the
+ * owner measured them because mk_writer_cost_due said so). */
+static inline void mk_writer_cost(mk_writer_t *w, uint64_t cycles)
+{
+    if (MK_LIKELY(w->cost_left != 1)) {
+        w->cost_left -= w->cost_left != 0;
+        return;
     }
-    *w->hit_byte |= (uint8_t)(hit << w->hit_bits);
-    if (++w->hit_bits == 8) {
-        w->hit_byte = NULL;
-        w->hit_bits = 0;
-    }
+    mk_writer_put(w, MK_S_COST, cycles);
+    w->cost_left = mk_cost_stride(&w->cost_rng);
 }
 
 /* A new block's address that is not the model's guess, as a code in stream
@@ -293,11 +329,12 @@ static inline void mk_writer_define_stack(mk_writer_t *w, uint32_t id, uint32_t 
 
 /* malloc-like events (align for the kinds that have one). False: the index
  * is out of memory (see mk_writer_newaddr). */
-static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, unsigned kind,
-                                   size_t size, size_t align, uintptr_t addr,
-                                   uint32_t stack)
+static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, uint64_t cycles,
+                                   unsigned kind, size_t size, size_t align,
+                                   uintptr_t addr, uint32_t stack)
 {
     mk_writer_head(w, kind, now);
+    mk_writer_cost(w, cycles);
     mk_writer_split(w, MK_S_SIZE_LO, size);
     if (mk_kind_has_align(kind))
         mk_writer_put(w, MK_S_SIZE_HI, align);
@@ -309,9 +346,11 @@ static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, unsigned kind,
 /* always_inline: the free hook's whole body, and the compiler took it out
  * of line when the hook gained a --sample branch (7% on the churn loop). */
 static inline __attribute__((always_inline)) void
-mk_writer_free(mk_writer_t *w, uint64_t now, unsigned kind, uintptr_t addr)
+mk_writer_free(mk_writer_t *w, uint64_t now, uint64_t cycles, unsigned kind,
+               uintptr_t addr)
 {
     mk_writer_head(w, kind, now);
+    mk_writer_cost(w, cycles);
     mk_index_slot_t *s = mk_writer_freeref(w, addr);
     mk_writer_note_free(w, addr, s);
     if (s)
@@ -319,11 +358,12 @@ mk_writer_free(mk_writer_t *w, uint64_t now, unsigned kind, uintptr_t addr)
 }
 
 /* realloc-like events: old freed when the call returned a block or size was 0. */
-static inline bool mk_writer_realloc(mk_writer_t *w, uint64_t now, unsigned kind,
-                                     size_t size, uintptr_t old, uintptr_t addr,
-                                     uint32_t stack)
+static inline bool mk_writer_realloc(mk_writer_t *w, uint64_t now, uint64_t cycles,
+                                     unsigned kind, size_t size, uintptr_t old,
+                                     uintptr_t addr, uint32_t stack)
 {
     mk_writer_head(w, kind, now);
+    mk_writer_cost(w, cycles);
     mk_writer_split(w, MK_S_SIZE_LO, size);
     mk_index_slot_t *s = mk_writer_freeref(w, old);
     if (old && (addr || size == 0)) { /* the old block was freed */
@@ -348,8 +388,8 @@ static inline void mk_writer_sysmap(mk_writer_t *w, uint64_t now, unsigned kind,
 }
 
 /* Closes the record: the record's head (thread index and tid, anchors,
- * stream sizes) into head, then head and the streams as parts (part[0] the
- * head): 1 + MK_S_COUNT of them, the EVENTS record's payload in order. */
+ * stream sizes, the allocator times' sums) into head, then head and the streams as parts
+ * (part[0] the head): 1 + MK_S_COUNT of them, the EVENTS record's payload in order. */
 static inline void mk_writer_end(mk_writer_t *w, uint32_t index, uint64_t tid,
                                  uint8_t head[MK_HEAD_MAX],
                                  const void *part[1 + MK_S_COUNT],
@@ -371,6 +411,9 @@ static inline void mk_writer_end(mk_writer_t *w, uint32_t index, uint64_t tid,
         part[1 + i] = w->base[i];
         p = mk_put_varint(p, len[1 + i]);
     }
+    p = mk_put_varint(p, w->cost_left0);
+    p = mk_put_u64(p, w->cost_rng0);
+    p = mk_put_varint(p, w->cost_overhead_x16);
     part[0] = head;
     len[0] = (size_t)(p - head);
 }

@@ -70,7 +70,9 @@ static char *count_lines(const char *path, bool summary_first, bool *peak_note,
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (strncmp(line, "Mallocs:", 8) == 0)
             in = true;
-        if (in && !strstr(line, "per second") &&
+        /* the allocator's time comes from the events' timed calls, which
+         * the SUMMARY record does not carry */
+        if (in && !strstr(line, "per second") && strncmp(line, "Allocator time:", 15) &&
             (keep_peak || (!is_peak(line) && strncmp(line, "Peak note:", 10) != 0)))
             fprintf(o_f, "%s\n", line);
         if (strncmp(line, "Leaks at exit:", 14) == 0)

@@ -352,8 +352,10 @@ counted)
         expect_status 0
         expect "Findings, temporaries and the peak's holders: memkit report replays the trace for them"
         grep -q '^Temporaries: ' "$out" && fail "$prog: temporaries counted without a replay"
+        # the allocator's time comes from the events' timed calls, which
+        # the SUMMARY record does not carry
         sed -n '/^Mallocs: /,/^Leaks at exit: /p' "$out" |
-            grep -Ev '^(Maximum allocated|Peak live blocks|Peak note): ' >"$work/counted"
+            grep -Ev '^(Maximum allocated|Peak live blocks|Peak note|Allocator time): ' >"$work/counted"
         counted_peak=$(sed -n 's/^Maximum allocated: //p' "$out")
         counted_blocks=$(sed -n 's/^Peak live blocks: //p' "$out")
         note=$(grep -c '^Peak note: ' "$out")
@@ -361,7 +363,7 @@ counted)
         "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "$prog: report failed"
         grep -q '^Temporaries: ' "$out" || fail "$prog: the report did not replay the events"
         sed -n '/^Mallocs: /,/^Leaks at exit: /p' "$out" |
-            grep -Ev '^(Maximum allocated|Peak live blocks|Peak note): ' >"$work/replayed"
+            grep -Ev '^(Maximum allocated|Peak live blocks|Peak note|Allocator time): ' >"$work/replayed"
         cmp -s "$work/counted" "$work/replayed" ||
             fail "$prog: counted totals differ from the replay's: $(diff "$work/counted" "$work/replayed" | tr '\n' ' ')"
         peak=$(sed -n 's/^Maximum allocated: //p' "$out")
@@ -901,6 +903,32 @@ localbuf)
     a=$(calls glibc 100000)
     b=$(calls glibc 200000)
     [ $((b - a)) -eq 100000 ] || fail "malloc: $a and $b allocation calls, expected 100,000 apart"
+    ;;
+costs)
+    # The allocator's time, measured per call: few_costly() makes a hundredth
+    # of many_cheap()'s calls, each mapped and unmapped by the kernel, and
+    # must come first by time; the sites' times and the unattributed part add
+    # up to the total, and the text says it was measured.
+    trace -q -- "$progs/costs"
+    expect_status 0
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    expect_re "^Allocator time: ~[0-9.]+ (us|ms|s) in the allocator's calls, from [0-9]+ timed calls$"
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/costs.json" 2>&1 ||
+        fail "report --format json failed"
+    python3 - "$work/costs.json" <<'PY' || fail "allocator time by site (above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["totals"]
+assert t["allocator_ns"] and t["allocator_ns"] > 0, t
+fn = {f["name"]: f for f in d["functions"]}
+costly, cheap = fn.get("few_costly"), fn.get("many_cheap")
+assert costly and cheap, sorted(fn)
+assert cheap["calls"] >= 100 * costly["calls"], (cheap["calls"], costly["calls"])
+top = max(d["functions"], key=lambda f: f["allocator_ns"] or 0)
+assert top["name"] == "few_costly", (top["name"], costly["allocator_ns"], cheap["allocator_ns"])
+total = sum(s["allocator_ns"] for s in d["sites"]) + t["allocator_ns_unattributed"]
+assert abs(total - t["allocator_ns"]) <= 1e-4 * t["allocator_ns"], (total, t["allocator_ns"])  # JSON keeps 6-7 digits
+PY
     ;;
 mallopt)
     # glibc's view at exit, default settings: the 1 MiB block was mmapped (with

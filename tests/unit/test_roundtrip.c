@@ -95,6 +95,7 @@ static bool on_event(void *ctx, const mk_event_t *ev)
     CHECK_EQ(ev->old_addr, e->old_addr);
     CHECK_EQ(ev->stack, e->stack);
     CHECK_EQ(ev->thread, e->thread);
+    CHECK_MSG(ev->cost == e->cost, "cost %.3f, expected %.3f", ev->cost, e->cost);
     return check_failures == 0; /* stop at the first difference: one report */
 }
 
@@ -265,6 +266,23 @@ static uint32_t pick_stack(run_t *r)
     return id;
 }
 
+/* A call's cycles: mostly a few dozen, some thousands (format.h, COST). */
+static uint64_t random_cost(heap_t *h)
+{
+    return rnd(h, 10) ? rnd(h, 300) : rnd(h, 1000000);
+}
+
+/* What the reader makes of an event's cycles: the timed one's (the writer's
+ * stride says which, before the event is written), less the reading's own
+ * cost and weighed by the events it stands for; 0 for the others. */
+static double expected_cost(const mk_writer_t *w, uint64_t cycles)
+{
+    if (!mk_writer_cost_due(w))
+        return 0;
+    double c = (double)cycles - (double)w->cost_overhead_x16 / 16;
+    return c > 0 ? c * MK_COST_STRIDE : 0;
+}
+
 static void expect(run_t *r, mk_event_t ev)
 {
     ev.thread = r->thread;
@@ -283,15 +301,17 @@ static void one_event(run_t *r)
         size_t align = mk_kind_has_align(k) ? (size_t)1 << rnd(h, 13) : 0;
         uintptr_t a = rnd(h, 50) ? new_address(h, size) : 0; /* NULL: out of memory */
         uint32_t stack = pick_stack(r);
-        uint64_t t = next_tick(r);
-        CHECK(mk_writer_alloc(&r->w, t, k, size, align, a, stack));
+        uint64_t t = next_tick(r), cost = random_cost(h);
+        double want = expected_cost(&r->w, cost);
+        CHECK(mk_writer_alloc(&r->w, t, cost, k, size, align, a, stack));
         add_live(h, a, size);
         ev = (mk_event_t){.kind = (uint8_t)k,
                           .time = t,
                           .size = size,
                           .align = align,
                           .addr = a,
-                          .stack = stack};
+                          .stack = stack,
+                          .cost = want};
     } else if (roll < 80) { /* FREE: ours, another thread's, or NULL */
         unsigned k = kinds_of[MK_CLASS_FREE][rnd(h, nkinds_of[MK_CLASS_FREE])];
         uintptr_t a = 0;
@@ -303,9 +323,10 @@ static void one_event(run_t *r)
         } else if (how < 19) {
             a = (uintptr_t)0x7f0000000000 + (uintptr_t)rnd(h, 1u << 30) * 16;
         }
-        uint64_t t = next_tick(r);
-        mk_writer_free(&r->w, t, k, a);
-        ev = (mk_event_t){.kind = (uint8_t)k, .time = t, .addr = a};
+        uint64_t t = next_tick(r), cost = random_cost(h);
+        double want = expected_cost(&r->w, cost);
+        mk_writer_free(&r->w, t, cost, k, a);
+        ev = (mk_event_t){.kind = (uint8_t)k, .time = t, .addr = a, .cost = want};
     } else if (roll < 95) { /* REALLOC: in place, moved, from NULL, to size 0, failed */
         unsigned k = kinds_of[MK_CLASS_REALLOC][rnd(h, nkinds_of[MK_CLASS_REALLOC])];
         uint64_t how = rnd(h, 10);
@@ -333,14 +354,16 @@ static void one_event(run_t *r)
             add_live(h, a, size);
         }
         uint32_t stack = pick_stack(r);
-        uint64_t t = next_tick(r);
-        CHECK(mk_writer_realloc(&r->w, t, k, size, old, a, stack));
+        uint64_t t = next_tick(r), cost = random_cost(h);
+        double want = expected_cost(&r->w, cost);
+        CHECK(mk_writer_realloc(&r->w, t, cost, k, size, old, a, stack));
         ev = (mk_event_t){.kind = (uint8_t)k,
                           .time = t,
                           .size = size,
                           .addr = a,
                           .old_addr = old,
-                          .stack = stack};
+                          .stack = stack,
+                          .cost = want};
     } else { /* SYSMAP */
         unsigned k = kinds_of[MK_CLASS_SYSMAP][rnd(h, nkinds_of[MK_CLASS_SYSMAP])];
         size_t size = (size_t)rnd(h, 1ull << 34);
@@ -403,7 +426,11 @@ static void roundtrip(uint64_t seed, uint64_t nevents, uint32_t index_max)
     r->thread = 1 + (uint32_t)(seed % 7);
     r->tick = 1000; /* ticks from the start: 1 ns each below */
     writer_init(&r->w);
+    r->w.cost_overhead_x16 = (uint32_t)rnd(&r->heap, 1600);
+    r->w.cost_rng = seed;
+    r->w.cost_left = mk_cost_stride(&r->w.cost_rng);
     mk_writer_begin(&r->w, r->tick, r->tick);
+    r->tr.header.flags = MK_TF_COSTS;
     r->tr.header.version = MK_TRACE_VERSION;
     r->tr.ns_per_tick = 1.0;
     r->scratch = calloc(1, sizeof *r->scratch);

@@ -2,11 +2,12 @@
  * mk_assert.h - MK_ASSERT, the internal invariants of every part of memkit:
  * the allocators, the trace format's tables, the tracer and the analysis.
  *
- * On in Debug builds (make test-debug) and in the sanitizer and fuzz builds
- * (MK_CHECK_INVARIANTS, set by CMake); compiled out where NDEBUG is set
- * without it (RelWithDebInfo, Release), where the fast paths cannot afford
- * them. A broken invariant is a bug of memkit's: one line on stderr, written
- * without allocating (the tracer may be inside malloc), then abort.
+ * On where CMake sets MK_CHECK_INVARIANTS: Debug builds (make test-debug)
+ * and the sanitizer and fuzz builds. Off in RelWithDebInfo and Release,
+ * which keep C's assert() (cheap checks off the fast paths) but not these:
+ * some sit on fast paths (TLSF's lists, the trace's live index). A broken invariant is a
+ * bug of memkit's: one line on stderr, written without allocating (the tracer may be
+ * inside malloc), then abort.
  */
 #ifndef MEMKIT_MK_ASSERT_H
 #define MEMKIT_MK_ASSERT_H
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#if !defined(NDEBUG) || defined(MK_CHECK_INVARIANTS)
+#if defined(MK_CHECK_INVARIANTS)
 #define MK_ASSERTS_ON 1
 #define MK_ASSERT(cond)                                                                  \
     (__builtin_expect(!!(cond), 1) ? (void)0                                             \

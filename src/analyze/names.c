@@ -424,11 +424,19 @@ static size_t adopt_frames(mk_names_t *n, const mk_frame_t *from, uint32_t k)
     return at;
 }
 
+/* A return address's key in n->pcs: pc + 1, as 0 marks an empty slot; the
+ * one address that wraps, all ones (a damaged trace's: no code lies there),
+ * shares address 0's. */
+static uint64_t pc_key(uint64_t pc)
+{
+    return pc + 1 ? pc + 1 : 1;
+}
+
 /* The frames of a return address (itself and what was inlined there),
  * symbolized once: *count frames from the returned index of pc_frames. */
 static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
 {
-    mk_kv_t *c = mk_kv_find(&n->pcs, pc + 1);
+    mk_kv_t *c = mk_kv_find(&n->pcs, pc_key(pc));
     if (c) {
         *count = (uint32_t)c->b;
         return c->a;
@@ -439,7 +447,7 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
     if (hit) { /* another process of the run resolved it */
         bool fresh;
         size_t at = adopt_frames(n, &n->shared->pc_frames[hit->a], (uint32_t)hit->b);
-        if (at == SIZE_MAX || !(c = mk_kv_put(&n->pcs, pc + 1, &fresh))) {
+        if (at == SIZE_MAX || !(c = mk_kv_put(&n->pcs, pc_key(pc), &fresh))) {
             *count = 0;
             return 0;
         }
@@ -459,7 +467,7 @@ static size_t frames_of_pc(mk_names_t *n, uint64_t pc, uint32_t *count)
     bool fresh;
     if (!mk_grow((void **)&n->pc_frames, &n->pc_cap, n->npc + (size_t)k,
                  sizeof *n->pc_frames) ||
-        !(c = mk_kv_put(&n->pcs, pc + 1, &fresh))) {
+        !(c = mk_kv_put(&n->pcs, pc_key(pc), &fresh))) {
         *count = 0;
         return 0;
     }

@@ -5,10 +5,10 @@
  * never reaches the streams; here the input is the records' raw payloads,
  * which the target compresses into a trace of its own.
  *
- * Input: byte 0 picks the format version (1 + byte 0 % 3); bytes 1-4 are the
- * length of the first payload (little-endian, cut to what is there); the
- * rest is the second payload, if any. Two records of one thread test what
- * carries from record to record (the live index). Seeds: events_seeds.c.
+ * Input: byte 0 picks the format version (1 + byte 0 % MK_TRACE_VERSION); bytes 1-4 are
+ * the length of the first payload (little-endian, cut to what is there); the rest is the
+ * second payload, if any. Two records of one thread test what carries from record to
+ * record (the live index). Seeds: events_seeds.c.
  */
 #define _GNU_SOURCE
 #include "analyze/report.h"
@@ -57,13 +57,14 @@ static uint8_t *put_record(uint8_t *p, ZSTD_CCtx *z, unsigned type, const uint8_
     return p + zn;
 }
 
-/* A header as the tracer writes it: version, flags (stacks, TSC ticks),
+/* A header as the tracer writes it: version, flags (stacks, TSC ticks, and
+ * from version 5 allocator times),
  * depth, pid, ppid, three clocks, then empty run id, exe and command line. */
 static size_t header_payload(uint8_t *raw, uint32_t version)
 {
     uint8_t *p = raw;
     p = mk_put_u32(p, version);
-    p = mk_put_u32(p, 1u | 8u);
+    p = mk_put_u32(p, 1u | 8u | (version >= 5 ? 32u : 0u)); /* 32: allocator times */
     p = mk_put_u32(p, 32);
     p = mk_put_u32(p, 1);
     p = mk_put_u32(p, 0);
@@ -90,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1);
         ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1);
     }
-    uint32_t version = 1 + data[0] % 4u, first;
+    uint32_t version = 1 + data[0] % MK_TRACE_VERSION, first;
     memcpy(&first, data + 1, 4);
     const uint8_t *a = data + 5;
     size_t rest = size - 5, na = first < rest ? first : rest, nb = rest - na;

@@ -55,7 +55,9 @@ while [ "$i" -lt 60 ]; do
 done
 # Inputs the fuzzer found (tests/trace/data/fuzz-*.mkt): in the sanitizer
 # build, undefined behaviour fails the run. fuzz-huge-tick.mkt: a tick whose
-# time in ns was outside uint64_t.
+# time in ns was outside uint64_t; fuzz-pc-all-ones.mkt: a stack frame of all
+# ones, whose key in the report's table of addresses wrapped to 0 (an empty
+# slot: MK_ASSERT in the Debug and sanitizer builds).
 for f in "$(dirname "$0")"/data/fuzz-*.mkt; do
     [ -e "$f" ] || { echo "FAIL: no fuzzer inputs in $(dirname "$0")/data"; fails=$((fails + 1)); }
     check "fuzzer input $(basename "$f")" "$f"

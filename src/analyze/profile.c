@@ -470,7 +470,7 @@ enum death { DIES_FREED, DIES_REALLOCATED, DIES_REPLACED };
  * to stack a (NULL: no stack takes it). */
 static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, uint64_t w)
 {
-    double ns = ev->cost * p->ns_per_cycle * (double)w;
+    double ns = (double)ev->cost * p->ns_per_cycle * (double)w;
     p->timed_calls += ev->timed;
     p->alloc_ns += ns;
     if (a)

@@ -399,9 +399,9 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
-        ev.cost = cls == MK_CLASS_SYSMAP ? 0 : get_cost(st, &rs);
-        ev.timed = ev.cost > 0 || signbit(ev.cost);
-        ev.cost = fabs(ev.cost);
+        double cost = cls == MK_CLASS_SYSMAP ? 0 : get_cost(st, &rs);
+        ev.timed = cost > 0 || signbit(cost);
+        ev.cost = (float)fabs(cost);
         mk_index_slot_t *slot;
         switch (cls) {
         case MK_CLASS_ALLOC:

@@ -108,10 +108,13 @@ typedef struct mk_event {
     uint64_t addr, old_addr;
     uint32_t thread, stack;
     uint8_t kind;
-    double cost;   /* the allocator's cycles this call stands for (version 5: a timed
-                    * call's, weighed by the calls it stands for; 0 for others) */
     uint8_t timed; /* this call was timed (format.h) */
+    /* The allocator's cycles this call stands for (version 5: a timed call's,
+     * weighed by the calls it stands for; 0 for the others). A float, so
+     * that the event stays 56 bytes: the decoder queues a record's worth. */
+    float cost;
 } mk_event_t;
+_Static_assert(sizeof(mk_event_t) == 56, "a decoded event stays 56 bytes (see cost)");
 
 /* A stack, as defined in the trace. */
 typedef struct mk_stack_def {

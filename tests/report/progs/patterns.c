@@ -117,6 +117,50 @@ static void pool(void)
         free(slot[(i * 37) % 64]);
 }
 
+/* The pool finding's boundary (it fires when at least half of one size's
+ * blocks are freed): 1000 blocks of 48 bytes, `pool_share_freed` of them
+ * freed in a shuffled order, the rest kept to the end. */
+static int pool_share_freed;
+
+__attribute__((noinline)) static void *pool_share_site(void)
+{
+    return must(malloc(48));
+}
+
+static void pool_share(void)
+{
+    enum { N = ROUNDS };
+    static void *b[N];
+    for (int i = 0; i < N; i++)
+        b[i] = pool_share_site();
+    for (int i = N - 1; i > 0; i--) {
+        int j = (int)(next_random() % (unsigned)(i + 1));
+        void *t = b[i];
+        b[i] = b[j];
+        b[j] = t;
+    }
+    for (int i = 0; i < pool_share_freed; i++)
+        free(b[i]);
+}
+
+static void pool_half(void) /* 500 of 1000: the finding */
+{
+    pool_share_freed = ROUNDS / 2;
+    pool_share();
+}
+
+static void pool_under(void) /* 499 of 1000: none */
+{
+    pool_share_freed = ROUNDS / 2 - 1;
+    pool_share();
+}
+
+static void pool_fifth(void) /* 200 of 1000: none */
+{
+    pool_share_freed = ROUNDS / 5;
+    pool_share();
+}
+
 /* 2000 short strings, kept, freed in a shuffled order. */
 __attribute__((noinline)) static char *tiny_site(size_t n)
 {
@@ -277,6 +321,9 @@ static const struct {
     {"temporary", temporary},
     {"hoist", hoist},
     {"pool", pool},
+    {"pool_half", pool_half},
+    {"pool_under", pool_under},
+    {"pool_fifth", pool_fifth},
     {"tiny", tiny},
     {"cross_thread", cross_thread},
     {"paired", paired},
@@ -293,7 +340,7 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    fprintf(stderr, "usage: patterns lifo|fifo|temporary|hoist|pool|tiny|cross_thread|"
-                    "paired|realloc_chain|none|inlined\n");
+    fprintf(stderr, "usage: patterns lifo|fifo|temporary|hoist|pool|pool_half|pool_under|"
+                    "pool_fifth|tiny|cross_thread|paired|realloc_chain|none|inlined\n");
     return 2;
 }

@@ -18,8 +18,9 @@ static void say_cannot_write(const char *path, int err)
             err ? strerror(err) : "write error");
 }
 
-/* A temporary file beside path, with the mode a new file would get. */
-static FILE *open_beside(const char *path, char *tmp, size_t cap)
+/* A temporary file beside path, with the mode a new file would get, or
+ * old's mode and owner (where the owner can be given) when it replaces old. */
+static FILE *open_beside(const char *path, char *tmp, size_t cap, const struct stat *old)
 {
     char dirbuf[PATH_MAX], basebuf[PATH_MAX];
     snprintf(dirbuf, sizeof dirbuf, "%s", path);
@@ -34,7 +35,11 @@ static FILE *open_beside(const char *path, char *tmp, size_t cap)
         return NULL;
     mode_t mask = umask(0);
     umask(mask);
-    fchmod(fd, 0666 & ~mask);
+    fchmod(fd, old ? old->st_mode & 07777 : 0666 & ~mask);
+    if (old && (old->st_uid != geteuid() || old->st_gid != getegid()) &&
+        fchown(fd, old->st_uid, old->st_gid) != 0) {
+        /* not ours to give: the file is then the writer's, its mode kept */
+    }
     FILE *f = fdopen(fd, "w");
     if (!f) {
         int e = errno;
@@ -45,6 +50,17 @@ static FILE *open_beside(const char *path, char *tmp, size_t cap)
     return f;
 }
 
+/* Was the link at path planted by another user in a directory anyone may
+ * write (a sticky /tmp): the case fs.protected_symlinks guards, when off? */
+static bool planted_link(const char *path, const struct stat *link)
+{
+    char dirbuf[PATH_MAX];
+    struct stat dir;
+    snprintf(dirbuf, sizeof dirbuf, "%s", path);
+    return link->st_uid != geteuid() && stat(dirname(dirbuf), &dir) == 0 &&
+           (dir.st_mode & S_IWOTH) && (dir.st_mode & S_ISVTX);
+}
+
 bool mk_outfile_open(mk_outfile_t *o, const char *path)
 {
     memset(o, 0, sizeof *o);
@@ -53,16 +69,28 @@ bool mk_outfile_open(mk_outfile_t *o, const char *path)
         return true;
     }
     o->path = path;
-    struct stat st;
-    bool in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-    if (in_place) { /* /dev/full, /dev/stdout, a FIFO: nothing to rename over */
+    struct stat lst, st;
+    bool exists = lstat(path, &lst) == 0, link = exists && S_ISLNK(lst.st_mode);
+    bool target = exists && stat(path, &st) == 0;
+    if (link && target && !S_ISREG(st.st_mode) && planted_link(path, &lst)) {
+        /* Another user's link in a shared directory, to a FIFO or a device:
+         * written in place, the report would feed their reader, or block
+         * with none. One's own links (and /dev/stdout) are followed. */
+        fprintf(stderr,
+                "memkit: %s is another user's symbolic link to something other than a "
+                "file, in a directory anyone may write; not written (name the target "
+                "itself to write there)\n",
+                path);
+        return false;
+    }
+    if (target && !S_ISREG(st.st_mode)) { /* /dev/full, /dev/stdout, a FIFO: in place */
         if (S_ISDIR(st.st_mode)) {
             say_cannot_write(path, EISDIR);
             return false;
         }
         o->f = fopen(path, "w");
-    } else {
-        o->f = open_beside(path, o->tmp, sizeof o->tmp);
+    } else { /* a new file, or one replaced whole: its mode and owner kept */
+        o->f = open_beside(path, o->tmp, sizeof o->tmp, target ? &st : NULL);
     }
     if (!o->f) {
         say_cannot_write(path, errno);

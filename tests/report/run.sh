@@ -633,6 +633,36 @@ PY
     expect_status 2
     expect_line "memkit: no trace matches '$work/nothing' (a trace file, or a run's prefix: PREFIX.<pid>.mkt)"
     ;;
+outputs_replace)
+    # A file replaced whole keeps its mode (a 0600 report stays 0600), and
+    # one's own link to a device is written through (as /dev/stdout is).
+    trace p "$rprogs/patterns" paired
+    echo old >"$work/r.txt"
+    chmod 600 "$work/r.txt"
+    status "$memkit" report -o "$work/r.txt" "$work/p.mkt"
+    expect_status 0
+    [ "$(stat -c %a "$work/r.txt")" = 600 ] ||
+        fail "-o widened the file's mode to $(stat -c %a "$work/r.txt")"
+    grep -q '^Mallocs: ' "$work/r.txt" || fail "-o did not replace the file"
+    ln -s /dev/null "$work/null"
+    status "$memkit" report -o "$work/null" "$work/p.mkt"
+    expect_status 0
+    # Another user's link in a directory anyone may write (a sticky /tmp with
+    # fs.protected_symlinks off), to a FIFO nobody reads: one line and
+    # status 2, not a report fed to their reader nor a process blocked.
+    if [ "$(id -u)" -ne 0 ] || ! id nobody >/dev/null 2>&1; then
+        echo "SKIP: a link planted by another user (needs root and the user nobody)"
+        skipped=1
+    else
+        shared=$work/shared
+        mkdir "$shared" && chmod 1777 "$shared" && mkfifo "$shared/fifo" &&
+            ln -s "$shared/fifo" "$shared/planted" && chown -h nobody "$shared/planted" ||
+            fail "could not set up the shared directory"
+        status timeout 10 "$memkit" report -o "$shared/planted" "$work/p.mkt"
+        expect_status 2
+        expect_re "planted is another user's symbolic link to something other than a file"
+    fi
+    ;;
 outputs)
     # Every writer checks every write and its close: /dev/full gives one line
     # and a failing status; a file on a full disk is never left truncated.

@@ -108,29 +108,36 @@ fifo) findings fifo fifo_site 10000 ;;
 temporary) findings temporary temporary_site 1000 ;;
 hoist) findings hoist hoist_site 1000 ;;
 pool) findings pool pool_site 4000 ;;
-pool_threshold)
-    # The pool finding at its boundary: half of one size's blocks freed fires
-    # it, one fewer does not, nor a fifth; its saving is exactly the frees it
+pool_threshold | temporary_threshold | tiny_threshold)
+    # A finding at its boundary: half of a site's blocks (freed for pool,
+    # freed before the next allocation for temporary, under 32 bytes for
+    # tiny) fires it, one fewer does not; its saving is exactly what it
     # removes at the malloc+free cost given.
-    for case in pool_half:500 pool_under:0 pool_fifth:0; do
+    case $test in
+    pool*) kind=pool site=pool_share_site cases="pool_half:500 pool_under:0 pool_fifth:0" ;;
+    temporary*) kind=temporary site=temp_share_site cases="temp_half:500 temp_under:0" ;;
+    *) kind=tiny site=tiny_share_site cases="tiny_half:500 tiny_under:0" ;;
+    esac
+    for case in $cases; do
         pattern=${case%%:*} want=${case#*:} # (trace sets $name)
         trace "p_$pattern" "$rprogs/patterns" "$pattern"
         "$memkit" report --format json --cost-ns 100 "$work/p_$pattern.mkt" \
             >"$work/p_$pattern.json" || fail "report of $pattern failed"
-        python3 - "$work/p_$pattern.json" "$want" <<'PY' || fail "pool finding of $pattern"
+        python3 - "$work/p_$pattern.json" "$want" "$kind" "$site" <<'PY' ||
 import json, sys
 r = json.load(open(sys.argv[1]))
-want = int(sys.argv[2])
+want, kind, site = int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def fn(f):
     return f["site"]["frames"][0]["function"] if f["site"]["frames"] else None
-mine = [f for f in r["findings"] if fn(f) == "pool_share_site"]
+mine = [f for f in r["findings"] if fn(f) == site and f["kind"] == kind]
 if not want:
-    assert not mine, "findings at pool_share_site: %s" % [(f["kind"], f["count"]) for f in mine]
+    assert not mine, "%s findings at %s: %s" % (kind, site, [f["count"] for f in mine])
     sys.exit(0)
-assert [f["kind"] for f in mine] == ["pool"], [(f["kind"], f["count"]) for f in mine]
+assert len(mine) == 1, [(f["kind"], f["count"]) for f in r["findings"] if fn(f) == site]
 assert mine[0]["count"] == want, (mine[0]["count"], want)
 assert mine[0]["estimated_saving_ns"] == want * 100, mine[0]["estimated_saving_ns"]
 PY
+            fail "$kind finding of $pattern"
     done
     ;;
 tiny) findings tiny tiny_site 2000 ;;

@@ -161,6 +161,85 @@ static void pool_fifth(void) /* 200 of 1000: none */
     pool_share();
 }
 
+/* Frees 1000 kept blocks in a shuffled order. */
+static void free_shuffled(void **b, int n)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(next_random() % (unsigned)(i + 1));
+        void *t = b[i];
+        b[i] = b[j];
+        b[j] = t;
+    }
+    for (int i = 0; i < n; i++)
+        free(b[i]);
+}
+
+/* The temporary finding's boundary (half of a site's blocks freed before
+ * the thread's next allocation): 1000 blocks of 40-89 bytes, the odd ones
+ * freed at once (the last one among them), `temp_skip` of those kept
+ * instead, the rest freed at the end in a shuffled order. */
+static int temp_skip;
+
+__attribute__((noinline)) static void *temp_share_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void temp_share(void)
+{
+    static void *kept[ROUNDS];
+    int n = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        void *p = temp_share_site(40 + (size_t)(i % 50));
+        if (i % 2 && i >= 2 * temp_skip)
+            free(p); /* before the next allocation: a temporary */
+        else
+            kept[n++] = p;
+    }
+    free_shuffled(kept, n);
+}
+
+static void temp_half(void) /* 500 of 1000: the finding */
+{
+    temp_share();
+}
+
+static void temp_under(void) /* 499 of 1000: none */
+{
+    temp_skip = 1;
+    temp_share();
+}
+
+/* The tiny finding's boundary (half of a site's requests under 32 bytes):
+ * 1000 blocks, `tiny_n` of them 8 bytes and the rest 64, all kept, then
+ * freed in a shuffled order. */
+static int tiny_n;
+
+__attribute__((noinline)) static void *tiny_share_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void tiny_share(void)
+{
+    static void *b[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++)
+        b[i] = tiny_share_site(i < tiny_n ? 8 : 64);
+    free_shuffled(b, ROUNDS);
+}
+
+static void tiny_half(void) /* 500 of 1000: the finding */
+{
+    tiny_n = ROUNDS / 2;
+    tiny_share();
+}
+
+static void tiny_under(void) /* 499 of 1000: none */
+{
+    tiny_n = ROUNDS / 2 - 1;
+    tiny_share();
+}
+
 /* 2000 short strings, kept, freed in a shuffled order. */
 __attribute__((noinline)) static char *tiny_site(size_t n)
 {
@@ -324,6 +403,10 @@ static const struct {
     {"pool_half", pool_half},
     {"pool_under", pool_under},
     {"pool_fifth", pool_fifth},
+    {"temp_half", temp_half},
+    {"temp_under", temp_under},
+    {"tiny_half", tiny_half},
+    {"tiny_under", tiny_under},
     {"tiny", tiny},
     {"cross_thread", cross_thread},
     {"paired", paired},
@@ -340,7 +423,9 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    fprintf(stderr, "usage: patterns lifo|fifo|temporary|hoist|pool|pool_half|pool_under|"
-                    "pool_fifth|tiny|cross_thread|paired|realloc_chain|none|inlined\n");
+    fprintf(stderr,
+            "usage: patterns lifo|fifo|temporary|hoist|pool|pool_half|pool_under|"
+            "pool_fifth|temp_half|temp_under|tiny_half|tiny_under|tiny|cross_thread|"
+            "paired|realloc_chain|none|inlined\n");
     return 2;
 }

@@ -108,15 +108,17 @@ fifo) findings fifo fifo_site 10000 ;;
 temporary) findings temporary temporary_site 1000 ;;
 hoist) findings hoist hoist_site 1000 ;;
 pool) findings pool pool_site 4000 ;;
-pool_threshold | temporary_threshold | tiny_threshold)
+pool_threshold | temporary_threshold | tiny_threshold | cross_thread_threshold)
     # A finding at its boundary: half of a site's blocks (freed for pool,
     # freed before the next allocation for temporary, under 32 bytes for
-    # tiny) fires it, one fewer does not; its saving is exactly what it
-    # removes at the malloc+free cost given.
+    # tiny, freed by another thread for cross_thread) fires it, one fewer
+    # does not; its saving is exactly what it removes at the malloc+free
+    # cost given.
     case $test in
     pool*) kind=pool site=pool_share_site cases="pool_half:500 pool_under:0 pool_fifth:0" ;;
     temporary*) kind=temporary site=temp_share_site cases="temp_half:500 temp_under:0" ;;
-    *) kind=tiny site=tiny_share_site cases="tiny_half:500 tiny_under:0" ;;
+    tiny*) kind=tiny site=tiny_share_site cases="tiny_half:500 tiny_under:0" ;;
+    *) kind=cross_thread site=cross_share_site cases="cross_half:500 cross_under:0" ;;
     esac
     for case in $cases; do
         pattern=${case%%:*} want=${case#*:} # (trace sets $name)

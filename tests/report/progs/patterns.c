@@ -303,6 +303,47 @@ static void cross_thread(void)
     pthread_join(t, NULL);
 }
 
+/* The cross-thread finding's boundary (half of a site's blocks freed by
+ * another thread): 1000 blocks of 40-89 bytes, `cross_n` of them freed by
+ * a second thread, the rest by this one, each set in a shuffled order. */
+static int cross_n;
+static void *cross_blocks[ROUNDS];
+
+__attribute__((noinline)) static void *cross_share_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void *cross_freer(void *arg)
+{
+    (void)arg;
+    free_shuffled(cross_blocks, cross_n);
+    return NULL;
+}
+
+static void cross_share(void)
+{
+    pthread_t t;
+    for (int i = 0; i < ROUNDS; i++)
+        cross_blocks[i] = cross_share_site(40 + (size_t)(i % 50));
+    if (pthread_create(&t, NULL, cross_freer, NULL))
+        abort();
+    pthread_join(t, NULL);
+    free_shuffled(cross_blocks + cross_n, ROUNDS - cross_n);
+}
+
+static void cross_half(void) /* 500 of 1000: the finding */
+{
+    cross_n = ROUNDS / 2;
+    cross_share();
+}
+
+static void cross_under(void) /* 499 of 1000: none */
+{
+    cross_n = ROUNDS / 2 - 1;
+    cross_share();
+}
+
 /* A node and its payload, allocated together, freed together, in random
  * order among 32 live pairs. */
 struct node {
@@ -407,6 +448,8 @@ static const struct {
     {"temp_under", temp_under},
     {"tiny_half", tiny_half},
     {"tiny_under", tiny_under},
+    {"cross_half", cross_half},
+    {"cross_under", cross_under},
     {"tiny", tiny},
     {"cross_thread", cross_thread},
     {"paired", paired},
@@ -425,7 +468,8 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "usage: patterns lifo|fifo|temporary|hoist|pool|pool_half|pool_under|"
-            "pool_fifth|temp_half|temp_under|tiny_half|tiny_under|tiny|cross_thread|"
+            "pool_fifth|temp_half|temp_under|tiny_half|tiny_under|cross_half|cross_under|"
+            "tiny|cross_thread|"
             "paired|realloc_chain|none|inlined\n");
     return 2;
 }

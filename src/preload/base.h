@@ -255,6 +255,12 @@ static inline bool mk_mode_sampled(void)
     return mk_st.cfg.mode == MK_MODE_SAMPLED;
 }
 
+/* Is every call an event (full tracing, with or without the summary)? */
+static inline bool mk_mode_full(void)
+{
+    return mk_st.cfg.mode == MK_MODE_FULL || mk_st.cfg.mode == MK_MODE_FULL_SUMMARY;
+}
+
 /* Are EVENTS records written (all modes but --summary-only)? */
 static inline bool mk_mode_events(void)
 {

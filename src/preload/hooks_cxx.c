@@ -294,6 +294,17 @@ static inline void cxx_free(void *p)
         mk_real.free(p);
 }
 
+/* What a new hook does for the block: malloc it itself where the next
+ * operator would only malloc it (the operator still runs when malloc fails,
+ * for its new_handler and bad_alloc), else call the operator. */
+static inline __attribute__((always_inline)) void *
+cxx_malloc_or_new(cxx_op_t *op, void *next, int shape, size_t size, size_t al,
+                  const void *nt)
+{
+    void *p = cxx_direct(op, next) ? cxx_malloc(size) : NULL;
+    return p ? p : cxx_call_new(next, shape, size, al, nt); /* may throw */
+}
+
 /* What a delete hook does with the block: free it itself where the next
  * operator would only free it, else call the operator. */
 static inline __attribute__((always_inline)) void
@@ -347,8 +358,7 @@ static inline __attribute__((always_inline)) void *new_general(cxx_op_t *op, int
         return cxx_call_new(next, shape, size, al, nt); /* may throw */
     mk_span_t span;
     void *p;
-    TIMED_CALL(t, span, p = cxx_direct(op, next) ? cxx_malloc(size) : NULL;
-               if (!p) p = cxx_call_new(next, shape, size, al, nt)); /* may throw */
+    TIMED_CALL(t, span, p = cxx_malloc_or_new(op, next, shape, size, al, nt));
     record_alloc(t, kind, size, al, p, ra, span);
     return p;
 }
@@ -363,9 +373,7 @@ new_summary(cxx_op_t *op, int shape, unsigned kind, new_body_fn general, uintptr
     mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();
     if (MK_UNLIKELY(!t))
         return general(ra, size, al, nt);
-    void *p = cxx_direct(op, real) ? cxx_malloc(size) : NULL;
-    if (!p)
-        p = cxx_call_new(real, shape, size, al, nt); /* may throw: uncounted, as traced */
+    void *p = cxx_malloc_or_new(op, real, shape, size, al, nt); /* a throw: uncounted */
     mk_summary_alloc(t, kind, size, (uintptr_t)p, ra);
     return p;
 }

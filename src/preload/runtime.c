@@ -314,8 +314,7 @@ static void calibrate_timing(void)
 {
     enum { PAIRS = 256 };
     uint64_t sum = 0;
-    mk_st.timing = mk_st.use_tsc && (mk_st.cfg.mode == MK_MODE_FULL ||
-                                     mk_st.cfg.mode == MK_MODE_FULL_SUMMARY);
+    mk_st.timing = mk_st.use_tsc && mk_mode_full();
     if (!mk_st.timing)
         return;
     for (int i = 0; i < PAIRS; i++) {
@@ -357,7 +356,7 @@ void mk_init(void)
     mk_threads_init();
     /* --summary-only keeps calling instructions only; --sample unwinds its
      * first sample's stack first (mk_stacks_ready) */
-    if (mk_st.cfg.mode == MK_MODE_FULL || mk_st.cfg.mode == MK_MODE_FULL_SUMMARY)
+    if (mk_mode_full())
         mk_stacks_init_once();
     if (!mk_output_open()) {
         mk_guard--;

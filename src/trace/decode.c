@@ -8,7 +8,6 @@
 #include "reader_internal.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,42 +205,39 @@ static uint64_t get_code(mk_cursor_t *st, record_state_t *rs, bool cached)
     return nibble < 15 ? nibble : 15 + mk_get_varint(&st[MK_S_NEWADDR_HI]);
 }
 
-/* The next bit of a stream of bits (HIT, SLOW) whose current byte's next
- * bit is *at; at the stream's end, an error. */
-static unsigned get_bit(mk_cursor_t *s, unsigned *at)
+/* The next HIT bit (version 3); at the stream's end, an error. */
+static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
 {
+    mk_cursor_t *s = &st[MK_S_HIT];
     if (s->p >= s->end) {
         s->err = 1;
         return 0;
     }
-    unsigned bit = *s->p >> *at & 1;
-    if (++*at == 8) {
-        *at = 0;
+    unsigned bit = *s->p >> rs->hit_bit & 1;
+    if (++rs->hit_bit == 8) {
+        rs->hit_bit = 0;
         s->p++;
     }
     return bit;
 }
 
-/* The next HIT bit (version 3). */
-static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
+/* An event's allocator time (format.h): true for a timed event, whose
+ * cycles, the reading's own cost taken off and weighed by the events it
+ * stands for, go into *cost; false (cost 0) for the others and before
+ * version 5. */
+static bool get_cost(mk_cursor_t *st, record_state_t *rs, double *cost)
 {
-    return get_bit(&st[MK_S_HIT], &rs->hit_bit);
-}
-
-/* An event's allocator time in cycles, weighed by the events it stands for
- * (format.h): a timed event's, the reading's own cost taken off; 0 for the
- * others and before version 5. */
-static double get_cost(mk_cursor_t *st, record_state_t *rs)
-{
+    *cost = 0;
     if (!rs->timed)
-        return 0;
+        return false;
     if (rs->cost_left != 1) {
         rs->cost_left -= rs->cost_left != 0;
-        return 0;
+        return false;
     }
     double c = (double)mk_get_varint(&st[MK_S_COST]) - rs->overhead;
     rs->cost_left = mk_cost_stride(&rs->cost_rng);
-    return c > 0 ? c * MK_COST_STRIDE : -0.0; /* -0: timed, nothing left */
+    *cost = c > 0 ? c * MK_COST_STRIDE : 0;
+    return true;
 }
 
 /* Whether class cls's next new address (not a realloc's) starts with a HIT
@@ -399,9 +395,9 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
-        double cost = cls == MK_CLASS_SYSMAP ? 0 : get_cost(st, &rs);
-        ev.timed = cost > 0 || signbit(cost);
-        ev.cost = (float)fabs(cost);
+        double cost = 0;
+        ev.timed = cls != MK_CLASS_SYSMAP && get_cost(st, &rs, &cost);
+        ev.cost = (float)cost;
         mk_index_slot_t *slot;
         switch (cls) {
         case MK_CLASS_ALLOC:

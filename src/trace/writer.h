@@ -41,8 +41,9 @@
  * event fits. DEFS is checked on its own. */
 #define MK_DEFS_CAP (256u << 10)
 #define MK_DEF_ROOM (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
-/* The record's own head (mk_writer_end): index, tid, anchors, stream sizes. */
-#define MK_HEAD_MAX (7 * MK_VARINT_MAX + 16 + MK_S_COUNT * MK_VARINT_MAX)
+/* The record's own head (mk_writer_end): index, tid, anchors, stream sizes,
+ * the allocator times' start state (left, rng) and overhead. */
+#define MK_HEAD_MAX (6 * MK_VARINT_MAX + 24 + MK_S_COUNT * MK_VARINT_MAX)
 /* A record older than this many ticks (2^31 TSC cycles: 0.6-0.9 s at 2.4-3.5
  * GHz; 2.1 s of 4096-ns ticks) is closed before the next event joins it, so
  * that a SIGKILL (the OOM killer's) takes at most about a second of a busy
@@ -215,26 +216,18 @@ static inline void mk_writer_code(mk_writer_t *w, int stream, uint8_t **pending,
         mk_writer_put(w, MK_S_NEWADDR_HI, code - 15);
 }
 
-/* One bit into a stream of bits (HIT, SLOW): eight per byte, the first in
- * bit 0; *byte is the one being filled (NULL: none), *bits its bits so far. */
-static inline void mk_writer_bit(mk_writer_t *w, int stream, uint8_t **byte,
-                                 unsigned *bits, unsigned bit)
-{
-    if (!*byte) {
-        *byte = w->s[stream]++;
-        **byte = 0;
-    }
-    **byte |= (uint8_t)(bit << *bits);
-    if (++*bits == 8) {
-        *byte = NULL;
-        *bits = 0;
-    }
-}
-
 /* A HIT bit: whether the new block is the reuse model's guess. */
 static inline void mk_writer_hit(mk_writer_t *w, unsigned hit)
 {
-    mk_writer_bit(w, MK_S_HIT, &w->hit_byte, &w->hit_bits, hit);
+    if (!w->hit_byte) {
+        w->hit_byte = w->s[MK_S_HIT]++;
+        *w->hit_byte = 0;
+    }
+    *w->hit_byte |= (uint8_t)(hit << w->hit_bits);
+    if (++w->hit_bits == 8) {
+        w->hit_byte = NULL;
+        w->hit_bits = 0;
+    }
 }
 
 /* Is the next event's call to be timed (format.h)? The owner asks before

@@ -113,6 +113,7 @@ typedef struct mk_state {
     bool use_tsc;     /* ticks from the invariant TSC, else from the clock */
     bool timing;      /* calls are timed (format.h): a TSC, and every event written */
     uint32_t cost_overhead_x16; /* 16 x the cycles an empty span reads (runtime.c) */
+    uint64_t slow_cycles;       /* a call this long is slow (runtime.c; 0: none) */
     uint64_t tick_start;
     atomic_ullong bytes_written; /* to the trace: the process's I/O minus ours */
     atomic_uint next_thread;

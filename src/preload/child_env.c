@@ -13,10 +13,19 @@
  * is traced as its parent is: a --sample run's child is sampled, not traced
  * in full. */
 static const char *const traced_vars[] = {
-    "LD_PRELOAD",         "MEMKIT_TRACE_PREFIX",       "MEMKIT_TRACE_RUN",
-    "MEMKIT_TRACE_DEPTH", "MEMKIT_TRACE_SUMMARY_ONLY", "MEMKIT_TRACE_SYSCALLS",
-    "MEMKIT_MALLOPT",     "MEMKIT_TRACE_SUMMARY",      "MEMKIT_TRACE_SAMPLE",
-    "MEMKIT_SAMPLE_SEED", "MEMKIT_TRACE_SNAPSHOT_NS",  "MEMKIT_TRACE_SNAPSHOT_SIGNAL",
+    "LD_PRELOAD",
+    "MEMKIT_TRACE_PREFIX",
+    "MEMKIT_TRACE_RUN",
+    "MEMKIT_TRACE_DEPTH",
+    "MEMKIT_TRACE_SUMMARY_ONLY",
+    "MEMKIT_TRACE_SYSCALLS",
+    "MEMKIT_TRACE_TIMES",
+    "MEMKIT_MALLOPT",
+    "MEMKIT_TRACE_SUMMARY",
+    "MEMKIT_TRACE_SAMPLE",
+    "MEMKIT_SAMPLE_SEED",
+    "MEMKIT_TRACE_SNAPSHOT_NS",
+    "MEMKIT_TRACE_SNAPSHOT_SIGNAL",
 };
 #define N_TRACED_VARS (sizeof traced_vars / sizeof traced_vars[0])
 _Static_assert(N_TRACED_VARS == MK_CHILD_ENV_VARS, "child_env.h counts them");

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 /* How many variables mk_child_env may add. */
-#define MK_CHILD_ENV_VARS 12
+#define MK_CHILD_ENV_VARS 13
 
 /* At start-up: the variables the children must inherit. */
 MK_HIDDEN void mk_child_env_save(void);

@@ -47,30 +47,15 @@ static inline void note_brk(mk_thread_t *t)
  * --sample's. Every body takes the caller's return address from the
  * exported function: it may or may not be a tail call. */
 
-/* The timed call of one event in about MK_COST_STRIDE (format.h), out of
- * line: inlined, its second copy of the event's encoding made the compiler
- * save registers in the untimed path too. */
-static __attribute__((noinline)) void *timed_malloc(mk_thread_t *t, size_t n,
-                                                    uintptr_t ra)
-{
-    mk_span_t span;
-    void *p;
-    TIMED_CALL(t, span, p = mk_real.malloc(n));
-    record_alloc(t, MK_K_MALLOC, n, 0, p, ra, span);
-    note_brk(t);
-    mk_leave(t);
-    return p;
-}
-
 static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)
 {
     mk_thread_t *t = mk_enter();
     if (!t)
         return MK_LIKELY(mk_real.malloc != NULL) ? mk_real.malloc(n) : mk_boot_alloc(n);
-    if (MK_UNLIKELY(mk_writer_cost_due(&t->w)))
-        return timed_malloc(t, n, ra);
-    void *p = mk_real.malloc(n);
-    record_alloc(t, MK_K_MALLOC, n, 0, p, ra, MK_NO_SPAN);
+    mk_span_t span;
+    void *p;
+    TIMED_CALL(t, span, p = mk_real.malloc(n));
+    record_alloc(t, MK_K_MALLOC, n, 0, p, ra, span);
     note_brk(t);
     mk_leave(t);
     return p;
@@ -109,15 +94,12 @@ MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
     return MK_DISPATCH(malloc, n, CALLER());
 }
 
-/* A timed free (as timed_malloc): its event goes in after the call, at the
- * time the call began, so a reuse of p is still later in time. */
-static __attribute__((noinline)) void timed_free(mk_thread_t *t, void *p)
+/* A free's event put before the real free, where calls are not read
+ * (general_free): out of line, so that the hot path holds one copy of the
+ * encoding. */
+static __attribute__((noinline)) void put_free_before(mk_thread_t *t, void *p)
 {
-    mk_span_t span;
-    TIMED_CALL(t, span, mk_real.free(p));
-    record_free_end(t, MK_K_FREE, p, span);
-    note_brk(t);
-    mk_leave(t);
+    record_free_end(t, MK_K_FREE, p, MK_NO_SPAN);
 }
 
 static __attribute__((noinline)) void general_free(void *p)
@@ -129,12 +111,19 @@ static __attribute__((noinline)) void general_free(void *p)
         return;
     }
     bool put = record_free_begin(t, MK_K_FREE, p);
-    if (put && MK_UNLIKELY(mk_writer_cost_due(&t->w))) {
-        timed_free(t, p);
+    if (MK_LIKELY(put && mk_st.timing)) {
+        /* Read around (a slow free is found after it), and put after it at
+         * the time it began: a reuse of p is later in time all the same,
+         * and at an equal time frees come first (merge.c). */
+        mk_span_t span;
+        TIMED_CALL(t, span, mk_real.free(p));
+        record_free_end(t, MK_K_FREE, p, span);
+        note_brk(t);
+        mk_leave(t);
         return;
     }
     if (put) /* before the real free: a reuse of p is later in time */
-        record_free_end(t, MK_K_FREE, p, MK_NO_SPAN);
+        put_free_before(t, p);
     if (MK_LIKELY(!mk_st.cfg.syscalls)) {
         /* Nothing is recorded after the real free unless --syscalls watches
          * the break: leave first, so that the call is a tail call. */

@@ -421,6 +421,11 @@ static inline __attribute__((always_inline)) void delete_general(cxx_op_t *op, i
         record_free_end(t, kind, p, span);
         return;
     }
+    if (put && MK_LIKELY(mk_st.timing)) { /* read around, put after (general_free) */
+        READ_CALL(span, cxx_free_or_delete(op, next, shape, p, n, al, nt));
+        record_free_end(t, kind, p, span);
+        return;
+    }
     if (put) /* before the real delete: a reuse of p is later in time */
         record_free_end(t, kind, p, span);
     cxx_free_or_delete(op, next, shape, p, n, al, nt);

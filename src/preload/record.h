@@ -23,9 +23,24 @@
         *errno_at_ = saved_errno_;                                                       \
     } while (0)
 
+/* Runs stmt, a real call, between unfenced TSC reads when the run times
+ * calls (format.h: they find the slow calls, and the later read is the
+ * event's tick), else with no reads at all. */
+#define READ_CALL(span, stmt)                                                            \
+    do {                                                                                 \
+        if (MK_LIKELY(mk_st.timing)) {                                                   \
+            (span).t0 = __rdtsc();                                                       \
+            stmt;                                                                        \
+            (span).t1 = __rdtsc();                                                       \
+        } else {                                                                         \
+            (span) = MK_NO_SPAN;                                                         \
+            stmt;                                                                        \
+        }                                                                                \
+    } while (0)
+
 /* Runs stmt, the real call of thread t's next event, between the span's
  * fenced reads when the writer's stride says that event is timed (format.h),
- * else with no reads at all. */
+ * else as READ_CALL does. */
 #define TIMED_CALL(t, span, stmt)                                                        \
     do {                                                                                 \
         if (MK_UNLIKELY(mk_writer_cost_due(&(t)->w))) {                                  \
@@ -33,8 +48,7 @@
             stmt;                                                                        \
             (span).t1 = mk_fenced_end();                                                 \
         } else {                                                                         \
-            (span) = MK_NO_SPAN;                                                         \
-            stmt;                                                                        \
+            READ_CALL(span, stmt);                                                       \
         }                                                                                \
     } while (0)
 

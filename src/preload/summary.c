@@ -133,6 +133,8 @@ void mk_summary_after_fork_child(void)
         memset(t->counts, 0, sizeof t->counts);
         memset(t->bytes, 0, sizeof t->bytes);
         mk_summary_of(t)->frees_unseen = 0;
+        t->w.slow_sum = t->w.timed_sum = 0;
+        t->w.slow_calls = t->w.timed_calls = 0;
         if (mk_summary_of(t)->sites) {
             memset(mk_summary_of(t)->sites->t.slots, 0,
                    mk_summary_of(t)->sites->t.cap * sizeof(mk_kv_t));
@@ -151,7 +153,7 @@ void mk_summary_after_fork_child(void)
 /* Bytes a record with nsites sites needs at most. */
 static size_t record_cap(size_t nsites)
 {
-    return 128 + MK_K_COUNT * 2 * MK_VARINT_MAX + nsites * (8 + 2 * MK_VARINT_MAX);
+    return 192 + MK_K_COUNT * 2 * MK_VARINT_MAX + nsites * (8 + 2 * MK_VARINT_MAX);
 }
 
 /* varint nkinds, then the calls and the bytes of every kind. */
@@ -234,6 +236,8 @@ static void maybe_checkpoint(mk_thread_t *t)
 void mk_summary_write(void)
 {
     uint64_t counts[MK_K_COUNT] = {0}, bytes[MK_K_COUNT] = {0}, frees_unseen = 0;
+    uint64_t slow_calls = 0, timed_calls = 0;
+    double slow_sum = 0, timed_sum = 0;
     mk_kv_table_t all = MMAP_TABLE;
 
     /* the threads' sites come in their tables' order: reserve (kv_table.h);
@@ -249,6 +253,10 @@ void mk_summary_write(void)
             bytes[k] += t->bytes[k];
         }
         frees_unseen += mk_summary_of(t)->frees_unseen;
+        slow_sum += t->w.slow_sum;
+        timed_sum += t->w.timed_sum;
+        slow_calls += t->w.slow_calls;
+        timed_calls += t->w.timed_calls;
         for (size_t i = 0; mk_summary_of(t)->sites && i < mk_summary_of(t)->sites->t.cap;
              i++) {
             mk_kv_t *s = &mk_summary_of(t)->sites->t.slots[i];
@@ -284,6 +292,12 @@ void mk_summary_write(void)
     p = mk_put_varint(p, (uint64_t)(live_b > 0 ? live_b : 0));
     p = mk_put_varint(p, counts[MK_K_FREE] - frees_unseen); /* memanalyze's Frees */
     p = put_sites(p, &all);
+    if (mk_st.timing) { /* added later, so optional: the allocator's time */
+        p = mk_put_varint(p, (uint64_t)(slow_sum + timed_sum));
+        p = mk_put_varint(p, (uint64_t)slow_sum);
+        p = mk_put_varint(p, slow_calls);
+        p = mk_put_varint(p, slow_calls + timed_calls);
+    }
     mk_output_record(NULL, MK_REC_SUMMARY, raw, (size_t)(p - raw));
     mk_pages_release(raw, cap);
     mk_kv_release(&all);

@@ -170,6 +170,7 @@ mk_thread_t *mk_thread_get(void)
      * is given (MEMKIT_SAMPLE_SEED: a run repeats its choices), else the
      * clock; 0 left: calls are not timed. */
     t->w.cost_overhead_x16 = mk_st.cost_overhead_x16;
+    t->w.slow_cycles = mk_st.slow_cycles;
     t->w.cost_rng = (mk_st.cfg.sample_seed ? mk_st.cfg.sample_seed : mk_ticks()) ^
                     ((uint64_t)t->index * 0x9e3779b97f4a7c15ull);
     t->w.cost_left = mk_st.timing ? mk_cost_stride(&t->w.cost_rng) : 0;

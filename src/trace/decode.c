@@ -137,7 +137,9 @@ typedef struct record_state {
     bool timed;          /* version 5 with allocator times (format.h) */
     uint32_t cost_left;  /* events to the next timed one (1: this) */
     uint64_t cost_rng;
-    double overhead; /* the cycles a fenced reading adds to a timed call */
+    double overhead;   /* the cycles a fenced reading adds to a timed call */
+    uint64_t event_at; /* the current event's index in the record (SLOW) */
+    uint64_t slow_at;  /* the index of the next slow call (UINT64_MAX: none) */
 } record_state_t;
 
 /* The stream count of a version's EVENTS records. */
@@ -146,6 +148,7 @@ static int stream_count(uint32_t version)
     return version == 1   ? MK_S_COUNT_V1
            : version == 2 ? MK_S_COUNT_V2
            : version < 5  ? MK_S_COUNT_V4
+           : version < 6  ? MK_S_COUNT_V5
                           : MK_S_COUNT;
 }
 
@@ -221,22 +224,38 @@ static unsigned get_hit(mk_cursor_t *st, record_state_t *rs)
     return bit;
 }
 
-/* An event's allocator time (format.h): true for a timed event, whose
- * cycles, the reading's own cost taken off and weighed by the events it
- * stands for, go into *cost; false (cost 0) for the others and before
- * version 5. */
-static bool get_cost(mk_cursor_t *st, record_state_t *rs, double *cost)
+/* The index of the record's next slow call, gap events after the one
+ * before it (format.h, SLOW); UINT64_MAX when there is none. */
+static uint64_t next_slow(mk_cursor_t *slow, uint64_t from)
+{
+    if (slow->p >= slow->end)
+        return UINT64_MAX;
+    return from + mk_get_varint(slow);
+}
+
+/* An event's allocator time (format.h): true for a timed event or a slow
+ * call, whose cycles go into *cost: a timed one's less the reading's own
+ * cost and weighed by the events it stands for, a slow one's as they are;
+ * false (cost 0) for the others and before version 5. *slow: it was slow. */
+static bool get_cost(mk_cursor_t *st, record_state_t *rs, double *cost, bool *slow)
 {
     *cost = 0;
+    *slow = false;
     if (!rs->timed)
         return false;
+    bool timed = false;
+    if (__builtin_expect(rs->event_at == rs->slow_at, 0)) {
+        *cost = (double)mk_get_varint(&st[MK_S_SLOW]);
+        *slow = timed = true;
+        rs->slow_at = next_slow(&st[MK_S_SLOW], rs->event_at + 1);
+    }
     if (rs->cost_left != 1) {
         rs->cost_left -= rs->cost_left != 0;
-        return false;
+        return timed;
     }
     double c = (double)mk_get_varint(&st[MK_S_COST]) - rs->overhead;
     rs->cost_left = mk_cost_stride(&rs->cost_rng);
-    *cost = c > 0 ? c * MK_COST_STRIDE : 0;
+    *cost += c > 0 ? c * MK_COST_STRIDE : 0;
     return true;
 }
 
@@ -338,6 +357,45 @@ named:
     return addr;
 }
 
+/* An EVENTS record's head (format.h), up to its streams. */
+typedef struct events_head {
+    uint32_t thread;
+    uint64_t tick;             /* the clock anchor's */
+    uint64_t lens[MK_S_COUNT]; /* 0 past the version's streams */
+    bool timed;                /* version 5 on, with allocator times */
+    uint32_t cost_left;        /* the stride's start state */
+    uint64_t cost_rng;
+    double overhead; /* cycles of an empty fenced reading */
+} events_head_t;
+
+/* Reads the head at c into h (c->err set when it is malformed); the slow
+ * bound it carries (version 6) raises tr's. */
+static void get_head(mk_cursor_t *c, mk_trace_t *tr, events_head_t *h)
+{
+    uint32_t version = tr->header.version;
+    memset(h, 0, sizeof *h);
+    h->thread = (uint32_t)mk_get_varint(c);
+    (void)mk_get_varint(c); /* tid */
+    (void)mk_get_u64(c);    /* anchor_ns: used for calibration, from the record head */
+    h->tick = mk_get_u64(c);
+    int count = stream_count(version);
+    if (mk_get_varint(c) != (uint64_t)count)
+        c->err = 1;
+    for (int i = 0; i < count && !c->err; i++)
+        h->lens[i] = mk_get_varint(c);
+    if (version >= 5) {
+        h->cost_left = (uint32_t)mk_get_varint(c);
+        h->cost_rng = mk_get_u64(c);
+        h->overhead = (double)mk_get_varint(c) / 16;
+        h->timed = (tr->header.flags & MK_TF_COSTS) != 0;
+    }
+    if (version >= 6) { /* the slow bound: SLOW says which calls were */
+        uint64_t bound = mk_get_varint(c);
+        if (!c->err && bound > tr->slow_cycles)
+            tr->slow_cycles = bound;
+    }
+}
+
 bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
                             size_t len, mk_event_fn fn, void *ctx)
 {
@@ -351,23 +409,16 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
     if (!d->live.max) /* the index's bound: once (a test may set its own) */
         mk_index_set_version(&d->live, tr->header.version);
 
-    ev.thread = (uint32_t)mk_get_varint(&c);
-    (void)mk_get_varint(&c); /* tid */
-    (void)mk_get_u64(&c);    /* anchor_ns: used for calibration, from the record head */
-    uint64_t tick = mk_get_u64(&c);
-    record_state_t rs = {.version = tr->header.version};
-    int count = stream_count(rs.version);
-    uint64_t nstreams = mk_get_varint(&c), lens[MK_S_COUNT] = {0};
-    if (nstreams != (uint64_t)count)
-        c.err = 1;
-    for (int i = 0; i < count && !c.err; i++)
-        lens[i] = mk_get_varint(&c);
-    if (rs.version >= 5) {
-        rs.cost_left = (uint32_t)mk_get_varint(&c);
-        rs.cost_rng = mk_get_u64(&c);
-        rs.overhead = (double)mk_get_varint(&c) / 16;
-        rs.timed = (tr->header.flags & MK_TF_COSTS) != 0;
-    }
+    events_head_t h;
+    get_head(&c, tr, &h);
+    ev.thread = h.thread;
+    uint64_t tick = h.tick, *lens = h.lens;
+    record_state_t rs = {.version = tr->header.version,
+                         .event_at = UINT64_MAX,
+                         .timed = h.timed,
+                         .cost_left = h.cost_left,
+                         .cost_rng = h.cost_rng,
+                         .overhead = h.overhead};
     const uint8_t *p = c.p;
     for (int i = 0; i < MK_S_COUNT && !c.err; i++) { /* lens[i] = 0 past count */
         if (lens[i] > (uint64_t)(c.end - p)) {
@@ -377,6 +428,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
         st[i] = (mk_cursor_t){p, p + lens[i], 0};
         p += lens[i];
     }
+    rs.slow_at = c.err ? UINT64_MAX : next_slow(&st[MK_S_SLOW], 0);
     mk_cursor_t *tags = &st[MK_S_TAG], *addrs = &st[MK_S_ADDR];
     while (!c.err && tags->p < tags->end) {
         unsigned tag = *tags->p++;
@@ -391,12 +443,15 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
             break;
         }
         ev.kind = (uint8_t)tag;
+        rs.event_at++; /* from UINT64_MAX: the first is 0 */
         tick += get_ticks(&st[MK_S_TIME], &rs);
         ev.time = mk_trace_tick_ns(tr, tick);
         ev.size = ev.align = ev.old_addr = ev.addr = 0;
         ev.stack = 0;
         double cost = 0;
-        ev.timed = cls != MK_CLASS_SYSMAP && get_cost(st, &rs, &cost);
+        bool slow = false;
+        ev.timed = cls != MK_CLASS_SYSMAP && get_cost(st, &rs, &cost, &slow);
+        ev.slow = slow;
         ev.cost = (float)cost;
         mk_index_slot_t *slot;
         switch (cls) {
@@ -458,26 +513,11 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
 bool mk_trace_decode_stacks(mk_trace_t *tr, const uint8_t *raw, size_t len)
 {
     mk_cursor_t c = {raw, raw + len, 0};
-    (void)mk_get_varint(&c); /* thread */
-    (void)mk_get_varint(&c); /* tid */
-    (void)mk_get_u64(&c);    /* anchor ns */
-    (void)mk_get_u64(&c);    /* anchor tick */
-    int count = stream_count(tr->header.version);
-    uint64_t nstreams = mk_get_varint(&c), before = 0, defs = 0;
-    if (nstreams != (uint64_t)count)
-        c.err = 1;
-    for (int i = 0; i < count && !c.err; i++) {
-        uint64_t n = mk_get_varint(&c);
-        if (i < MK_S_DEFS)
-            before += n;
-        else if (i == MK_S_DEFS)
-            defs = n;
-    }
-    if (tr->header.version >= 5) { /* the allocator times' start state */
-        (void)mk_get_varint(&c);
-        (void)mk_get_u64(&c);
-        (void)mk_get_varint(&c);
-    }
+    events_head_t h;
+    get_head(&c, tr, &h);
+    uint64_t before = 0, defs = h.lens[MK_S_DEFS];
+    for (int i = 0; i < MK_S_DEFS; i++)
+        before += h.lens[i];
     /* The streams follow the head in order; DEFS holds only definitions. */
     if (c.err || before > (uint64_t)(c.end - c.p) ||
         defs > (uint64_t)(c.end - c.p) - before) {

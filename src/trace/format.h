@@ -78,6 +78,16 @@
  * fenced interval, is what readers take off each timed call. Timing one
  * call in 64 costs the trace about a tenth of a bit per event, and the
  * traced program a few cycles per event.
+ * Slow calls (version 6): the untimed calls are read too, unfenced, and a
+ * call of at least the head's fourth field (varint cycles, about a
+ * microsecond) is a slow call: SLOW holds a pair per slow call, varint
+ * the events since the previous slow one of the record (from its start:
+ * its index; stack definitions are not events), then varint its cycles, which
+ * readers take as they are (it stands for itself). A timed event that is
+ * slow carries COST 0. A few calls carry most of a real heap's time
+ * (consolidating after frees, first touches of new pages, bin searches):
+ * one call in 64 misses them, and weighed by 64 the one it catches is
+ * worse.
  * SIZE and FREEREF are split numbers: the low byte in the _LO stream, the rest
  * as a varint in _HI (an align is a plain varint in SIZE_HI). Uniform low
  * bytes and small high parts each compress near their entropy; one varint
@@ -134,7 +144,7 @@
 
 #define MK_TRACE_MAGIC     "MKTRACE\0"
 #define MK_TRACE_MAGIC_LEN 8
-#define MK_TRACE_VERSION   5 /* readers read 1 to 4 too: see the differences above */
+#define MK_TRACE_VERSION   6 /* readers read 1 to 5 too: see the differences above */
 #define MK_RECORD_SYNC     0x31524b4du /* "MKR1" little-endian */
 #define MK_RECORD_HEAD_LEN 40
 #define MK_RECORD_MAX_RAW  (64u << 20) /* a reader refuses larger records */
@@ -254,8 +264,10 @@ enum mk_stream {
     MK_S_HIT,        /* bits, eight per byte, the first in bit 0: 1 = the guess */
     MK_S_CACHED,     /* codes after a HIT bit of 0, two per byte (below) */
     MK_S_COST,       /* varint cycles of a timed call (above) */
+    MK_S_SLOW,       /* varint events since the previous slow call, varint cycles */
     MK_S_COUNT
 };
+#define MK_S_COUNT_V5 MK_S_SLOW   /* version 5 had no slow calls */
 #define MK_S_COUNT_V4 MK_S_COST   /* versions 3 and 4 had no allocator times */
 #define MK_S_COUNT_V2 MK_S_HIT    /* version 2 had neither HIT nor CACHED */
 #define MK_S_COUNT_V1 MK_S_RECENT /* version 1 had neither RECENT nor NEWADDR_HI */

@@ -171,7 +171,14 @@ static bool absorb_summary(mk_trace_t *tr, mk_cursor_t *c)
     free(s->sites);
     s->sites = sites;
     s->present = true;
-    return true;
+    s->has_times = c->p < c->end; /* added later, so optional */
+    if (s->has_times) {
+        s->alloc_cycles = mk_get_varint(c);
+        s->slow_cycles = mk_get_varint(c);
+        s->slow_calls = mk_get_varint(c);
+        s->timed_calls = mk_get_varint(c);
+    }
+    return !c->err;
 }
 
 /* A SUMMARY_PART: replaces the same state's earlier part. */

@@ -75,6 +75,11 @@ typedef struct mk_trace_summary {
      * mk_trace_summary_from_parts: the process never wrote its SUMMARY. */
     bool from_parts;
     uint64_t parts_at_ns; /* the latest checkpoint, ns since the start */
+    /* The allocator's time as the events' readers will add it up (format 6
+     * traces with times): TSC cycles in all and in slow calls, the slow
+     * calls, and the calls timed (slow ones included). */
+    bool has_times;
+    uint64_t alloc_cycles, slow_cycles, slow_calls, timed_calls;
 } mk_trace_summary_t;
 
 /* One thread state's latest SUMMARY_PART (format.h); its sites' pc fields
@@ -108,7 +113,8 @@ typedef struct mk_event {
     uint64_t addr, old_addr;
     uint32_t thread, stack;
     uint8_t kind;
-    uint8_t timed; /* this call was timed (format.h) */
+    uint8_t timed; /* this call was timed, or was slow (format.h) */
+    uint8_t slow;  /* this call was slow: cost is its own cycles (format.h) */
     /* The allocator's cycles this call stands for (version 5: a timed call's,
      * weighed by the calls it stands for; 0 for the others). A float, so
      * that the event stays 56 bytes: the decoder queues a record's worth. */
@@ -147,8 +153,9 @@ typedef struct mk_trace {
     mk_stack_def_t *stacks; /* indexed by id */
     size_t stacks_cap;
     uint64_t events_read;
-    double ns_per_tick; /* from the clock anchors; see mk_trace_walk */
-    char damage[256];   /* "" when the whole file read cleanly */
+    uint64_t slow_cycles; /* a call this long was slow (format.h; 0: none seen) */
+    double ns_per_tick;   /* from the clock anchors; see mk_trace_walk */
+    char damage[256];     /* "" when the whole file read cleanly */
     void *dctx;
     uint8_t *raw, *stored;
     size_t raw_cap, stored_cap;

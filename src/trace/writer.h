@@ -42,8 +42,8 @@
 #define MK_DEFS_CAP (256u << 10)
 #define MK_DEF_ROOM (MK_VARINT_MAX * (MK_MAX_DEPTH + 2))
 /* The record's own head (mk_writer_end): index, tid, anchors, stream sizes,
- * the allocator times' start state (left, rng) and overhead. */
-#define MK_HEAD_MAX (6 * MK_VARINT_MAX + 24 + MK_S_COUNT * MK_VARINT_MAX)
+ * the allocator times' start state (left, rng), overhead and slow bound. */
+#define MK_HEAD_MAX (7 * MK_VARINT_MAX + 24 + MK_S_COUNT * MK_VARINT_MAX)
 /* A record older than this many ticks (2^31 TSC cycles: 0.6-0.9 s at 2.4-3.5
  * GHz; 2.1 s of 4096-ns ticks) is closed before the next event joins it, so
  * that a SIGKILL (the OOM killer's) takes at most about a second of a busy
@@ -67,9 +67,16 @@ typedef struct mk_writer {
     uint32_t cost_left, cost_left0; /* events to the next timed one (1: this) */
     uint64_t cost_rng, cost_rng0;
     uint32_t cost_overhead_x16; /* 16 x an empty fenced interval's cycles */
-    uint64_t events;            /* events in the current record */
-    mk_reuse_t *reuse;          /* recent frees by size class (reuse.h) */
-    mk_addr_index_t live;       /* blocks allocated, across records */
+    uint64_t slow_cycles;       /* a call this long is slow (0: none is) */
+    uint64_t slow_next;         /* the event after the record's last slow one */
+    /* What the readers will make of the times written, summed across
+     * records (the owner's summary reports it without a replay): cycles of
+     * the slow calls and their count, and of the timed ones as weighed. */
+    double slow_sum, timed_sum;
+    uint64_t slow_calls, timed_calls;
+    uint64_t events;      /* events in the current record */
+    mk_reuse_t *reuse;    /* recent frees by size class (reuse.h) */
+    mk_addr_index_t live; /* blocks allocated, across records */
 } mk_writer_t;
 
 /* Bytes a stream needs at most for a full record. */
@@ -90,6 +97,7 @@ static inline size_t mk_writer_stream_cap(int stream)
         [MK_S_HIT] = 1,        /* (an eighth) */
         [MK_S_CACHED] = 1,
         [MK_S_COST] = MK_VARINT_MAX,
+        [MK_S_SLOW] = 3 + MK_VARINT_MAX, /* an index < MK_RECORD_ITEMS: 3 bytes */
     };
     return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
 }
@@ -107,6 +115,7 @@ static inline void mk_writer_begin(mk_writer_t *w, uint64_t tick, uint64_t ns)
     w->hit_bits = 0;
     w->cost_left0 = w->cost_left; /* the stride runs on across records */
     w->cost_rng0 = w->cost_rng;
+    w->slow_next = 0;
     w->prev_addr = 0;
     mk_reuse_reset(w->reuse);
     w->events = 0;
@@ -237,16 +246,28 @@ static inline bool mk_writer_cost_due(const mk_writer_t *w)
     return w->cost_left == 1;
 }
 
-/* An event that may carry a time: the timed one's cycles into COST (the
- * owner measured them because mk_writer_cost_due said so). */
+/* An event that may carry a time: cycles is its call's, read fenced when
+ * mk_writer_cost_due said so, unfenced (or 0: not read) otherwise. A slow
+ * call goes into SLOW as it is; the timed one's cycles into COST. */
 static inline void mk_writer_cost(mk_writer_t *w, uint64_t cycles)
 {
+    if (MK_UNLIKELY(cycles >= w->slow_cycles) && w->slow_cycles) {
+        mk_writer_put(w, MK_S_SLOW, w->events - 1 - w->slow_next); /* head counted it */
+        mk_writer_put(w, MK_S_SLOW, cycles);
+        w->slow_next = w->events;
+        w->slow_sum += (double)cycles;
+        w->slow_calls++;
+        cycles = 0; /* counted once, as itself */
+    }
     if (MK_LIKELY(w->cost_left != 1)) {
         w->cost_left -= w->cost_left != 0;
         return;
     }
     mk_writer_put(w, MK_S_COST, cycles);
     w->cost_left = mk_cost_stride(&w->cost_rng);
+    double c = (double)cycles - (double)w->cost_overhead_x16 / 16; /* as decode.c */
+    w->timed_sum += c > 0 ? c * MK_COST_STRIDE : 0;
+    w->timed_calls++;
 }
 
 /* A new block's address that is not the model's guess, as a code in stream
@@ -407,6 +428,7 @@ static inline void mk_writer_end(mk_writer_t *w, uint32_t index, uint64_t tid,
     p = mk_put_varint(p, w->cost_left0);
     p = mk_put_u64(p, w->cost_rng0);
     p = mk_put_varint(p, w->cost_overhead_x16);
+    p = mk_put_varint(p, w->slow_cycles);
     part[0] = head;
     len[0] = (size_t)(p - head);
 }

@@ -96,6 +96,7 @@ static bool on_event(void *ctx, const mk_event_t *ev)
     CHECK_EQ(ev->stack, e->stack);
     CHECK_EQ(ev->thread, e->thread);
     CHECK_MSG(ev->cost == e->cost, "cost %.3f, expected %.3f", ev->cost, e->cost);
+    CHECK_EQ(ev->slow, e->slow);
     return check_failures == 0; /* stop at the first difference: one report */
 }
 
@@ -272,11 +273,15 @@ static uint64_t random_cost(heap_t *h)
     return rnd(h, 10) ? rnd(h, 300) : rnd(h, 1000000);
 }
 
-/* What the reader makes of an event's cycles: the timed one's (the writer's
- * stride says which, before the event is written), less the reading's own
- * cost and weighed by the events it stands for; 0 for the others. */
-static double expected_cost(const mk_writer_t *w, uint64_t cycles)
+/* What the reader makes of an event's cycles: a slow call's as they are
+ * (format.h, SLOW); else the timed one's (the writer's stride says which,
+ * before the event is written), less the reading's own cost and weighed by
+ * the events it stands for; 0 for the others. *slow: it was slow. */
+static double expected_cost(const mk_writer_t *w, uint64_t cycles, uint8_t *slow)
 {
+    *slow = w->slow_cycles && cycles >= w->slow_cycles;
+    if (*slow)
+        return (double)cycles;
     if (!mk_writer_cost_due(w))
         return 0;
     double c = (double)cycles - (double)w->cost_overhead_x16 / 16;
@@ -302,7 +307,8 @@ static void one_event(run_t *r)
         uintptr_t a = rnd(h, 50) ? new_address(h, size) : 0; /* NULL: out of memory */
         uint32_t stack = pick_stack(r);
         uint64_t t = next_tick(r), cost = random_cost(h);
-        double want = expected_cost(&r->w, cost);
+        uint8_t slow;
+        double want = expected_cost(&r->w, cost, &slow);
         CHECK(mk_writer_alloc(&r->w, t, cost, k, size, align, a, stack));
         add_live(h, a, size);
         ev = (mk_event_t){.kind = (uint8_t)k,
@@ -311,7 +317,8 @@ static void one_event(run_t *r)
                           .align = align,
                           .addr = a,
                           .stack = stack,
-                          .cost = want};
+                          .slow = slow,
+                          .cost = (float)want};
     } else if (roll < 80) { /* FREE: ours, another thread's, or NULL */
         unsigned k = kinds_of[MK_CLASS_FREE][rnd(h, nkinds_of[MK_CLASS_FREE])];
         uintptr_t a = 0;
@@ -324,9 +331,11 @@ static void one_event(run_t *r)
             a = (uintptr_t)0x7f0000000000 + (uintptr_t)rnd(h, 1u << 30) * 16;
         }
         uint64_t t = next_tick(r), cost = random_cost(h);
-        double want = expected_cost(&r->w, cost);
+        uint8_t slow;
+        double want = expected_cost(&r->w, cost, &slow);
         mk_writer_free(&r->w, t, cost, k, a);
-        ev = (mk_event_t){.kind = (uint8_t)k, .time = t, .addr = a, .cost = want};
+        ev = (mk_event_t){
+            .kind = (uint8_t)k, .time = t, .addr = a, .slow = slow, .cost = (float)want};
     } else if (roll < 95) { /* REALLOC: in place, moved, from NULL, to size 0, failed */
         unsigned k = kinds_of[MK_CLASS_REALLOC][rnd(h, nkinds_of[MK_CLASS_REALLOC])];
         uint64_t how = rnd(h, 10);
@@ -355,7 +364,8 @@ static void one_event(run_t *r)
         }
         uint32_t stack = pick_stack(r);
         uint64_t t = next_tick(r), cost = random_cost(h);
-        double want = expected_cost(&r->w, cost);
+        uint8_t slow;
+        double want = expected_cost(&r->w, cost, &slow);
         CHECK(mk_writer_realloc(&r->w, t, cost, k, size, old, a, stack));
         ev = (mk_event_t){.kind = (uint8_t)k,
                           .time = t,
@@ -363,7 +373,8 @@ static void one_event(run_t *r)
                           .addr = a,
                           .old_addr = old,
                           .stack = stack,
-                          .cost = want};
+                          .slow = slow,
+                          .cost = (float)want};
     } else { /* SYSMAP */
         unsigned k = kinds_of[MK_CLASS_SYSMAP][rnd(h, nkinds_of[MK_CLASS_SYSMAP])];
         size_t size = (size_t)rnd(h, 1ull << 34);
@@ -427,6 +438,7 @@ static void roundtrip(uint64_t seed, uint64_t nevents, uint32_t index_max)
     r->tick = 1000; /* ticks from the start: 1 ns each below */
     writer_init(&r->w);
     r->w.cost_overhead_x16 = (uint32_t)rnd(&r->heap, 1600);
+    r->w.slow_cycles = 1000 + rnd(&r->heap, 100000); /* some of random_cost's are slow */
     r->w.cost_rng = seed;
     r->w.cost_left = mk_cost_stride(&r->w.cost_rng);
     mk_writer_begin(&r->w, r->tick, r->tick);

@@ -228,8 +228,52 @@ bool mk_findings_compute(mk_report_t *r)
     return true;
 }
 
+/* The allocator's time at a finding's site, and at its second site. */
+static void take_times(mk_report_t *r, mk_finding_t *f)
+{
+    const mk_stack_agg_t *a = mk_profile_stack(&r->prof, f->stack);
+    const mk_stack_agg_t *b =
+        f->kind == MK_F_PAIRED ? mk_profile_stack(&r->prof, f->stack2) : NULL;
+    f->alloc_ns = (a ? a->alloc_ns : 0) + (b ? b->alloc_ns : 0);
+}
+
 void mk_findings_price(mk_report_t *r, double cost_ns)
 {
-    for (size_t i = 0; i < r->nfindings; i++)
+    for (size_t i = 0; i < r->nfindings; i++) {
         r->findings[i].saving_ns = (double)r->findings[i].removable * cost_ns;
+        take_times(r, &r->findings[i]);
+    }
+    r->savings_measured = false;
+}
+
+/* The measured allocator time per call at stack (its calls' and its blocks'
+ * frees'), 0 for a stack without calls. */
+static double ns_per_call(const mk_report_t *r, uint32_t stack)
+{
+    const mk_stack_agg_t *a = mk_profile_stack(&r->prof, stack);
+    return a && a->calls ? a->alloc_ns / (double)a->calls : 0;
+}
+
+/* Biggest saving first; ties as by_saving. */
+static int by_saving_ns(const void *x, const void *y)
+{
+    const mk_finding_t *a = x, *b = y;
+    if (a->saving_ns != b->saving_ns)
+        return a->saving_ns < b->saving_ns ? 1 : -1;
+    return by_saving(x, y);
+}
+
+void mk_findings_measure(mk_report_t *r)
+{
+    for (size_t i = 0; i < r->nfindings; i++) {
+        mk_finding_t *f = &r->findings[i];
+        double per = ns_per_call(r, f->stack);
+        if (f->kind == MK_F_PAIRED) /* each removed pair is a call at both sites */
+            per += ns_per_call(r, f->stack2);
+        f->saving_ns = (double)f->removable * per;
+        take_times(r, f);
+    }
+    if (r->nfindings > 1)
+        qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving_ns);
+    r->savings_measured = true;
 }

@@ -473,10 +473,19 @@ static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, u
     double ns = (double)ev->cost * p->ns_per_cycle * (double)w;
     p->timed_calls += ev->timed;
     p->alloc_ns += ns;
-    if (a)
+    if (ev->slow) {
+        p->slow_ns += ns;
+        p->slow_calls += w;
+    }
+    if (a) {
         a->alloc_ns += ns;
-    else
+        if (ev->slow) {
+            a->slow_ns += ns;
+            a->slow_calls += w;
+        }
+    } else {
         p->alloc_ns_unattributed += ns;
+    }
 }
 
 static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
@@ -963,10 +972,21 @@ static void take_exact_counts(mk_profile_t *p)
     p->total_allocated = mk_allocated_bytes(s->bytes);
 }
 
+/* What the END record and the streams' heads say of the run's times. */
+static void take_end(mk_profile_t *p, const mk_trace_t *tr)
+{
+    if (tr && tr->end.present) /* all its threads', the tracer's work too */
+        p->cpu_ns = (double)(tr->end.utime_us + tr->end.stime_us) * 1e3;
+    if (tr && p->timed)
+        p->slow_bound_ns = (double)tr->slow_cycles * p->ns_per_cycle;
+    p->site_times = p->timed && !p->from_summary;
+}
+
 void mk_profile_finish(mk_profile_t *p)
 {
     if (!p->met_trace)
         meet_trace(p);
+    take_end(p, p->tr);
     growth_take(p, UINT64_MAX); /* points after the last event: the heap as it ended */
     p->free_unknown += p->npending; /* held to the end: never allocated */
     p->npending = 0;
@@ -1016,6 +1036,20 @@ static bool from_summary(mk_profile_t *p, const mk_trace_t *tr, bool site_stacks
     derive_totals(p);
     p->frees = s->frees_live;
     p->total_allocated = mk_allocated_bytes(s->bytes);
+    if (s->has_times && (tr->header.flags & MK_TF_COSTS)) {
+        /* totals only: the sites' times are the events' (site_times) */
+        double ns_per_tick = tr->ns_per_tick; /* the END's anchor, where there is one */
+        if (tr->end.present && tr->end.end_tick > tr->header.start_tick &&
+            tr->end.duration_ns > 1000000)
+            ns_per_tick = (double)tr->end.duration_ns /
+                          (double)(tr->end.end_tick - tr->header.start_tick);
+        p->timed = true;
+        p->ns_per_cycle = ns_per_tick / (double)(1u << MK_TICK_SHIFT);
+        p->alloc_ns = (double)s->alloc_cycles * p->ns_per_cycle;
+        p->slow_ns = (double)s->slow_cycles * p->ns_per_cycle;
+        p->slow_calls = s->slow_calls;
+        p->timed_calls = s->timed_calls;
+    }
     if (p->opts.counts_only)
         return true; /* a process table's row: no site is shown */
     /* the sites come in the tracer's table order: reserve (kv_table.h) */
@@ -1078,8 +1112,10 @@ static bool walk_event(void *ctx, const mk_event_t *ev)
 bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
 {
     bool site_stacks = tr->header.flags & MK_TF_SITE_STACKS;
-    if (site_stacks && p->opts.summary_first && summary_pass(p, tr))
+    if (site_stacks && p->opts.summary_first && summary_pass(p, tr)) {
+        take_end(p, tr);
         return !p->oom;
+    }
     /* Times are whole ticks: events of two threads in one tick, or the next,
      * are not ordered by time. ns_per_tick is known once the walk calibrated
      * it; until then the default is close enough for a window. */
@@ -1102,7 +1138,9 @@ bool mk_profile_build(mk_profile_t *p, mk_trace_t *tr)
         free(p->stack_index.slots);
         p->stack_index.slots = NULL;
         p->stack_index.cap = p->stack_index.used = 0;
-        return from_summary(p, tr, false);
+        bool counted = from_summary(p, tr, false);
+        take_end(p, tr);
+        return counted;
     }
     mk_profile_finish(p);
     return ok && !p->oom;

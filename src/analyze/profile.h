@@ -65,8 +65,10 @@ typedef struct mk_stack_agg {
      * stack) and of its blocks' frees, in ns: measured in the traced run
      * (mk_profile_t.timed), a sampled trace's weighted like its calls. */
     double alloc_ns;
-    uint64_t *growth; /* live bytes at each growth point (mk_profile_t.growth),
-                       * NULL while it had none at any */
+    double slow_ns;      /* the part of alloc_ns in slow calls (format.h) */
+    uint64_t slow_calls; /* those calls */
+    uint64_t *growth;    /* live bytes at each growth point (mk_profile_t.growth),
+                          * NULL while it had none at any */
 } mk_stack_agg_t;
 
 /* The heap over time: fixed buckets whose width doubles as the input grows. */
@@ -144,10 +146,15 @@ typedef struct mk_profile {
      * in ns: all of it, and the part no stack takes (frees of blocks not seen
      * allocated, free(NULL)). */
     bool timed;
-    uint64_t timed_calls; /* the calls timed, each standing for MK_COST_STRIDE */
+    bool site_times;      /* and per site: the events' (not a SUMMARY's totals) */
+    uint64_t timed_calls; /* the calls timed: slow ones, and one in MK_COST_STRIDE */
     double alloc_ns, alloc_ns_unattributed;
-    double ns_per_cycle; /* the trace's TSC cycles to ns */
-    bool from_summary;   /* a --summary-only trace: no per-event data */
+    double slow_ns;       /* the part of alloc_ns in slow calls (format.h) */
+    uint64_t slow_calls;  /* those calls */
+    double slow_bound_ns; /* a call at least this long was slow (0: unknown) */
+    double cpu_ns;        /* the process's CPU time, user and system (0: unknown) */
+    double ns_per_cycle;  /* the trace's TSC cycles to ns */
+    bool from_summary;    /* a --summary-only trace: no per-event data */
     /* A --sample trace: each event stands for 1/p like it (p = 1 - exp(-size
      * / sample_mean)), so the per-stack numbers, the peak and leaks are
      * estimates; calls and bytes by kind are the exact counts. */

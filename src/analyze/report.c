@@ -104,6 +104,8 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->realloc_steps += s->realloc_steps;
     d->samples += s->samples;
     d->alloc_ns += s->alloc_ns;
+    d->slow_ns += s->slow_ns;
+    d->slow_calls += s->slow_calls;
     d->calls_var += s->calls_var; /* sites' estimates are independent */
     d->bytes_var += s->bytes_var;
     mk_hist_merge(&d->size_hist, &s->size_hist);
@@ -120,9 +122,34 @@ static void free_sums(mk_stack_agg_t *sums, size_t n)
     free(sums);
 }
 
-static int by_calls(const void *a, const void *b)
+enum mk_sort mk_report_sort_of(const mk_report_t *r)
+{
+    int s = r->opts.sort;
+    if (s == MK_SORT_DEFAULT || (s == MK_SORT_TIME && !r->prof.site_times))
+        return r->prof.site_times ? MK_SORT_TIME : MK_SORT_CALLS;
+    return (enum mk_sort)s;
+}
+
+const char *mk_report_sort_title(const mk_report_t *r)
+{
+    switch (mk_report_sort_of(r)) {
+    case MK_SORT_TIME:
+        return "allocator time";
+    case MK_SORT_BYTES:
+        return "bytes";
+    case MK_SORT_PEAK:
+        return "bytes at peak";
+    default:
+        return "allocations";
+    }
+}
+
+/* Most first by the key, then by calls and bytes, then the older stack. */
+static int by_key(const void *a, const void *b)
 {
     const mk_row_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? 1 : -1;
     if (x->calls != y->calls)
         return x->calls < y->calls ? 1 : -1;
     if (x->bytes != y->bytes)
@@ -130,16 +157,22 @@ static int by_calls(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* Rows by calls, most first; their sort keys copied from their aggregates,
- * which are final by now. */
-static void sort_rows(mk_row_t *rows, size_t n)
+/* Rows in the report's order (mk_report_sort_of), most first; their sort
+ * keys copied from their aggregates, which are final by now. */
+static void sort_rows(const mk_report_t *r, mk_row_t *rows, size_t n)
 {
+    enum mk_sort by = mk_report_sort_of(r);
     for (size_t i = 0; i < n; i++) {
-        rows[i].calls = rows[i].agg->calls;
-        rows[i].bytes = rows[i].agg->bytes;
+        const mk_stack_agg_t *a = rows[i].agg;
+        rows[i].calls = a->calls;
+        rows[i].bytes = a->bytes;
+        rows[i].key = by == MK_SORT_TIME    ? a->alloc_ns
+                      : by == MK_SORT_BYTES ? (double)a->bytes
+                      : by == MK_SORT_PEAK  ? (double)a->peak_bytes
+                                            : (double)a->calls;
     }
     if (n)
-        qsort(rows, n, sizeof *rows, by_calls);
+        qsort(rows, n, sizeof *rows, by_key);
 }
 
 const char *mk_report_rollup_name(mk_report_t *r, uint32_t stack, bool by_line, char *buf,
@@ -217,7 +250,7 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
     free(index.slots);
     for (size_t j = 0; j < n; j++) /* sums has stopped moving */
         rows[j].agg = &sums[j];
-    sort_rows(rows, n);
+    sort_rows(r, rows, n);
     if (joined) { /* rows moved in the sort: each keeps its sum, found by it */
         uint32_t *moved_to = malloc((n ? n : 1) * sizeof *moved_to);
         for (size_t k = 0; moved_to && k < n; k++)
@@ -254,7 +287,7 @@ static bool build_rows(mk_report_t *r)
         row->stack = a->stack;
         row->agg = a;
     }
-    sort_rows(r->sites, r->nsites);
+    sort_rows(r, r->sites, r->nsites);
     /* The summary at the end of memkit trace (summary_first) shows sites by
      * line only: the roll-up by function is the full report's. */
     if (!r->opts.summary_first)
@@ -528,7 +561,12 @@ static void finish(mk_report_t *r, const char *path)
     if (!mk_findings_compute(r) && !r->problem[0])
         snprintf(r->problem, sizeof r->problem,
                  "%s: out of memory finding patterns; the findings are partial", path);
-    if (r->nfindings) /* else this machine's cost is not measured */
+    /* Savings from the measured time where the trace has it, unless a price
+     * is asked for (--cost-ns); else this machine's malloc+free price, which
+     * is measured only when there is a finding to price. */
+    if (r->nfindings && r->prof.site_times && !(r->opts.cost_ns > 0))
+        mk_findings_measure(r);
+    else if (r->nfindings)
         mk_findings_price(r, mk_report_cost_ns(r));
     /* The rows and findings hold what is left to show (the site rows point at
      * the profile's aggregates): the replay's own state goes. */
@@ -693,9 +731,15 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
     d->from_summary |= s->from_summary;
     d->filtered |= s->filtered;
     d->timed |= s->timed; /* processes without times add none */
+    d->site_times |= s->site_times;
     d->alloc_ns += s->alloc_ns;
     d->alloc_ns_unattributed += s->alloc_ns_unattributed;
     d->timed_calls += s->timed_calls;
+    d->slow_ns += s->slow_ns;
+    d->slow_calls += s->slow_calls;
+    d->cpu_ns += s->cpu_ns;
+    if (s->slow_bound_ns > d->slow_bound_ns)
+        d->slow_bound_ns = s->slow_bound_ns;
     if (s->sampled && !d->sampled) { /* any sampled process makes the sum an estimate */
         d->sampled = true;
         d->sample_mean = s->sample_mean;

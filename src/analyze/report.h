@@ -35,9 +35,26 @@ typedef struct mk_report_opts {
     bool counts_only;   /* with summary_first: totals only (a process table) */
     bool growth;        /* keep each site's live bytes at the growth points
                          * (profile.h), for mk_report_growth */
+    int sort;           /* enum mk_sort: the rows' order (--sort) */
 } mk_report_opts_t;
 
+/* The order of the site, function and line rows (--sort): the default is
+ * the allocator's time where the trace measured it, else calls. */
+enum mk_sort {
+    MK_SORT_DEFAULT,
+    MK_SORT_TIME,
+    MK_SORT_CALLS,
+    MK_SORT_BYTES,
+    MK_SORT_PEAK
+};
+
+typedef struct mk_report mk_report_t;
 void mk_report_opts_default(mk_report_opts_t *o);
+
+/* The order r's rows are in (never MK_SORT_DEFAULT: time needs times), and
+ * its name in headings ("allocator time", "allocations", ...). */
+enum mk_sort mk_report_sort_of(const mk_report_t *r);
+const char *mk_report_sort_title(const mk_report_t *r);
 
 /* A row: one stack, or every stack with the same allocating function or
  * source line. agg sums its stacks (without their order windows). */
@@ -50,6 +67,7 @@ typedef struct mk_row {
     uint64_t calls, bytes; /* agg's, copied when the rows are sorted: the sort
                             * then reads the rows alone, not tens of thousands
                             * of scattered aggregates */
+    double key;            /* the sort's own key (mk_report_sort_of), copied too */
 } mk_row_t;
 
 enum mk_finding_kind {
@@ -74,6 +92,7 @@ typedef struct mk_finding {
     uint64_t count;         /* allocations showing the pattern */
     uint64_t removable;     /* malloc/free pairs the fix removes */
     double saving_ns;       /* removable x the measured malloc+free cost */
+    double alloc_ns;        /* the allocator's time at its site (and stack2's) */
     char evidence[256];
     const char *fix;
 } mk_finding_t;
@@ -86,7 +105,7 @@ typedef struct mk_report_process {
     uint64_t calls, peak_bytes, total_bytes;
 } mk_report_process_t;
 
-typedef struct mk_report {
+struct mk_report {
     const char *path;
     enum mk_input_kind kind;
     mk_trace_t *tr; /* NULL for a log */
@@ -104,6 +123,7 @@ typedef struct mk_report {
     size_t nfindings;
     double cost_ns;        /* malloc+free pair used for savings; 0 until
                             * mk_report_cost_ns measures it */
+    bool savings_measured; /* savings from measured times, not the price */
     double duration_s;     /* of the traced run; 0 when unknown */
     const char *time_unit; /* "ns" for a trace, "line" for a log */
     /* Allocation memkit could not see: the program's own malloc/free ahead
@@ -118,7 +138,7 @@ typedef struct mk_report {
     size_t nprocs;
     int spool_fd; /* a piped input's copy (memfd), when spooled */
     bool spooled;
-} mk_report_t;
+};
 
 /* Reads and analyses path ("-": standard input; a pipe or FIFO is read once,
  * into memory). Returns 0 with r filled (r->partial and
@@ -159,6 +179,10 @@ size_t mk_report_growth(const mk_report_t *r, mk_growth_row_t **out);
  * caller measures it only when there is a finding to price). */
 bool mk_findings_compute(mk_report_t *r);
 void mk_findings_price(mk_report_t *r, double cost_ns);
+/* Savings from the allocator's time measured at the findings' sites (a
+ * trace with site times): the removed calls' share of it; findings are then
+ * ordered by saving. */
+void mk_findings_measure(mk_report_t *r);
 
 /* A row's median request size: its histogram's, kept within its min and max
  * (exact when every request had one size). */

@@ -85,6 +85,7 @@ static void agg_fields(mk_json *j, const mk_stack_agg_t *a, bool sampled, bool t
     key_uint(j, "calls", a->calls);
     key_uint(j, "bytes", a->bytes);
     key_ns(j, "allocator_ns", timed, a->alloc_ns);
+    key_ns(j, "allocator_slow_ns", timed, a->slow_ns);
     if (sampled) { /* estimates, with one standard error each */
         key_bool(j, "estimated", true);
         key_uint(j, "samples", a->samples);
@@ -160,6 +161,18 @@ static void totals(mk_json *j, mk_report_t *r)
     key_ns(j, "allocator_ns", p->timed, p->alloc_ns);
     key_ns(j, "allocator_ns_unattributed", p->timed, p->alloc_ns_unattributed);
     key_uint(j, "allocator_timed_calls", p->timed_calls);
+    /* The share is of the traced run's CPU time, the tracer's work in it:
+     * what a profiler's share of the untraced run compares with (bench/cost). */
+    key_ns(j, "cpu_ns", p->cpu_ns > 0, p->cpu_ns);
+    mk_json_key(j, "allocator_share");
+    if (p->timed && p->cpu_ns > 0)
+        mk_json_double(j, p->alloc_ns / p->cpu_ns);
+    else
+        mk_json_null(j);
+    key_ns(j, "allocator_slow_ns", p->timed, p->slow_ns);
+    key_uint(j, "allocator_slow_calls", p->slow_calls);
+    key_ns(j, "allocator_slow_bound_ns", p->timed && p->slow_bound_ns > 0,
+           p->slow_bound_ns);
     key_bool(j, "outside_malloc", r->outside[0] != 0);
     key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
     key_bool(j, "leaks_unknown", r->leaks_unknown);
@@ -289,7 +302,7 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
             mk_json_key(j, "frames");
             frames(j, r, rw[i].stack);
         }
-        agg_fields(j, rw[i].agg, r->prof.sampled, r->prof.timed);
+        agg_fields(j, rw[i].agg, r->prof.sampled, r->prof.site_times);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);
@@ -319,8 +332,10 @@ static void findings(mk_json *j, mk_report_t *r)
             site(j, "site2", r, f->stack2);
         key_uint(j, "count", f->count);
         key_uint(j, "removable", f->removable);
+        key_ns(j, "allocator_ns", r->prof.site_times, f->alloc_ns);
         mk_json_key(j, "estimated_saving_ns");
         mk_json_double(j, f->saving_ns);
+        key_str(j, "saving_from", r->savings_measured ? "measured" : "price");
         key_str(j, "evidence", f->evidence);
         key_str(j, "fix", f->fix);
         mk_json_end_object(j);

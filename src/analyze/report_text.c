@@ -84,12 +84,18 @@ static void totals(const text_t *t)
     fprintf(out, "Deletes: %" PRIu64 "\n", p->deletes);
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
-    if (p->timed && p->timed_calls) { /* one call in MK_COST_STRIDE timed in the run */
-        char ns[32];
-        fprintf(out,
-                "Allocator time: ~%s in the allocator's calls, from %" PRIu64
-                " timed calls\n",
-                mk_fmt_ns(p->alloc_ns, ns, sizeof ns), p->timed_calls);
+    if (p->timed && p->timed_calls) {
+        /* measured: every slow call, and one in MK_COST_STRIDE of the rest */
+        char ns[32], cpu[32], bound[32];
+        fprintf(out, "Allocator time: %s", mk_fmt_ns(p->alloc_ns, ns, sizeof ns));
+        if (p->cpu_ns > 0)
+            fprintf(out, " of %s CPU (%.1f%%)", mk_fmt_ns(p->cpu_ns, cpu, sizeof cpu),
+                    100.0 * p->alloc_ns / p->cpu_ns);
+        if (p->slow_calls && p->alloc_ns > 0)
+            fprintf(out, "; %.0f%% of it in %" PRIu64 " calls of %s or more",
+                    100.0 * p->slow_ns / p->alloc_ns, p->slow_calls,
+                    mk_fmt_ns(p->slow_bound_ns, bound, sizeof bound));
+        fputc('\n', out);
     } else if (p->timed) {
         fprintf(out, "Allocator time: not measured (1 call in %d is timed)\n",
                 MK_COST_STRIDE);
@@ -219,7 +225,7 @@ static void top_list(const text_t *t, int top)
     size_t n = r->nlines ? r->nlines : r->nsites;
     if (!n || top <= 0)
         return;
-    fprintf(t->out, "Top call sites by allocations%s:\n",
+    fprintf(t->out, "Top call sites by %s%s:\n", mk_report_sort_title(r),
             r->prof.from_summary && !r->prof.site_stacks ? " (calling instruction)" : "");
     size_t shown = n < (size_t)top ? n : (size_t)top;
     for (size_t i = 0; i < shown; i++) {
@@ -233,7 +239,14 @@ static void top_list(const text_t *t, int top)
                 "  %zu. ~%" PRIu64 " calls (+-%.0f), ~%" PRIu64 " bytes (+-%.0f): %s\n",
                 i + 1, g->calls, sqrt(g->calls_var), g->bytes, sqrt(g->bytes_var),
                 named ? mk_frame_long(&innermost, where, sizeof where) : "(no stack)");
-        else
+        else if (r->prof.site_times) {
+            char ns[32];
+            fprintf(
+                t->out,
+                "  %zu. %s in the allocator, %" PRIu64 " calls, %" PRIu64 " bytes: %s\n",
+                i + 1, mk_fmt_ns(g->alloc_ns, ns, sizeof ns), g->calls, g->bytes,
+                named ? mk_frame_long(&innermost, where, sizeof where) : "(no stack)");
+        } else
             fprintf(t->out, "  %zu. %" PRIu64 " calls, %" PRIu64 " bytes: %s\n", i + 1,
                     g->calls, g->bytes,
                     named ? mk_frame_long(&innermost, where, sizeof where)
@@ -314,8 +327,12 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
              n < (size_t)top ? n : (size_t)top, n);
     heading(t, head);
     bool lines = strcmp(t->r->time_unit, "line") == 0;
-    fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n", "calls", "bytes", "at peak",
-            "leaked", lines ? "life/lines" : "median life", "med size", "site");
+    bool timed = t->r->prof.site_times; /* the allocator's time, measured */
+    fprintf(t->out, "%12s %10s %10s %10s %11s %9s", "calls", "bytes", "at peak", "leaked",
+            lines ? "life/lines" : "median life", "med size");
+    if (timed)
+        fprintf(t->out, " %10s", "time");
+    fprintf(t->out, "  site\n");
     size_t shown = n < (size_t)top ? n : (size_t)top;
     label_t *labels = shown_labels(t, rows, shown);
     for (size_t i = 0; i < shown; i++) {
@@ -325,12 +342,17 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
             snprintf(e, sizeof e, "%" PRIu64, life);
         else
             mk_fmt_ns((double)life, e, sizeof e);
-        fprintf(t->out, "%12s %10s %10s %10s %11s %9s  %s\n",
+        fprintf(t->out, "%12s %10s %10s %10s %11s %9s",
                 est_of(t, mk_fmt_count(g->calls, a + 1, sizeof a - 1)),
                 est_of(t, mk_fmt_bytes(g->bytes, b + 1, sizeof b - 1)),
                 est_of(t, mk_fmt_bytes(g->peak_bytes, c + 1, sizeof c - 1)),
                 est_of(t, mk_fmt_bytes(g->leaked_bytes, d + 1, sizeof d - 1)),
-                g->frees ? e : "-", mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s),
+                g->frees ? e : "-", mk_fmt_bytes(mk_agg_median_size(g), s, sizeof s));
+        if (timed) {
+            char ns[32];
+            fprintf(t->out, " %10s", mk_fmt_ns(g->alloc_ns, ns, sizeof ns));
+        }
+        fprintf(t->out, "  %s\n",
                 labels ? labels[i] : mk_row_label(t->r, &rows[i], label, sizeof label));
     }
     free(labels);
@@ -444,7 +466,18 @@ static void findings(const text_t *t, int top, bool brief)
             heading(t, "Findings: none (no site shows a pattern a known fix removes)");
         return;
     }
-    if (brief) {
+    if (r->savings_measured) { /* no price: the sites' measured times */
+        if (brief)
+            fprintf(t->out,
+                    "Findings (savings: the allocator's time measured at each site):\n");
+        else {
+            snprintf(
+                head, sizeof head,
+                "Findings (%zu; savings: the allocator's time measured at each site)",
+                r->nfindings);
+            heading(t, head);
+        }
+    } else if (brief) {
         fprintf(t->out, "Findings (malloc+free costs %s here):\n",
                 mk_fmt_ns(mk_report_cost_ns(r), c, sizeof c));
     } else {
@@ -565,10 +598,14 @@ void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
     }
     if (r->kind == MK_INPUT_MEMDEBUG && r->md.unrecognized)
         fprintf(out, "Lines not understood: %" PRIu64 "\n", r->md.unrecognized);
-    site_table(&t, "Sites by allocations", r->sites, r->nsites, top);
+    char title[3][64];
+    snprintf(title[0], sizeof title[0], "Sites by %s", mk_report_sort_title(r));
+    snprintf(title[1], sizeof title[1], "Functions by %s", mk_report_sort_title(r));
+    snprintf(title[2], sizeof title[2], "Source lines by %s", mk_report_sort_title(r));
+    site_table(&t, title[0], r->sites, r->nsites, top);
     if (r->kind == MK_INPUT_TRACE)
-        site_table(&t, "Functions by allocations", r->functions, r->nfunctions, top);
-    site_table(&t, "Source lines by allocations", r->lines, r->nlines, top);
+        site_table(&t, title[1], r->functions, r->nfunctions, top);
+    site_table(&t, title[2], r->lines, r->nlines, top);
     peak_and_leaks(&t, top);
     findings(&t, top, false);
 }

@@ -54,6 +54,9 @@ static int set_to(void *dest, const mk_opt_t *opt, const char *v)
 
 #define FILTER(field) offsetof(mk_report_opts_t, field)
 
+/* enum mk_sort's order: "auto" is the default's name */
+static const char *const sort_keys[] = {"auto", "time", "calls", "bytes", "peak", NULL};
+
 const mk_opt_t mk_filter_opts[] = {
     {.name = "--module",
      .arg = "M",
@@ -110,6 +113,13 @@ const mk_opt_t mk_filter_opts[] = {
      .kind = MK_OPT_FLAG,
      .at = FILTER(no_symbols),
      .help = "frames as module+offset, without reading debug information"},
+    {.name = "--sort",
+     .arg = "BY",
+     .kind = MK_OPT_CHOICE,
+     .at = FILTER(sort),
+     .choices = sort_keys,
+     .help = "rows by time (the allocator's, the default where the trace\n"
+             "measured it), calls (the default otherwise), bytes or peak"},
 };
 const size_t mk_filter_nopts = sizeof mk_filter_opts / sizeof *mk_filter_opts;
 

@@ -35,7 +35,7 @@ typedef struct trace_opts {
     const char *prefix;
     const char *mallopt; /* MEMKIT_MALLOPT for the program, or NULL */
     int depth;
-    bool no_stacks, summary_only, syscalls, quiet;
+    bool no_stacks, summary_only, syscalls, quiet, no_times;
     int top;
     uint64_t sample;      /* --sample: mean bytes between samples; 0: every event */
     uint64_t snapshot_ns; /* --snapshot-every */
@@ -128,6 +128,7 @@ static pid_t spawn(const trace_opts_t *o, const char *preload, const char *run_i
     set_env("MEMKIT_TRACE_DEPTH", depth);
     set_env("MEMKIT_TRACE_SUMMARY_ONLY", o->summary_only ? "1" : "0");
     set_env("MEMKIT_TRACE_SYSCALLS", o->syscalls ? "1" : "0");
+    set_env("MEMKIT_TRACE_TIMES", o->no_times ? "0" : "1");
     /* The summary printed at the end is counted while the program runs, beside
      * its events, so that printing it replays nothing; -q prints none. */
     set_env("MEMKIT_TRACE_SUMMARY", o->quiet ? "0" : "1");
@@ -464,6 +465,11 @@ static const mk_opt_t trace_options[] = {
      .kind = MK_OPT_FLAG,
      .at = TRACE(syscalls),
      .help = "also record mmap, munmap, mremap, brk and sbrk"},
+    {.name = "--no-times",
+     .kind = MK_OPT_FLAG,
+     .at = TRACE(no_times),
+     .help = "do not time the allocator's calls (they cost the program a\n"
+             "few percent; reports then price calls instead)"},
     {.name = "--sample",
      .arg = "BYTES",
      .kind = MK_OPT_BYTES,

@@ -154,11 +154,39 @@ text)
     expect_status 0
     expect_line "Mallocs: 8000"
     expect_line "Frees: 8000"
+    # a trace with times: sites by the allocator's time, a time column
+    expect_re "^Sites by allocator time \(top [0-9]+ of [0-9]+\)$"
+    expect_re "^ +calls +bytes +at peak +leaked +median life +med size +time  site$"
+    expect_re "^ +8,000 .* [0-9.]+ (ns|us|ms|s)  lifo_site \(patterns.c:[0-9]+\)$"
+    status "$memkit" report --sort calls "$work/p.mkt"
+    expect_status 0
     expect_re "^Sites by allocations \(top [0-9]+ of [0-9]+\)$"
-    expect_re "^ +8,000 .* lifo_site \(patterns.c:[0-9]+\)$"
-    expect_re "^Findings \(1; malloc\+free costs .* on this machine\)$"
+    status "$memkit" report --sort peak "$work/p.mkt"
+    expect_re "^Sites by bytes at peak \(top [0-9]+ of [0-9]+\)$"
+    status "$memkit" report --sort size "$work/p.mkt"
+    expect_status 2
+    expect_re "^memkit: report: --sort"
+    status "$memkit" report "$work/p.mkt"
+    expect_re "^Findings \(1; savings: the allocator's time measured at each site\)$"
     expect_re "^  1\. lifo: 8,000 allocations, saves ~.*: lifo_site at patterns.c:[0-9]+ \(patterns\)$"
     expect_re "fix: allocate from an mk_stack frame"
+    # measured savings: the removed calls' share of the site's measured time
+    status "$memkit" report --format json -o "$work/p.json" "$work/p.mkt"
+    python3 - "$work/p.json" <<'PY' || fail "measured saving"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["findings"][0]
+site = next(s for s in d["sites"] if s["stack"] == f["site"]["stack"])
+assert f["saving_from"] == "measured", f
+assert f["allocator_ns"] == site["allocator_ns"] > 0, (f, site)
+want = f["removable"] * site["allocator_ns"] / site["calls"]
+assert abs(f["estimated_saving_ns"] - want) <= 1e-5 * want, (f["estimated_saving_ns"], want)
+PY
+    # a price where one is asked for
+    status "$memkit" report --cost-ns 50 "$work/p.mkt"
+    expect_re "^Findings \(1; malloc\+free costs 50(\.0)? ns on this machine\)$"
+    expect_re "^  1\. lifo: 8,000 allocations, saves ~400(\.0)? us: lifo_site"
+    status "$memkit" report "$work/p.mkt"
     grep -q "$(printf '\033')" "$work/out" && fail "colour in output that is not a terminal"
     status "$memkit" report --color "$work/p.mkt"
     grep -q "$(printf '\033')\[1m" "$work/out" || fail "--color gave no colour"

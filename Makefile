@@ -14,6 +14,8 @@
 #       make bench-real (memkit on real programs next to heaptrack: bench/real/run.sh)
 #       make bench-real-outside (the same for perl, sqlite3 and jq: bench/real/outside.sh)
 #       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh)
+#       make bench-cost (the allocator's share of a run, memkit's beside perf's:
+#                        bench/cost/run.sh)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -32,7 +34,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug bench bench-trace bench-report bench-real bench-real-outside bench-sample fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-sample fuzz install format clean
 
 all: build
 
@@ -99,6 +101,11 @@ bench-real-outside:
 	@$(DEPS) build test
 	$(build_steps)
 	@sh bench/real/outside.sh $(BUILD)
+
+bench-cost:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh bench/cost/run.sh $(BUILD)
 
 bench-sample:
 	@$(DEPS) build test

@@ -1,0 +1,127 @@
+#!/bin/sh
+# run.sh BUILD [ROUNDS] [SCALE] - how much of a run the allocator takes,
+# memkit's measurement beside perf's: `make bench-cost`.
+#
+# For each program of bench-real's corpus (corpus.sh) and perl, sqlite3 and
+# jq (outside_programs.sh), each round runs:
+#   - the program untraced under `perf record -e cpu-clock` (no memkit):
+#     perf's share of its samples in glibc's allocator functions and the C++
+#     operators new and delete (perf_share.py), and in the kernel;
+#   - `memkit trace -q` and `memkit trace -q --no-times`, in turn (the
+#     reverse order every other round), wall time each;
+# then `memkit report --format json` on the timed run's traces: its
+# allocator_share (allocator_ns over cpu_ns, summed over the processes).
+# Printed per program, medians over ROUNDS (default 3): perf's allocator and
+# kernel shares, memkit's share, the bar's bounds (at least 0.75 x perf's
+# allocator share, at most perf's allocator share + its kernel share + 3
+# points) and verdict, and the cost of timing (trace -q over trace -q
+# --no-times, the median of the rounds' ratios; bar 1.10). SCALE (default 1)
+# shrinks the corpus's inputs (the smoke test's 0.01 checks that the script
+# runs, not the bars).
+set -u
+build=$(cd "${1:-build}" && pwd)
+rounds=${2:-3}
+scale=${3:-1}
+memkit=$build/memkit
+src=$(cd "$(dirname "$0")/../.." && pwd)
+bench=bench-cost
+for tool in perf /usr/bin/time; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "SKIP: $bench: $tool is missing (make deps installs it)"
+        exit 77
+    }
+done
+[ -x "$memkit" ] || { echo "$bench: no $memkit (make build)"; exit 2; }
+if ! perf record -q -e cpu-clock -o /dev/null true >/dev/null 2>&1; then
+    echo "SKIP: $bench: perf cannot sample here (kernel.perf_event_paranoid is" \
+        "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null); 2 or less lets a user profile own processes)"
+    exit 77
+fi
+
+. "$src/bench/real/corpus.sh"
+dir=$work/outside
+mkdir -p "$dir"
+. "$src/bench/real/outside_programs.sh"
+export MEMKIT_CACHE_DIR="$work/cache"
+
+wall() { # wall OUT CMD...: CMD's wall seconds into OUT
+    out=$1
+    shift
+    /usr/bin/time -f "%e" -o "$out" "$@" >/dev/null 2>"$work/err" || true
+}
+
+: >"$work/res"
+r=1
+while [ "$r" -le "$rounds" ]; do
+    { corpus; outside_programs; } | while IFS='|' read -r name pdir cmd prep; do
+        d=$work/tr/$name
+        rm -rf "$d"
+        mkdir -p "$d"
+        cd "$pdir" || exit 2
+        # shellcheck disable=SC2086 # the command's words
+        set -- $cmd
+        $prep
+        perf record -q -e cpu-clock -F 4999 -o "$d/perf.data" -- "$@" >/dev/null 2>&1
+        perf_json=$(python3 "$src/bench/cost/perf_share.py" "$d/perf.data") || perf_json=null
+        for way in $(if [ $((r % 2)) = 1 ]; then echo t n; else echo n t; fi); do
+            $prep
+            case $way in
+            t) wall "$d/t.time" "$memkit" trace -q -o "$d/t" -- "$@" ;;
+            n) wall "$d/n.time" "$memkit" trace -q --no-times -o "$d/n" -- "$@" ;;
+            esac
+        done
+        mk_json=$("$memkit" report --no-symbols --format json "$d"/t.*.mkt 2>/dev/null |
+            python3 -c 'import json, sys; t = json.load(sys.stdin)["totals"]; print(json.dumps({k: t.get(k) for k in ("allocator_ns", "cpu_ns", "allocator_share", "allocator_slow_ns")}))' ||
+            echo null)
+        echo "{\"name\": \"$name\", \"round\": $r, \"perf\": $perf_json, \"memkit\": $mk_json," \
+            "\"timed_s\": $(cat "$d/t.time"), \"untimed_s\": $(cat "$d/n.time")}" >>"$work/res"
+        rm -rf "$d"
+        cd "$src" || exit 2
+    done
+    r=$((r + 1))
+done
+
+python3 - "$work/res" "$rounds" "$scale" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+names = []
+for r in rows:
+    if r["name"] not in names:
+        names.append(r["name"])
+def med(v):
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
+print("allocator share, memkit beside perf: medians of %s round(s), scale %s" % (sys.argv[2], sys.argv[3]))
+print("CPU: %s" % next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                         if l.startswith("model name")), "unknown"))
+print("%-12s %8s %8s %8s %8s %8s %8s %9s %9s %7s %8s" % ("program", "perf", "kernel", "memkit",
+      "low", "high", "share", "perf ms", "memkit ms", "cost", "verdict"))
+fails = 0
+for n in names:
+    rs = [r for r in rows if r["name"] == n]
+    pa = med([r["perf"]["allocator"] if r["perf"] else None for r in rs])
+    pk = med([r["perf"]["kernel"] if r["perf"] else None for r in rs])
+    ms = med([r["memkit"]["allocator_share"] if r["memkit"] else None for r in rs])
+    cost = med([r["timed_s"] / r["untimed_s"] if r["untimed_s"] > 0 else None for r in rs])
+    # the allocator's time itself: perf's samples at 4999 Hz, memkit's ns
+    pms = med([r["perf"]["allocator"] * r["perf"]["samples"] / 4.999 if r["perf"] else None
+               for r in rs])
+    mms = med([r["memkit"]["allocator_ns"] / 1e6 if r["memkit"] and r["memkit"]["allocator_ns"]
+               is not None else None for r in rs])
+    if pa is None or ms is None:
+        print("%-12s %8s %8s %8s" % (n, "n/a" if pa is None else "%.1f%%" % (100 * pa),
+              "n/a" if pk is None else "%.1f%%" % (100 * pk),
+              "n/a" if ms is None else "%.1f%%" % (100 * ms)))
+        fails += 1
+        continue
+    lo, hi = 0.75 * pa, pa + pk + 0.03
+    share_ok = lo <= ms <= hi
+    cost_ok = cost is not None and cost <= 1.10
+    fails += not (share_ok and cost_ok)
+    print("%-12s %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %8s %9.1f %9.1f %6.2fx %8s" % (
+        n, 100 * pa, 100 * pk, 100 * ms, 100 * lo, 100 * hi, "met" if share_ok else "NOT met",
+        pms, mms or 0, cost, "met" if share_ok and cost_ok else "NOT met"))
+print("bars: memkit's share in [0.75 x perf, perf + kernel + 3 points]; cost (trace -q over"
+      " trace -q --no-times, wall) <= 1.10x")
+print("programs missing a bar: %d of %d" % (fails, len(names)))
+PY

@@ -3,6 +3,11 @@
 attributes to the allocator (self time of glibc's malloc functions and the
 C++ operators new and delete), to the kernel, and in all, as one JSON line:
 {"samples": N, "allocator": share, "kernel": share, "functions": {...}}.
+perf_share.py --callers PERF.DATA (recorded with --call-graph): the
+allocator's callers by perf's call graph, most samples first, as a JSON
+list of [name, samples]: for each sample in the allocator (kernel frames
+under it included), the first frame out of libc and the allocator's
+functions. Frames perf cannot name are left out.
 The allocator's functions are recognised by name: glibc keeps its internal
 ones (_int_malloc, malloc_consolidate, unlink_chunk, ...) in its symbol
 table, so perf names them without debug files."""
@@ -42,7 +47,41 @@ def classify(dso, sym):
     return None
 
 
+def is_allocator(sym, dso):
+    base = dso.rsplit("/", 1)[-1]
+    if base.startswith("libc.so") or base.startswith("libc-"):
+        return bool(GLIBC.match(sym.split("+")[0]))
+    return base.startswith("libstdc++") and bool(CXX.match(sym))
+
+
+def callers(data):
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "ip,sym,dso"],
+                         capture_output=True, text=True, check=True).stdout
+    counts = {}
+    for sample in out.split("\n\n"):
+        frames = []
+        for line in sample.splitlines():
+            m = re.match(r"\s*([0-9a-f]+)\s+(.*?)\s+\((.*)\)\s*$", line)
+            if m:
+                frames.append((m.group(2), m.group(3)))
+        user = [f for f in frames if not f[1].startswith("[kernel")]
+        if not user or not is_allocator(*user[0]):
+            continue
+        for sym, dso in user[1:]:
+            base = dso.rsplit("/", 1)[-1]
+            if dso == "inlined" or is_allocator(sym, dso) or base.startswith("libc.so"):
+                continue
+            if sym and sym != "[unknown]" and not re.match(r"^(0x)?[0-9a-f]+$", sym):
+                name = sym.split("+0x")[0]
+                counts[name] = counts.get(name, 0) + 1
+            break
+    print(json.dumps(sorted(counts.items(), key=lambda kv: -kv[1])))
+
+
 def main():
+    if sys.argv[1] == "--callers":
+        callers(sys.argv[2])
+        return
     data = sys.argv[1]
     out = subprocess.run(
         ["perf", "report", "-i", data, "--no-children", "--stdio",

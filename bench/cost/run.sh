@@ -11,11 +11,14 @@
 #     reverse order every other round), wall time each;
 # then `memkit report --format json` on the timed run's traces: its
 # allocator_share (allocator_ns over cpu_ns, summed over the processes).
-# Printed per program, medians over ROUNDS (default 3): perf's allocator and
-# kernel shares, memkit's share, the bar's bounds (at least 0.75 x perf's
-# allocator share, at most perf's allocator share + its kernel share + 3
-# points) and verdict, and the cost of timing (trace -q over trace -q
-# --no-times, the median of the rounds' ratios; bar 1.10). SCALE (default 1)
+# Round 1 also records perf's call graph (--call-graph dwarf): its top 3
+# callers of the allocator must be among memkit's top 5 calling functions
+# (the report's "callers"). Printed per program, medians over ROUNDS
+# (default 3): perf's allocator and kernel shares, memkit's share, the
+# bar's bounds (at least 0.75 x perf's allocator share, at most perf's
+# allocator share + its kernel share + 3 points), the allocator's time by
+# each in ms, the cost of timing (trace -q over trace -q --no-times, the
+# median of the rounds' ratios; bar 1.10) and the verdict on all three. SCALE (default 1)
 # shrinks the corpus's inputs (the smoke test's 0.01 checks that the script
 # runs, not the bars).
 set -u
@@ -63,6 +66,14 @@ while [ "$r" -le "$rounds" ]; do
         $prep
         perf record -q -e cpu-clock -F 4999 -o "$d/perf.data" -- "$@" >/dev/null 2>&1
         perf_json=$(python3 "$src/bench/cost/perf_share.py" "$d/perf.data") || perf_json=null
+        callers=null
+        if [ "$r" = 1 ]; then # the call graph, once: perf's callers of the allocator
+            $prep
+            perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$d/perf-g.data" -- "$@" \
+                >/dev/null 2>&1
+            callers=$(python3 "$src/bench/cost/perf_share.py" --callers "$d/perf-g.data") ||
+                callers=null
+        fi
         for way in $(if [ $((r % 2)) = 1 ]; then echo t n; else echo n t; fi); do
             $prep
             case $way in
@@ -70,10 +81,10 @@ while [ "$r" -le "$rounds" ]; do
             n) wall "$d/n.time" "$memkit" trace -q --no-times -o "$d/n" -- "$@" ;;
             esac
         done
-        mk_json=$("$memkit" report --no-symbols --format json "$d"/t.*.mkt 2>/dev/null |
-            python3 -c 'import json, sys; t = json.load(sys.stdin)["totals"]; print(json.dumps({k: t.get(k) for k in ("allocator_ns", "cpu_ns", "allocator_share", "allocator_slow_ns")}))' ||
+        mk_json=$("$memkit" report --format json "$d"/t.*.mkt 2>/dev/null |
+            python3 -c 'import json, sys; d = json.load(sys.stdin); t = d["totals"]; o = {k: t.get(k) for k in ("allocator_ns", "cpu_ns", "allocator_share", "allocator_slow_ns")}; o["callers"] = [c["function"] for c in d.get("callers", [])[:5]]; print(json.dumps(o))' ||
             echo null)
-        echo "{\"name\": \"$name\", \"round\": $r, \"perf\": $perf_json, \"memkit\": $mk_json," \
+        echo "{\"name\": \"$name\", \"round\": $r, \"perf\": $perf_json, \"memkit\": $mk_json, \"perf_callers\": $callers," \
             "\"timed_s\": $(cat "$d/t.time"), \"untimed_s\": $(cat "$d/n.time")}" >>"$work/res"
         rm -rf "$d"
         cd "$src" || exit 2
@@ -97,6 +108,7 @@ print("CPU: %s" % next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo"
 print("%-12s %8s %8s %8s %8s %8s %8s %9s %9s %7s %8s" % ("program", "perf", "kernel", "memkit",
       "low", "high", "share", "perf ms", "memkit ms", "cost", "verdict"))
 fails = 0
+ranking = {}
 for n in names:
     rs = [r for r in rows if r["name"] == n]
     pa = med([r["perf"]["allocator"] if r["perf"] else None for r in rs])
@@ -114,14 +126,29 @@ for n in names:
               "n/a" if ms is None else "%.1f%%" % (100 * ms)))
         fails += 1
         continue
+    # ranking: perf's top 3 callers (round 1) among memkit's top 5 by time
+    first = next((r for r in rs if r["round"] == 1), None)
+    def norm(f):
+        return f.split("(")[0].strip()
+    pc = [norm(c) for c, _ in (first["perf_callers"] or [])[:3]] if first else []
+    mc = [norm(c) for c in (first["memkit"] or {}).get("callers", [])] if first else []
+    missing = [c for c in pc if c not in mc]
+    ranking[n] = (pc, mc, missing)
     lo, hi = 0.75 * pa, pa + pk + 0.03
     share_ok = lo <= ms <= hi
     cost_ok = cost is not None and cost <= 1.10
-    fails += not (share_ok and cost_ok)
+    rank_ok = not missing
+    fails += not (share_ok and cost_ok and rank_ok)
     print("%-12s %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %8s %9.1f %9.1f %6.2fx %8s" % (
         n, 100 * pa, 100 * pk, 100 * ms, 100 * lo, 100 * hi, "met" if share_ok else "NOT met",
-        pms, mms or 0, cost, "met" if share_ok and cost_ok else "NOT met"))
+        pms, mms or 0, cost, "met" if share_ok and cost_ok and rank_ok else "NOT met"))
 print("bars: memkit's share in [0.75 x perf, perf + kernel + 3 points]; cost (trace -q over"
-      " trace -q --no-times, wall) <= 1.10x")
+      " trace -q --no-times, wall) <= 1.10x; perf's top 3 callers of the allocator among"
+      " memkit's top 5 calling functions by time")
+print()
+print("ranking (round 1): perf's top 3 callers | memkit's top 5 | missing")
+for n, (pc, mc, missing) in ranking.items():
+    print("%-12s %s | %s | %s" % (n, ", ".join(pc) or "-", ", ".join(mc) or "-",
+                                  ", ".join(missing) or "none"))
 print("programs missing a bar: %d of %d" % (fails, len(names)))
 PY

@@ -477,6 +477,8 @@ static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, u
         p->slow_ns += ns;
         p->slow_calls += w;
     }
+    if (a && mk_kind_class(ev->kind) != MK_CLASS_FREE)
+        a->call_ns += ns; /* its own call (a free's: free_caller) */
     if (a) {
         a->alloc_ns += ns;
         if (ev->slow) {
@@ -810,8 +812,21 @@ static bool on_alloc(mk_profile_t *p, const mk_event_t *ev)
     return true;
 }
 
+/* A free that carries a time names the stack that called it: its time
+ * goes there too, as a call made from it (call_ns). After block_dies: a new
+ * aggregate may move the others. */
+static void free_caller(mk_profile_t *p, const mk_event_t *ev)
+{
+    if (!ev->stack || !ev->cost || p->filtered)
+        return;
+    mk_stack_agg_t *a = mk_profile_agg(p, ev->stack);
+    if (a)
+        a->call_ns += (double)ev->cost * p->ns_per_cycle;
+}
+
 static bool on_free(mk_profile_t *p, const mk_event_t *ev)
 {
+    free_caller(p, ev);
     if (!ev->addr) {
         if (!p->filtered) {
             p->calls[ev->kind]++;

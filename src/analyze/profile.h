@@ -67,8 +67,12 @@ typedef struct mk_stack_agg {
     double alloc_ns;
     double slow_ns;      /* the part of alloc_ns in slow calls (format.h) */
     uint64_t slow_calls; /* those calls */
-    uint64_t *growth;    /* live bytes at each growth point (mk_profile_t.growth),
-                          * NULL while it had none at any */
+    /* The time of the calls made from this stack: its allocations' and the
+     * frees it called (a free that carries a time names its caller's stack,
+     * format 6): where perf's call graph puts the allocator's time. */
+    double call_ns;
+    uint64_t *growth; /* live bytes at each growth point (mk_profile_t.growth),
+                       * NULL while it had none at any */
 } mk_stack_agg_t;
 
 /* The heap over time: fixed buckets whose width doubles as the input grows. */

@@ -106,6 +106,7 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->alloc_ns += s->alloc_ns;
     d->slow_ns += s->slow_ns;
     d->slow_calls += s->slow_calls;
+    d->call_ns += s->call_ns;
     d->calls_var += s->calls_var; /* sites' estimates are independent */
     d->bytes_var += s->bytes_var;
     mk_hist_merge(&d->size_hist, &s->size_hist);
@@ -549,6 +550,61 @@ static int sniff(const char *src, const char *path, bool *is_log, char *err,
     return 0;
 }
 
+static int by_caller_name(const void *a, const void *b)
+{
+    return strcmp(((const mk_caller_t *)a)->name, ((const mk_caller_t *)b)->name);
+}
+
+static int by_caller_ns(const void *a, const void *b)
+{
+    const mk_caller_t *x = a, *y = b;
+    if (x->ns != y->ns)
+        return x->ns < y->ns ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+/* r->callers: every stack's calls' time by its innermost function (every
+ * stack: one that only freed is no site, but called the allocator). */
+static bool build_callers(mk_report_t *r)
+{
+    const mk_profile_t *p = &r->prof;
+    if (!p->site_times)
+        return true;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nstacks; i++)
+        n += p->stacks[i].call_ns > 0;
+    mk_caller_t *c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        return false;
+    size_t k = 0;
+    for (size_t i = 0; i < p->nstacks; i++) {
+        const mk_stack_agg_t *a = &p->stacks[i];
+        if (!(a->call_ns > 0))
+            continue;
+        char buf[1024];
+        c[k].name = strdup(mk_report_rollup_name(r, a->stack, false, buf, sizeof buf));
+        if (!c[k].name)
+            break;
+        c[k++].ns = a->call_ns;
+    }
+    if (k > 1) /* one row per function */
+        qsort(c, k, sizeof *c, by_caller_name);
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (m && strcmp(c[m - 1].name, c[i].name) == 0) {
+            c[m - 1].ns += c[i].ns;
+            free(c[i].name);
+        } else {
+            c[m++] = c[i];
+        }
+    }
+    if (m > 1)
+        qsort(c, m, sizeof *c, by_caller_ns);
+    r->callers = c;
+    r->ncallers = m;
+    return k == n;
+}
+
 /* Rows, roll-ups and findings, once the profile is whole. */
 static void finish(mk_report_t *r, const char *path)
 {
@@ -557,6 +613,9 @@ static void finish(mk_report_t *r, const char *path)
     if (!build_rows(r))
         snprintf(r->problem, sizeof r->problem, "%s: out of memory building the sites",
                  path);
+    if (!build_callers(r) && !r->problem[0])
+        snprintf(r->problem, sizeof r->problem,
+                 "%s: out of memory naming the allocator's callers", path);
     r->cost_ns = r->opts.cost_ns > 0 ? r->opts.cost_ns : 0; /* 0: on first use */
     if (!mk_findings_compute(r) && !r->problem[0])
         snprintf(r->problem, sizeof r->problem,
@@ -985,6 +1044,9 @@ void mk_report_free(mk_report_t *r)
     free_sums(r->function_aggs, r->nfunctions);
     free_sums(r->line_aggs, r->nlines);
     free(r->findings);
+    for (size_t i = 0; i < r->ncallers; i++)
+        free(r->callers[i].name);
+    free(r->callers);
     mk_profile_free(&r->prof);
     mk_names_free(r->names);
     if (r->tr)

@@ -97,6 +97,14 @@ typedef struct mk_finding {
     const char *fix;
 } mk_finding_t;
 
+/* The allocator's time by the function that called it (a trace with site
+ * times): allocations by the allocating function, frees by the freeing one,
+ * as a profiler's call graph puts it. */
+typedef struct mk_caller {
+    char *name;
+    double ns;
+} mk_caller_t;
+
 /* One process of a merged report (several traces). */
 typedef struct mk_report_process {
     const char *path;
@@ -121,6 +129,8 @@ struct mk_report {
     uint32_t *line_of_site; /* sites[i] rolls up to lines[line_of_site[i]] */
     mk_finding_t *findings; /* by saving, most first */
     size_t nfindings;
+    mk_caller_t *callers; /* by time, most first; none without site times */
+    size_t ncallers;
     double cost_ns;        /* malloc+free pair used for savings; 0 until
                             * mk_report_cost_ns measures it */
     bool savings_measured; /* savings from measured times, not the price */

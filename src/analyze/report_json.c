@@ -406,6 +406,20 @@ static void growth(mk_json *j, mk_report_t *r, int top)
     mk_json_end_object(j);
 }
 
+/* The allocator's time by calling function (mk_caller_t), most first. */
+static void callers(mk_json *j, const mk_report_t *r, int top)
+{
+    mk_json_key(j, "callers");
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < r->ncallers && (top <= 0 || i < (size_t)top); i++) {
+        mk_json_begin_object(j);
+        key_str(j, "function", r->callers[i].name);
+        key_ns(j, "allocator_ns", true, r->callers[i].ns);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+}
+
 void mk_render_json(mk_report_t *r, FILE *out, int top)
 {
     mk_json j = {.out = out};
@@ -422,6 +436,7 @@ void mk_render_json(mk_report_t *r, FILE *out, int top)
     hist(&j, "lifetime", r->prof.life_hist);
     mk_json_end_object(&j);
     timeline(&j, &r->prof);
+    callers(&j, r, top);
     rows(&j, r, "sites", r->sites, r->nsites, top);
     rows(&j, r, "functions", r->functions, r->nfunctions, top);
     rows(&j, r, "lines", r->lines, r->nlines, top);

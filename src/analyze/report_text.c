@@ -583,6 +583,25 @@ void mk_render_growth(mk_report_t *r, FILE *out, int top, bool color)
     free(rows);
 }
 
+/* "Allocator time by calling function": where a profiler's call graph
+ * puts it (frees by the function that freed). */
+static void callers_table(const text_t *t, int top)
+{
+    const mk_report_t *r = t->r;
+    if (!r->ncallers || top <= 0)
+        return;
+    char head[128], ns[32];
+    size_t shown = r->ncallers < (size_t)top ? r->ncallers : (size_t)top;
+    snprintf(head, sizeof head, "Allocator time by calling function (top %zu of %zu)",
+             shown, r->ncallers);
+    heading(t, head);
+    fprintf(t->out, "%10s %7s  %s\n", "time", "share", "function");
+    for (size_t i = 0; i < shown; i++)
+        fprintf(t->out, "%10s %6.1f%%  %s\n", mk_fmt_ns(r->callers[i].ns, ns, sizeof ns),
+                r->prof.alloc_ns > 0 ? 100.0 * r->callers[i].ns / r->prof.alloc_ns : 0.0,
+                r->callers[i].name);
+}
+
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
 {
     text_t t = {r, out, color};
@@ -602,6 +621,7 @@ void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
     snprintf(title[0], sizeof title[0], "Sites by %s", mk_report_sort_title(r));
     snprintf(title[1], sizeof title[1], "Functions by %s", mk_report_sort_title(r));
     snprintf(title[2], sizeof title[2], "Source lines by %s", mk_report_sort_title(r));
+    callers_table(&t, top);
     site_table(&t, title[0], r->sites, r->nsites, top);
     if (r->kind == MK_INPUT_TRACE)
         site_table(&t, title[1], r->functions, r->nfunctions, top);

@@ -99,10 +99,10 @@ MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
  * encoding. */
 static __attribute__((noinline)) void put_free_before(mk_thread_t *t, void *p)
 {
-    record_free_end(t, MK_K_FREE, p, MK_NO_SPAN);
+    record_free_end(t, MK_K_FREE, p, 0, MK_NO_SPAN);
 }
 
-static __attribute__((noinline)) void general_free(void *p)
+static __attribute__((noinline)) void general_free(void *p, uintptr_t ra)
 {
     mk_thread_t *t = mk_enter();
     if (!t) {
@@ -117,7 +117,7 @@ static __attribute__((noinline)) void general_free(void *p)
          * and at an equal time frees come first (merge.c). */
         mk_span_t span;
         TIMED_CALL(t, span, mk_real.free(p));
-        record_free_end(t, MK_K_FREE, p, span);
+        record_free_end(t, MK_K_FREE, p, ra, span);
         note_brk(t);
         mk_leave(t);
         return;
@@ -136,7 +136,7 @@ static __attribute__((noinline)) void general_free(void *p)
     mk_leave(t);
 }
 
-static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
+static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p, uintptr_t ra)
 {
     if (mk_nested()) { /* C++ delete's own free... */
         mk_real.free(p);
@@ -144,7 +144,7 @@ static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
     }
     mk_thread_t *t = mk_summary_enter();
     if (MK_UNLIKELY(!t)) {
-        general_free(p);
+        general_free(p, ra);
         return;
     }
     mk_summary_free(t, MK_K_FREE, (uintptr_t)p);
@@ -153,11 +153,11 @@ static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p)
 }
 
 /* --sample's free: counted, and the real free is a tail call. */
-static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p)
+static __attribute__((noinline)) MK_HOT_ALIGN void sample_free(void *p, uintptr_t ra)
 {
     mk_thread_t *t = mk_sample_fast_free(p);
     if (MK_UNLIKELY(!t)) {
-        general_free(p);
+        general_free(p, ra);
         return;
     }
     mk_sample_of(t)->fast_frees++;
@@ -172,7 +172,7 @@ MK_EXPORT MK_HOT_ALIGN void free(void *p)
 {
     if (MK_UNLIKELY(mk_is_boot(p)))
         return; /* the bootstrap heap is never reused */
-    MK_DISPATCH(free, p);
+    MK_DISPATCH(free, p, CALLER());
 }
 
 /* realloc of a bootstrap block: move it to the real heap. */

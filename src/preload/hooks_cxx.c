@@ -401,12 +401,12 @@ new_sample(cxx_op_t *op, int shape, unsigned kind, new_body_fn general, uintptr_
 
 /* ---- delete: the three bodies ---- */
 
-typedef void (*delete_body_fn)(void *p, size_t n, size_t al, const void *nt);
+typedef void (*delete_body_fn)(uintptr_t ra, void *p, size_t n, size_t al,
+                               const void *nt);
 
-static inline __attribute__((always_inline)) void delete_general(cxx_op_t *op, int shape,
-                                                                 unsigned kind, void *p,
-                                                                 size_t n, size_t al,
-                                                                 const void *nt)
+static inline __attribute__((always_inline)) void
+delete_general(cxx_op_t *op, int shape, unsigned kind, uintptr_t ra, void *p, size_t n,
+               size_t al, const void *nt)
 {
     void *next = cxx_real(op);
     mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_enter();
@@ -415,25 +415,20 @@ static inline __attribute__((always_inline)) void delete_general(cxx_op_t *op, i
         return;
     }
     bool put = record_free_begin(t, kind, p);
-    mk_span_t span = MK_NO_SPAN;
-    if (put && MK_UNLIKELY(mk_writer_cost_due(&t->w))) { /* timed: after the call */
-        TIMED_CALL(t, span, cxx_free_or_delete(op, next, shape, p, n, al, nt));
-        record_free_end(t, kind, p, span);
-        return;
-    }
     if (put && MK_LIKELY(mk_st.timing)) { /* read around, put after (general_free) */
-        READ_CALL(span, cxx_free_or_delete(op, next, shape, p, n, al, nt));
-        record_free_end(t, kind, p, span);
+        mk_span_t span;
+        TIMED_CALL(t, span, cxx_free_or_delete(op, next, shape, p, n, al, nt));
+        record_free_end(t, kind, p, ra, span);
         return;
     }
     if (put) /* before the real delete: a reuse of p is later in time */
-        record_free_end(t, kind, p, span);
+        record_free_end(t, kind, p, 0, MK_NO_SPAN);
     cxx_free_or_delete(op, next, shape, p, n, al, nt);
 }
 
 static inline __attribute__((always_inline)) void
-delete_summary(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, void *p,
-               size_t n, size_t al, const void *nt)
+delete_summary(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general,
+               uintptr_t ra, void *p, size_t n, size_t al, const void *nt)
 {
     void *real = cxx_real(op);
     if (mk_nested()) {
@@ -442,7 +437,7 @@ delete_summary(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, v
     }
     mk_thread_t *t = mk_summary_enter();
     if (MK_UNLIKELY(!t)) {
-        general(p, n, al, nt);
+        general(ra, p, n, al, nt);
         return;
     }
     mk_summary_free(t, kind, (uintptr_t)p);
@@ -454,12 +449,12 @@ delete_summary(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, v
 }
 
 static inline __attribute__((always_inline)) void
-delete_sample(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, void *p,
-              size_t n, size_t al, const void *nt)
+delete_sample(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general,
+              uintptr_t ra, void *p, size_t n, size_t al, const void *nt)
 {
     mk_thread_t *t = mk_sample_fast_free(p);
     if (MK_UNLIKELY(!t)) {
-        general(p, n, al, nt);
+        general(ra, p, n, al, nt);
         return;
     }
     t->counts[kind]++;
@@ -510,25 +505,25 @@ delete_sample(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general, vo
 #define DELETE_OP(sym, plain, kind, shape, params, normal, stand_in)                     \
     static cxx_op_t op##sym = {#sym, NULL, (void *)stand_in,                             \
                                (plain) ? CXX_UNKNOWN : CXX_FORWARD};                     \
-    static __attribute__((noinline)) void general_##sym(void *p, size_t n, size_t al,    \
-                                                        const void *nt)                  \
+    static __attribute__((noinline)) void general_##sym(uintptr_t ra, void *p, size_t n, \
+                                                        size_t al, const void *nt)       \
     {                                                                                    \
-        delete_general(&op##sym, shape, kind, p, n, al, nt);                             \
+        delete_general(&op##sym, shape, kind, ra, p, n, al, nt);                         \
     }                                                                                    \
-    static __attribute__((noinline)) void summary_##sym(void *p, size_t n, size_t al,    \
-                                                        const void *nt)                  \
+    static __attribute__((noinline)) void summary_##sym(uintptr_t ra, void *p, size_t n, \
+                                                        size_t al, const void *nt)       \
     {                                                                                    \
-        delete_summary(&op##sym, shape, kind, general_##sym, p, n, al, nt);              \
+        delete_summary(&op##sym, shape, kind, general_##sym, ra, p, n, al, nt);          \
     }                                                                                    \
-    static __attribute__((noinline)) void sample_##sym(void *p, size_t n, size_t al,     \
-                                                       const void *nt)                   \
+    static __attribute__((noinline)) void sample_##sym(uintptr_t ra, void *p, size_t n,  \
+                                                       size_t al, const void *nt)        \
     {                                                                                    \
-        delete_sample(&op##sym, shape, kind, general_##sym, p, n, al, nt);               \
+        delete_sample(&op##sym, shape, kind, general_##sym, ra, p, n, al, nt);           \
     }                                                                                    \
     MK_EXPORT void sym params;                                                           \
     MK_EXPORT void sym params                                                            \
     {                                                                                    \
-        MK_DISPATCH(sym, STRIP normal);                                                  \
+        MK_DISPATCH(sym, CALLER(), STRIP normal);                                        \
     }
 
 /* clang-format off */

@@ -87,12 +87,25 @@ put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *
     return stack;
 }
 
+/* The stack of a free that carries a time (mk_writer_times): out of line,
+ * as few frees need it. */
+static __attribute__((noinline, unused)) uint32_t free_stack(mk_thread_t *t, uintptr_t ra,
+                                                             uintptr_t fp)
+{
+    return ra ? mk_stack_id(t, ra, fp) : 0;
+}
+
 static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsigned kind,
-                                                           const void *p, mk_span_t span)
+                                                           const void *p, uintptr_t ra,
+                                                           uintptr_t fp, mk_span_t span)
 {
     if (!mk_room(t))
         return;
-    mk_writer_free(&t->w, span_tick(span.t0), span.t1 - span.t0, kind, (uintptr_t)p);
+    uint64_t cycles = span.t1 - span.t0;
+    /* may write a definition: before the event */
+    uint32_t stack =
+        MK_UNLIKELY(mk_writer_times(&t->w, cycles)) ? free_stack(t, ra, fp) : 0;
+    mk_writer_free(&t->w, span_tick(span.t0), cycles, kind, (uintptr_t)p, stack);
 }
 
 static inline __attribute__((always_inline)) uint32_t
@@ -198,7 +211,7 @@ sample_put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
         put_realloc(t, kind, size, old_sampled ? old : NULL, p,
                     mk_stacks_ready() ? ra : 0, fp, span);
     else
-        put_free(t, MK_K_FREE, old, span);
+        put_free(t, MK_K_FREE, old, ra, fp, span);
 }
 
 static __attribute__((noinline, unused)) void
@@ -275,11 +288,13 @@ record_free_begin(mk_thread_t *t, unsigned kind, const void *p)
     return true;
 }
 
-/* After it: the event, at the time the free started. */
+/* After it: the event, at the time the free started; ra is the hook's
+ * return address (a free that carries a time names its caller's stack). */
 static inline __attribute__((always_inline)) void
-record_free_end(mk_thread_t *t, unsigned kind, const void *p, mk_span_t span)
+record_free_end(mk_thread_t *t, unsigned kind, const void *p, uintptr_t ra,
+                mk_span_t span)
 {
-    KEEP_ERRNO(t, put_free(t, kind, p, span));
+    KEEP_ERRNO(t, put_free(t, kind, p, ra, HOOK_FRAME(), span));
 }
 
 /* The summary's half of a realloc: a failed one leaves the old block; one

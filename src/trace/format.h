@@ -61,7 +61,8 @@
  *   an event kind  TIME: ticks since the previous event (below); then by
  *                  class (see mk_kind_class):
  *                    ALLOC   SIZE size [align if aligned], NEWADDR, STACK
- *                    FREE    FREEREF
+ *                    FREE    FREEREF [, STACK of its caller if it carries a
+ *                            time: version 6]
  *                    REALLOC SIZE size, FREEREF old, NEWADDR new, STACK
  *                    SYSMAP  SIZE size, ADDR addr [, ADDR old for mremap]
  * Allocator times (version 5, when the header's flag 32 is set): one in

@@ -246,6 +246,14 @@ static inline bool mk_writer_cost_due(const mk_writer_t *w)
     return w->cost_left == 1;
 }
 
+/* Will the next event carry a time, its call having taken cycles (the
+ * timed one of the stride, or a slow call)? A free that does names its
+ * caller's stack too (format.h), which its owner captures first. */
+static inline bool mk_writer_times(const mk_writer_t *w, uint64_t cycles)
+{
+    return w->cost_left == 1 || (w->slow_cycles && cycles >= w->slow_cycles);
+}
+
 /* An event that may carry a time: cycles is its call's, read fenced when
  * mk_writer_cost_due said so, unfenced (or 0: not read) otherwise. A slow
  * call goes into SLOW as it is; the timed one's cycles into COST. */
@@ -361,14 +369,17 @@ static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, uint64_t cycles
  * of line when the hook gained a --sample branch (7% on the churn loop). */
 static inline __attribute__((always_inline)) void
 mk_writer_free(mk_writer_t *w, uint64_t now, uint64_t cycles, unsigned kind,
-               uintptr_t addr)
+               uintptr_t addr, uint32_t stack)
 {
+    bool timed = mk_writer_times(w, cycles);
     mk_writer_head(w, kind, now);
     mk_writer_cost(w, cycles);
     mk_index_slot_t *s = mk_writer_freeref(w, addr);
     mk_writer_note_free(w, addr, s);
     if (s)
         mk_index_remove_slot(&w->live, s);
+    if (MK_UNLIKELY(timed)) /* its caller's stack (mk_writer_times) */
+        mk_writer_put(w, MK_S_STACK, stack);
 }
 
 /* realloc-like events: old freed when the call returned a block or size was 0. */

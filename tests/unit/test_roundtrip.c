@@ -331,11 +331,17 @@ static void one_event(run_t *r)
             a = (uintptr_t)0x7f0000000000 + (uintptr_t)rnd(h, 1u << 30) * 16;
         }
         uint64_t t = next_tick(r), cost = random_cost(h);
+        /* a free that carries a time names its caller's stack (format.h) */
+        uint32_t stack = mk_writer_times(&r->w, cost) ? pick_stack(r) : 0;
         uint8_t slow;
         double want = expected_cost(&r->w, cost, &slow);
-        mk_writer_free(&r->w, t, cost, k, a);
-        ev = (mk_event_t){
-            .kind = (uint8_t)k, .time = t, .addr = a, .slow = slow, .cost = (float)want};
+        mk_writer_free(&r->w, t, cost, k, a, stack);
+        ev = (mk_event_t){.kind = (uint8_t)k,
+                          .time = t,
+                          .addr = a,
+                          .stack = stack,
+                          .slow = slow,
+                          .cost = (float)want};
     } else if (roll < 95) { /* REALLOC: in place, moved, from NULL, to size 0, failed */
         unsigned k = kinds_of[MK_CLASS_REALLOC][rnd(h, nkinds_of[MK_CLASS_REALLOC])];
         uint64_t how = rnd(h, 10);

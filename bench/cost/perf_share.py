@@ -7,7 +7,8 @@ perf_share.py --callers PERF.DATA (recorded with --call-graph): the
 allocator's callers by perf's call graph, most samples first, as a JSON
 list of [name, samples]: for each sample in the allocator (kernel frames
 under it included), the first frame out of libc and the allocator's
-functions. Frames perf cannot name are left out.
+functions. Frames perf cannot name are left out, and so are callers with
+fewer than 10 samples: perf's own sampling error would rank them.
 The allocator's functions are recognised by name: glibc keeps its internal
 ones (_int_malloc, malloc_consolidate, unlink_chunk, ...) in its symbol
 table, so perf names them without debug files."""
@@ -32,7 +33,7 @@ GLIBC = re.compile(
     r"alloc_perturb|free_perturb)"
     r"(\.(constprop|isra|part|cold)(\.\d+)?)*(@@?GLIBC_[\d.]+)?$")
 # operator new and delete in libstdc++ (perf demangles them).
-CXX = re.compile(r"^operator (new|delete)(\[\])?\(")
+CXX = re.compile(r"^operator (new|delete)(\[\])?(\(|$)")
 
 
 def classify(dso, sym):
@@ -75,7 +76,8 @@ def callers(data):
                 name = sym.split("+0x")[0]
                 counts[name] = counts.get(name, 0) + 1
             break
-    print(json.dumps(sorted(counts.items(), key=lambda kv: -kv[1])))
+    print(json.dumps([kv for kv in sorted(counts.items(), key=lambda kv: -kv[1])
+                      if kv[1] >= 10]))
 
 
 def main():

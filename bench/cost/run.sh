@@ -56,7 +56,9 @@ wall() { # wall OUT CMD...: CMD's wall seconds into OUT
 : >"$work/res"
 r=1
 while [ "$r" -le "$rounds" ]; do
-    { corpus; outside_programs; } | while IFS='|' read -r name pdir cmd prep; do
+    # BENCH_REAL_PROGRAMS (corpus.sh) replaces both lists
+    { corpus; [ -n "${BENCH_REAL_PROGRAMS:-}" ] || outside_programs; } |
+        while IFS='|' read -r name pdir cmd prep; do
         d=$work/tr/$name
         rm -rf "$d"
         mkdir -p "$d"
@@ -69,7 +71,7 @@ while [ "$r" -le "$rounds" ]; do
         callers=null
         if [ "$r" = 1 ]; then # the call graph, once: perf's callers of the allocator
             $prep
-            perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$d/perf-g.data" -- "$@" \
+            perf record -q -e cpu-clock -F 4999 --call-graph dwarf -o "$d/perf-g.data" -- "$@" \
                 >/dev/null 2>&1
             callers=$(python3 "$src/bench/cost/perf_share.py" --callers "$d/perf-g.data") ||
                 callers=null
@@ -130,9 +132,9 @@ for n in names:
     first = next((r for r in rs if r["round"] == 1), None)
     def norm(f):
         return f.split("(")[0].strip()
-    pc = [norm(c) for c, _ in (first["perf_callers"] or [])[:3]] if first else []
+    pc = ["%s (%d)" % (norm(c), k) for c, k in (first["perf_callers"] or [])[:3]] if first else []
     mc = [norm(c) for c in (first["memkit"] or {}).get("callers", [])] if first else []
-    missing = [c for c in pc if c not in mc]
+    missing = [c for c in pc if c.rsplit(" (", 1)[0] not in mc]
     ranking[n] = (pc, mc, missing)
     lo, hi = 0.75 * pa, pa + pk + 0.03
     share_ok = lo <= ms <= hi
@@ -146,7 +148,7 @@ print("bars: memkit's share in [0.75 x perf, perf + kernel + 3 points]; cost (tr
       " trace -q --no-times, wall) <= 1.10x; perf's top 3 callers of the allocator among"
       " memkit's top 5 calling functions by time")
 print()
-print("ranking (round 1): perf's top 3 callers | memkit's top 5 | missing")
+print("ranking (round 1): perf's top 3 callers (samples, 10 or more) | memkit's top 5 | missing")
 for n, (pc, mc, missing) in ranking.items():
     print("%-12s %s | %s | %s" % (n, ", ".join(pc) or "-", ", ".join(mc) or "-",
                                   ", ".join(missing) or "none"))

@@ -16,10 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a limit's number is. */
+enum unit {
+    U_COUNT,   /* a count (1k, 2M) */
+    U_SIZE,    /* a byte size (K/M/G are powers of 1024) */
+    U_TIME,    /* ns (1ms, 2s) */
+    U_PERCENT, /* hundredths of a percent ("12.5%" or "12.5") */
+};
+
 typedef struct limit {
     const char *name; /* option name without "--" and config key */
     const char *what; /* in messages */
-    bool size;        /* a byte size (K/M/G are powers of 1024) */
+    enum unit unit;
     bool set;
     uint64_t max;
 } limit_t;
@@ -33,17 +41,52 @@ enum {
     L_PEAK_BLOCKS,
     L_TEMPORARIES,
     L_FINDINGS,
+    L_ALLOCATOR_TIME,  /* the allocator's measured time (a trace with times) */
+    L_ALLOCATOR_SHARE, /* and its share of the run's CPU time */
     L_COUNT
 };
 
+/* "12.5%" or "12.5" as hundredths of a percent, 0 to 100%. */
+static bool parse_percent(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0 || v > 100 || (*end && strcmp(end, "%") != 0))
+        return false;
+    *out = (uint64_t)(v * 100 + 0.5);
+    return true;
+}
+
 static int set_limit(limit_t *l, const char *val, const char *from)
 {
-    bool ok = l->size ? mk_parse_bytes(val, &l->max) : mk_parse_count(val, &l->max);
+    static const char *const wants[] = {
+        [U_COUNT] = "a count",
+        [U_SIZE] = "a size (e.g. 64K, 10M)",
+        [U_TIME] = "a duration (e.g. 0.5ms, 20ms)",
+        [U_PERCENT] = "a percentage (e.g. 5%)",
+    };
+    bool ok = l->unit == U_SIZE      ? mk_parse_bytes(val, &l->max)
+              : l->unit == U_TIME    ? mk_parse_duration(val, &l->max)
+              : l->unit == U_PERCENT ? parse_percent(val, &l->max)
+                                     : mk_parse_count(val, &l->max);
     if (!ok)
-        return mk_usage_error("%s%s wants %s, not '%s'", from, l->name,
-                              l->size ? "a size (e.g. 64K, 10M)" : "a count", val);
+        return mk_usage_error("%s%s wants %s, not '%s'", from, l->name, wants[l->unit],
+                              val);
     l->set = true;
     return MK_EXIT_OK;
+}
+
+/* A limit's number as its messages write it. */
+static const char *shown(const limit_t *l, uint64_t v, char *buf, size_t cap)
+{
+    if (l->unit == U_PERCENT)
+        snprintf(buf, cap, "%.2f%%", (double)v / 100);
+    else if (l->unit == U_TIME)
+        snprintf(buf, cap, "%" PRIu64 " ns", v);
+    else
+        snprintf(buf, cap, "%" PRIu64, v);
+    return buf;
 }
 
 static limit_t *limit_named(limit_t *limits, const char *name, size_t len)
@@ -123,6 +166,10 @@ static uint64_t measured(const mk_report_t *r, int i)
         return p->peak_blocks;
     case L_TEMPORARIES:
         return p->temporaries;
+    case L_ALLOCATOR_TIME:
+        return (uint64_t)(p->alloc_ns + 0.5);
+    case L_ALLOCATOR_SHARE:
+        return p->cpu_ns > 0 ? (uint64_t)(p->alloc_ns / p->cpu_ns * 10000 + 0.5) : 0;
     default:
         return r->nfindings;
     }
@@ -163,6 +210,10 @@ static const mk_opt_t check_opts[] = {
     LIMIT(L_TEMPORARIES, "--max-temporaries", "N",
           "blocks freed before their thread's next allocation"),
     LIMIT(L_FINDINGS, "--max-findings", "N", "findings (see memkit report)"),
+    LIMIT(L_ALLOCATOR_TIME, "--max-allocator-time", "T",
+          "the allocator's measured time (e.g. 20ms; a trace with times)"),
+    LIMIT(L_ALLOCATOR_SHARE, "--max-allocator-share", "P",
+          "the allocator's share of the run's CPU time (e.g. 5%)"),
     {.name = "--config",
      .arg = "FILE",
      .kind = MK_OPT_STRING,
@@ -183,14 +234,19 @@ int mk_cmd_check(int argc, char **argv)
 {
     check_cli_t c = {
         .limits = {
-            [L_ALLOCATIONS] = {"max-allocations", "allocation calls", false, false, 0},
-            [L_PEAK] = {"max-peak", "maximum allocated bytes", true, false, 0},
-            [L_LEAKED] = {"max-leaked", "leaked bytes", true, false, 0},
-            [L_LEAKED_BLOCKS] = {"max-leaked-blocks", "leaked blocks", false, false, 0},
-            [L_TOTAL] = {"max-total", "total allocated bytes", true, false, 0},
-            [L_PEAK_BLOCKS] = {"max-peak-blocks", "peak live blocks", false, false, 0},
-            [L_TEMPORARIES] = {"max-temporaries", "temporaries", false, false, 0},
-            [L_FINDINGS] = {"max-findings", "findings", false, false, 0},
+            [L_ALLOCATIONS] = {"max-allocations", "allocation calls", U_COUNT, false, 0},
+            [L_PEAK] = {"max-peak", "maximum allocated bytes", U_SIZE, false, 0},
+            [L_LEAKED] = {"max-leaked", "leaked bytes", U_SIZE, false, 0},
+            [L_LEAKED_BLOCKS] = {"max-leaked-blocks", "leaked blocks", U_COUNT, false, 0},
+            [L_TOTAL] = {"max-total", "total allocated bytes", U_SIZE, false, 0},
+            [L_PEAK_BLOCKS] = {"max-peak-blocks", "peak live blocks", U_COUNT, false, 0},
+            [L_TEMPORARIES] = {"max-temporaries", "temporaries", U_COUNT, false, 0},
+            [L_FINDINGS] = {"max-findings", "findings", U_COUNT, false, 0},
+            [L_ALLOCATOR_TIME] = {"max-allocator-time", "allocator time", U_TIME, false,
+                                  0},
+            [L_ALLOCATOR_SHARE] = {"max-allocator-share",
+                                   "allocator share of the CPU time", U_PERCENT, false,
+                                   0},
         }};
     limit_t *limits = c.limits;
     mk_report_opts_t o;
@@ -237,6 +293,19 @@ int mk_cmd_check(int argc, char **argv)
         mk_free_inputs(paths, npaths);
         return MK_EXIT_USAGE;
     }
+    /* The allocator's time is measured only by full tracing with times. */
+    bool timed = r.prof.timed && (r.prof.cpu_ns > 0 || !limits[L_ALLOCATOR_SHARE].set);
+    if (!timed && (limits[L_ALLOCATOR_TIME].set || limits[L_ALLOCATOR_SHARE].set)) {
+        mk_usage_error(
+            "check: %s has no %s (traced with --no-times, --summary-only or "
+            "--sample, by an older memkit, a curl log, or cut short): it cannot "
+            "be checked against --max-allocator-%s",
+            input, r.prof.timed ? "CPU time" : "allocator times",
+            limits[L_ALLOCATOR_SHARE].set ? "share" : "time");
+        mk_report_free(&r);
+        mk_free_inputs(paths, npaths);
+        return MK_EXIT_USAGE;
+    }
     int breached = 0;
     for (int i = 0; i < L_COUNT; i++) {
         if (!limits[i].set)
@@ -244,8 +313,10 @@ int mk_cmd_check(int argc, char **argv)
         uint64_t v = measured(&r, i);
         bool est = sampled && i != L_ALLOCATIONS && i != L_TOTAL;
         if (v > limits[i].max) {
-            printf("memkit check: %s: %s %s%" PRIu64 " > limit %" PRIu64 "%s\n", input,
-                   limits[i].what, est ? "~" : "", v, limits[i].max,
+            char a[64], b[64];
+            printf("memkit check: %s: %s %s%s > limit %s%s\n", input, limits[i].what,
+                   est ? "~" : "", shown(&limits[i], v, a, sizeof a),
+                   shown(&limits[i], limits[i].max, b, sizeof b),
                    est ? " (estimated from a sampled trace)" : "");
             breached++;
         }

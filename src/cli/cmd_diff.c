@@ -179,6 +179,25 @@ static const char *label_of(mk_report_t *r, const change_t *c, char *buf, size_t
     return mk_row_label_with_caller(r, c->after ? c->after : c->before, buf, cap);
 }
 
+/* The allocator's measured time and its share of the CPU time, before and
+ * after, with their ratio. */
+static void time_lines(FILE *out, const mk_profile_t *b, const mk_profile_t *a)
+{
+    char x[32], y[32];
+    fprintf(out, "%-20s %14s %14s", "Allocator time", mk_fmt_ns(b->alloc_ns, x, sizeof x),
+            mk_fmt_ns(a->alloc_ns, y, sizeof y));
+    if (b->alloc_ns > 0 && a->alloc_ns > 0)
+        fprintf(out, "  %.2fx %s\n",
+                a->alloc_ns < b->alloc_ns ? b->alloc_ns / a->alloc_ns
+                                          : a->alloc_ns / b->alloc_ns,
+                a->alloc_ns < b->alloc_ns ? "less" : "more");
+    else
+        fputc('\n', out);
+    if (b->cpu_ns > 0 && a->cpu_ns > 0)
+        fprintf(out, "%-20s %13.1f%% %13.1f%%\n", "Allocator share",
+                100 * b->alloc_ns / b->cpu_ns, 100 * a->alloc_ns / a->cpu_ns);
+}
+
 static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, size_t n,
                       int top)
 {
@@ -192,6 +211,8 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         ratio_line(out, t->name, total_of(b, t), bs && t->estimated, total_of(a, t),
                    as && t->estimated);
     }
+    if (b->prof.timed && a->prof.timed) /* measured in both runs */
+        time_lines(out, &b->prof, &a->prof);
     if (bs || as)
         fprintf(out, "(~: estimated from a sampled trace; counts by kind are exact)\n");
     size_t shown = 0;
@@ -246,6 +267,17 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
             mk_json_key(&j, totals[i].json);
             mk_json_uint(&j, total_of(r, &totals[i]));
         }
+        /* as memkit-report's totals: null where the run has no times */
+        mk_json_key(&j, "allocator_ns");
+        if (r->prof.timed)
+            mk_json_double(&j, r->prof.alloc_ns);
+        else
+            mk_json_null(&j);
+        mk_json_key(&j, "allocator_share");
+        if (r->prof.timed && r->prof.cpu_ns > 0)
+            mk_json_double(&j, r->prof.alloc_ns / r->prof.cpu_ns);
+        else
+            mk_json_null(&j);
         mk_json_end_object(&j);
     }
     mk_json_key(&j, "sites");

@@ -344,6 +344,11 @@ diff)
     expect_line "No site changed its allocation count."
     status "$memkit" diff --format json "$work/before.mkt" "$work/after.mkt"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["before"]["allocation_calls"]==8000 and d["after"]["allocation_calls"]==2000' "$work/out" || fail "diff json"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(d[s]["allocator_ns"] > 0 and 0 < d[s]["allocator_share"] < 1 for s in ("before", "after"))' "$work/out" ||
+        fail "diff json: the allocator's time"
+    status "$memkit" diff "$work/before.mkt" "$work/after.mkt"
+    expect_re "^Allocator time +[0-9.]+ (ns|us|ms) +[0-9.]+ (ns|us|ms)  [0-9.]+x (less|more)$"
+    expect_re "^Allocator share +[0-9.]+% +[0-9.]+%$"
     # Sites are matched by name, not address: the same program twice matches.
     trace again "$rprogs/patterns" lifo
     status "$memkit" diff "$work/before.mkt" "$work/again.mkt"
@@ -379,6 +384,22 @@ check)
     expect_status 2
     status "$memkit" check --max-allocations 100000 "$data/master-small.log"
     expect_status 0
+    # the allocator's measured time and share
+    status "$memkit" check "$work/p.mkt" --max-allocator-share 100% --max-allocator-time 1h
+    expect_status 0
+    status "$memkit" check "$work/p.mkt" --max-allocator-share 0 --max-allocator-time 0
+    expect_status 1
+    expect_re "allocator share of the CPU time [0-9.]+% > limit 0.00%$"
+    expect_re "allocator time [0-9]+ ns > limit 0 ns$"
+    status "$memkit" check "$work/p.mkt" --max-allocator-share 101
+    expect_status 2
+    status "$memkit" check --max-allocator-share 5% "$data/master-small.log"
+    expect_status 2
+    expect_re "has no allocator times .* --max-allocator-share$"
+    "$memkit" trace -q --no-times -o "$work/nt" -- "$rprogs/patterns" lifo >/dev/null 2>&1
+    status "$memkit" check --max-allocator-time 1s "$work"/nt.*.mkt
+    expect_status 2
+    expect_re "has no allocator times"
     ;;
 badinput)
     # One clear line for each, exit 2.

@@ -46,6 +46,9 @@ dir=$work/outside
 mkdir -p "$dir"
 . "$src/bench/real/outside_programs.sh"
 export MEMKIT_CACHE_DIR="$work/cache"
+# perf script unwinds a sample's stack copy with DWARF: minutes for clang's
+# libLLVM at 4999 Hz. A smoke run (SCALE under 1) samples the graph thinly.
+graph_hz=$(awk -v s="$scale" 'BEGIN { print s < 1 ? 49 : 4999 }')
 
 wall() { # wall OUT CMD...: CMD's wall seconds into OUT
     out=$1
@@ -71,7 +74,7 @@ while [ "$r" -le "$rounds" ]; do
         callers=null
         if [ "$r" = 1 ]; then # the call graph, once: perf's callers of the allocator
             $prep
-            perf record -q -e cpu-clock -F 4999 --call-graph dwarf -o "$d/perf-g.data" -- "$@" \
+            perf record -q -e cpu-clock -F "$graph_hz" --call-graph dwarf -o "$d/perf-g.data" -- "$@" \
                 >/dev/null 2>&1
             callers=$(python3 "$src/bench/cost/perf_share.py" --callers "$d/perf-g.data") ||
                 callers=null

@@ -477,8 +477,11 @@ static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, u
         p->slow_ns += ns;
         p->slow_calls += w;
     }
-    if (a && mk_kind_class(ev->kind) != MK_CLASS_FREE)
-        a->call_ns += ns; /* its own call (a free's: free_caller) */
+    if (a && mk_kind_class(ev->kind) != MK_CLASS_FREE) { /* its own call (a free's:
+                                                          * free_caller) */
+        a->call_ns += ns;
+        a->call_slow_ns += ev->slow ? ns : 0;
+    }
     if (a) {
         a->alloc_ns += ns;
         if (ev->slow) {
@@ -820,8 +823,11 @@ static void free_caller(mk_profile_t *p, const mk_event_t *ev)
     if (!ev->stack || !ev->cost || p->filtered)
         return;
     mk_stack_agg_t *a = mk_profile_agg(p, ev->stack);
-    if (a)
-        a->call_ns += (double)ev->cost * p->ns_per_cycle;
+    double ns = (double)ev->cost * p->ns_per_cycle;
+    if (a) {
+        a->call_ns += ns;
+        a->call_slow_ns += ev->slow ? ns : 0;
+    }
 }
 
 static bool on_free(mk_profile_t *p, const mk_event_t *ev)

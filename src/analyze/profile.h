@@ -71,8 +71,9 @@ typedef struct mk_stack_agg {
      * frees it called (a free that carries a time names its caller's stack,
      * format 6): where perf's call graph puts the allocator's time. */
     double call_ns;
-    uint64_t *growth; /* live bytes at each growth point (mk_profile_t.growth),
-                       * NULL while it had none at any */
+    double call_slow_ns; /* the part of call_ns in slow calls */
+    uint64_t *growth;    /* live bytes at each growth point (mk_profile_t.growth),
+                          * NULL while it had none at any */
 } mk_stack_agg_t;
 
 /* The heap over time: fixed buckets whose width doubles as the input grows. */

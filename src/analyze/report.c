@@ -107,6 +107,7 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->slow_ns += s->slow_ns;
     d->slow_calls += s->slow_calls;
     d->call_ns += s->call_ns;
+    d->call_slow_ns += s->call_slow_ns;
     d->calls_var += s->calls_var; /* sites' estimates are independent */
     d->bytes_var += s->bytes_var;
     mk_hist_merge(&d->size_hist, &s->size_hist);
@@ -585,6 +586,7 @@ static bool build_callers(mk_report_t *r)
         c[k].name = strdup(mk_report_rollup_name(r, a->stack, false, buf, sizeof buf));
         if (!c[k].name)
             break;
+        c[k].slow_ns = a->call_slow_ns;
         c[k++].ns = a->call_ns;
     }
     if (k > 1) /* one row per function */
@@ -593,6 +595,7 @@ static bool build_callers(mk_report_t *r)
     for (size_t i = 0; i < k; i++) {
         if (m && strcmp(c[m - 1].name, c[i].name) == 0) {
             c[m - 1].ns += c[i].ns;
+            c[m - 1].slow_ns += c[i].slow_ns;
             free(c[i].name);
         } else {
             c[m++] = c[i];

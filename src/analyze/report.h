@@ -102,7 +102,7 @@ typedef struct mk_finding {
  * as a profiler's call graph puts it. */
 typedef struct mk_caller {
     char *name;
-    double ns;
+    double ns, slow_ns; /* slow_ns: in slow calls (format.h) */
 } mk_caller_t;
 
 /* One process of a merged report (several traces). */

@@ -415,6 +415,7 @@ static void callers(mk_json *j, const mk_report_t *r, int top)
         mk_json_begin_object(j);
         key_str(j, "function", r->callers[i].name);
         key_ns(j, "allocator_ns", true, r->callers[i].ns);
+        key_ns(j, "allocator_slow_ns", true, r->callers[i].slow_ns);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);

@@ -583,6 +583,8 @@ void mk_render_growth(mk_report_t *r, FILE *out, int top, bool color)
     free(rows);
 }
 
+#define SLOW_ADVICE_SHARE 0.25
+
 /* "Allocator time by calling function": where a profiler's call graph
  * puts it (frees by the function that freed). */
 static void callers_table(const text_t *t, int top)
@@ -595,11 +597,33 @@ static void callers_table(const text_t *t, int top)
     snprintf(head, sizeof head, "Allocator time by calling function (top %zu of %zu)",
              shown, r->ncallers);
     heading(t, head);
-    fprintf(t->out, "%10s %7s  %s\n", "time", "share", "function");
-    for (size_t i = 0; i < shown; i++)
-        fprintf(t->out, "%10s %6.1f%%  %s\n", mk_fmt_ns(r->callers[i].ns, ns, sizeof ns),
-                r->prof.alloc_ns > 0 ? 100.0 * r->callers[i].ns / r->prof.alloc_ns : 0.0,
-                r->callers[i].name);
+    fprintf(t->out, "%10s %7s %7s  %s\n", "time", "share", "slow", "function");
+    for (size_t i = 0; i < shown; i++) {
+        const mk_caller_t *c = &r->callers[i];
+        fprintf(t->out, "%10s %6.1f%% %6.0f%%  %s\n", mk_fmt_ns(c->ns, ns, sizeof ns),
+                r->prof.alloc_ns > 0 ? 100.0 * c->ns / r->prof.alloc_ns : 0.0,
+                c->ns > 0 ? 100.0 * c->slow_ns / c->ns : 0.0, c->name);
+    }
+    /* Concentrated in slow calls: the allocator's own slow paths, which its
+     * settings move (SLOW_ADVICE_SHARE of the time or more). */
+    const mk_profile_t *p = &r->prof;
+    if (p->alloc_ns > 0 && p->slow_ns >= SLOW_ADVICE_SHARE * p->alloc_ns) {
+        const mk_caller_t *most = &r->callers[0];
+        for (size_t i = 1; i < r->ncallers; i++)
+            if (r->callers[i].slow_ns > most->slow_ns)
+                most = &r->callers[i];
+        char bound[32], count[32], in[32];
+        fprintf(
+            t->out,
+            "%.0f%% of the allocator's time is in %s slow calls (%s or more), %s of it "
+            "from %s: glibc spends such calls consolidating freed chunks, growing or "
+            "trimming the heap and mapping large blocks; memkit tune tries its "
+            "settings (mxfast, trim_threshold, mmap_threshold) on this program.\n",
+            100.0 * p->slow_ns / p->alloc_ns,
+            mk_fmt_count(p->slow_calls, count, sizeof count),
+            mk_fmt_ns(p->slow_bound_ns, bound, sizeof bound),
+            mk_fmt_ns(most->slow_ns, in, sizeof in), most->name);
+    }
 }
 
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)

@@ -962,12 +962,16 @@ callers = {c["function"]: c["allocator_ns"] for c in d["callers"]}
 assert callers.get("big_release", 0) > 0, callers
 assert callers["big_release"] > callers.get("big_alloc", 0), callers
 assert callers["one_slow"] > callers.get("many_cheap", 0), callers
+slow_of = {c["function"]: c["allocator_slow_ns"] for c in d["callers"]}
+assert slow_of["big_release"] >= 0.9 * callers["big_release"], (slow_of, callers)
 PY
     # ordered by time by default, by calls on request
     "$memkit" report "$work"/t.*.mkt >"$out" 2>&1
     sed -n '/^Functions by allocator time/,/^$/p' "$out" | grep -E ' (one_slow|many_cheap)$' |
         head -n 1 | grep -q ' one_slow$' || fail "many_cheap is above one_slow by time"
     grep -q '^Allocator time by calling function' "$out" || fail "no callers table"
+    grep -Eq "^[0-9]+% of the allocator's time is in [0-9,]+ slow calls \([0-9.]+ (ns|us) or more\), [0-9.]+ (us|ms) of it from (big_release|one_slow): .*memkit tune" "$out" ||
+        fail "no word on the slow calls"
     "$memkit" report --sort calls "$work"/t.*.mkt >"$out" 2>&1
     sed -n '/^Functions by allocations/{n;n;p;}' "$out" | grep -q ' many_cheap$' ||
         fail "many_cheap is not first by calls"

@@ -9,9 +9,15 @@
 # second apart see the same machine, where medians of separate runs need not
 # (its speed drifts by up to 2x over seconds).
 #
-# Example: a change against the build before it
+# ENV_A and ENV_B, when set, are VAR=value words each side runs with: one
+# build against itself with a setting changed.
+#
+# Examples: a change against the build before it
 #   cp build/libmemkit-preload.so /tmp/new.so   (and the old build's as /tmp/old.so)
 #   sh bench/trace/ab.sh /tmp/old.so /tmp/new.so 9 1
+# and the cost of timing the allocator's calls (make bench-cost's bar):
+#   ENV_A=MEMKIT_TRACE_TIMES=0 sh bench/trace/ab.sh build/libmemkit-preload.so \
+#       build/libmemkit-preload.so 9 1
 set -u
 a=$1
 b=$2
@@ -30,19 +36,22 @@ summary=; too=; sample=
 [ "$mode" = trace ] && too=1
 [ "$mode" = sample ] && sample=${SAMPLE:-524288}
 
-one() { # one LIB: prints "wall_ms cpu_ms"
+one() { # one LIB [VAR=value...]: prints "wall_ms cpu_ms"
+    lib=$1
+    shift
     start=$(date +%s%N)
-    LD_PRELOAD=$1 MEMKIT_TRACE_PREFIX="$work/t" MEMKIT_TRACE_RUN=ab \
+    env "$@" LD_PRELOAD=$lib MEMKIT_TRACE_PREFIX="$work/t" MEMKIT_TRACE_RUN=ab \
         MEMKIT_TRACE_SUMMARY_ONLY=$summary MEMKIT_TRACE_SUMMARY=$too MEMKIT_TRACE_SAMPLE=$sample \
         /usr/bin/time -f "%U %S" -o "$work/time" "$churn" "$n" "$threads" >/dev/null 2>&1 ||
-        { echo "ab: the traced run with $1 failed"; exit 1; }
+        { echo "ab: the traced run with $lib failed"; exit 1; }
     end=$(date +%s%N)
     rm -f "$work"/t.*
     awk -v w=$(( (end - start) / 1000000 )) '{printf "%d %d\n", w, ($1 + $2) * 1000}' "$work/time"
 }
 
 for r in $(seq "$runs"); do
-    if [ $((r % 2)) -eq 0 ]; then ta=$(one "$a"); tb=$(one "$b"); else tb=$(one "$b"); ta=$(one "$a"); fi
+    # shellcheck disable=SC2086 # the settings' words
+    if [ $((r % 2)) -eq 0 ]; then ta=$(one "$a" ${ENV_A:-}); tb=$(one "$b" ${ENV_B:-}); else tb=$(one "$b" ${ENV_B:-}); ta=$(one "$a" ${ENV_A:-}); fi
     echo "$ta $tb" | awk '{printf "%.4f %.4f\n", $3 / $1, ($2 > 0 ? $4 / $2 : 1)}' >>"$work/ratios"
 done
 median() { sort -n | awk '{v[NR] = $1} END {printf "%.3f", v[int((NR + 1) / 2)]}'; }

@@ -218,16 +218,18 @@ static inline void *mk_pages_resize(void *p, size_t old_size, size_t n)
     return q;
 }
 
-/* The TSC reads around a timed real allocator call (format.h: one call in
- * about MK_COST_STRIDE): their difference is the allocator's time, memkit's
- * own recording outside it. Both 0 for a call that is not timed. The reads
- * are fenced: unfenced, the second executes beside a call of a few ns and
- * misses it (an empty interval then reads as long as a malloc). */
+/* The TSC reads around a real allocator call (format.h): their difference
+ * is the allocator's time, memkit's own recording outside it. Both 0 for a
+ * call that is not read. The timed call of the stride (one in about
+ * MK_COST_STRIDE) is read fenced: unfenced, the second read executes beside
+ * a call of a few ns and misses it (an empty interval then reads as long as
+ * a malloc); the others that are read, to find the slow ones, unfenced. */
 typedef struct mk_span {
     uint64_t t0, t1;
+    bool read; /* read to be judged slow (record.h's READ_CALL) */
 } mk_span_t;
 
-#define MK_NO_SPAN ((mk_span_t){0, 0})
+#define MK_NO_SPAN ((mk_span_t){0, 0, false})
 
 static inline uint64_t mk_fenced_begin(void)
 {

@@ -54,7 +54,7 @@ static __attribute__((noinline)) void *general_malloc(size_t n, uintptr_t ra)
         return MK_LIKELY(mk_real.malloc != NULL) ? mk_real.malloc(n) : mk_boot_alloc(n);
     mk_span_t span;
     void *p;
-    TIMED_CALL(t, span, p = mk_real.malloc(n));
+    TIMED_CALL(t, span, read_size(n), p = mk_real.malloc(n));
     record_alloc(t, MK_K_MALLOC, n, 0, p, ra, span);
     note_brk(t);
     mk_leave(t);
@@ -94,12 +94,18 @@ MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
     return MK_DISPATCH(malloc, n, CALLER());
 }
 
-/* A free's event put before the real free, where calls are not read
- * (general_free): out of line, so that the hot path holds one copy of the
- * encoding. */
-static __attribute__((noinline)) void put_free_before(mk_thread_t *t, void *p)
+/* A free that is read (read_slot) or timed: out of line, so that the hot
+ * path holds one copy of the encoding. Its event goes in after the call at
+ * the time it began: a reuse of p is later in time all the same, and at an
+ * equal time frees come first (merge.c). */
+static __attribute__((noinline)) void read_free(mk_thread_t *t, void *p, uintptr_t ra,
+                                                mk_index_slot_t *s)
 {
-    record_free_end(t, MK_K_FREE, p, 0, MK_NO_SPAN);
+    mk_span_t span;
+    TIMED_CALL(t, span, read_slot(p, s), mk_real.free(p));
+    record_free_end(t, MK_K_FREE, p, ra, span, s);
+    note_brk(t);
+    mk_leave(t);
 }
 
 static __attribute__((noinline)) void general_free(void *p, uintptr_t ra)
@@ -110,20 +116,16 @@ static __attribute__((noinline)) void general_free(void *p, uintptr_t ra)
             mk_real.free(p);
         return;
     }
-    bool put = record_free_begin(t, MK_K_FREE, p);
-    if (MK_LIKELY(put && mk_st.timing)) {
-        /* Read around (a slow free is found after it), and put after it at
-         * the time it began: a reuse of p is later in time all the same,
-         * and at an equal time frees come first (merge.c). */
-        mk_span_t span;
-        TIMED_CALL(t, span, mk_real.free(p));
-        record_free_end(t, MK_K_FREE, p, ra, span);
-        note_brk(t);
-        mk_leave(t);
-        return;
+    if (record_free_begin(t, MK_K_FREE, p)) {
+        mk_index_slot_t *s = mk_writer_free_slot(&t->w, (uintptr_t)p);
+        if (MK_UNLIKELY(mk_writer_cost_due(&t->w)) ||
+            (mk_st.timing && MK_UNLIKELY(read_slot(p, s)))) {
+            read_free(t, p, ra, s);
+            return;
+        }
+        /* before the real free: a reuse of p is later in time */
+        record_free_end(t, MK_K_FREE, p, 0, MK_NO_SPAN, s);
     }
-    if (put) /* before the real free: a reuse of p is later in time */
-        put_free_before(t, p);
     if (MK_LIKELY(!mk_st.cfg.syscalls)) {
         /* Nothing is recorded after the real free unless --syscalls watches
          * the break: leave first, so that the call is a tail call. */
@@ -197,7 +199,7 @@ MK_EXPORT void *realloc(void *old, size_t n)
     bool old_sampled = sample_realloc_begin(old);
     mk_span_t span;
     void *p;
-    TIMED_CALL(t, span, p = mk_real.realloc(old, n));
+    TIMED_CALL(t, span, read_size(n), p = mk_real.realloc(old, n));
     record_realloc(t, MK_K_REALLOC, n, old, old_sampled, p, CALLER(), span);
     note_brk(t);
     mk_leave(t);
@@ -221,9 +223,11 @@ MK_EXPORT void *reallocarray(void *old, size_t n, size_t size)
     bool old_sampled = sample_realloc_begin(old);
     mk_span_t span;
     void *p;
-    TIMED_CALL(t, span, p = mk_real.reallocarray(old, n, size));
-    size_t total = 0;
+    size_t total = SIZE_MAX; /* an overflow: read (the call fails) */
     (void)__builtin_mul_overflow(n, size, &total);
+    TIMED_CALL(t, span, read_size(total), p = mk_real.reallocarray(old, n, size));
+    if (total == SIZE_MAX)
+        total = 0;
     record_realloc(t, MK_K_REALLOCARRAY, total, old, old_sampled, p, CALLER(), span);
     mk_leave(t);
     return p;
@@ -236,7 +240,7 @@ MK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
         return mk_real.posix_memalign ? mk_real.posix_memalign(out, align, n) : ENOMEM;
     mk_span_t span;
     int rc;
-    TIMED_CALL(t, span, rc = mk_real.posix_memalign(out, align, n));
+    TIMED_CALL(t, span, read_size(n), rc = mk_real.posix_memalign(out, align, n));
     record_alloc(t, MK_K_POSIX_MEMALIGN, n, align, rc == 0 ? *out : NULL, CALLER(), span);
     mk_leave(t);
     return rc;
@@ -291,8 +295,9 @@ static char *copy_string(const char *s, size_t len)
             return MK_LIKELY(mk_real.name != NULL) ? mk_real.name args : (boot);         \
         mk_span_t span;                                                                  \
         type *p;                                                                         \
-        TIMED_CALL(t, span, p = mk_real.name args);                                      \
-        record_alloc(t, kind, size_expr, align_expr, p, CALLER(), span);                 \
+        size_t size_ = (size_expr);                                                      \
+        TIMED_CALL(t, span, read_size(size_), p = mk_real.name args);                    \
+        record_alloc(t, kind, size_, align_expr, p, CALLER(), span);                     \
         note_brk(t);                                                                     \
         mk_leave(t);                                                                     \
         return p;                                                                        \

@@ -358,7 +358,8 @@ static inline __attribute__((always_inline)) void *new_general(cxx_op_t *op, int
         return cxx_call_new(next, shape, size, al, nt); /* may throw */
     mk_span_t span;
     void *p;
-    TIMED_CALL(t, span, p = cxx_malloc_or_new(op, next, shape, size, al, nt));
+    TIMED_CALL(t, span, read_size(size),
+               p = cxx_malloc_or_new(op, next, shape, size, al, nt));
     record_alloc(t, kind, size, al, p, ra, span);
     return p;
 }
@@ -414,15 +415,21 @@ delete_general(cxx_op_t *op, int shape, unsigned kind, uintptr_t ra, void *p, si
         cxx_call_delete(next, shape, p, n, al, nt);
         return;
     }
-    bool put = record_free_begin(t, kind, p);
-    if (put && MK_LIKELY(mk_st.timing)) { /* read around, put after (general_free) */
-        mk_span_t span;
-        TIMED_CALL(t, span, cxx_free_or_delete(op, next, shape, p, n, al, nt));
-        record_free_end(t, kind, p, ra, span);
+    if (!record_free_begin(t, kind, p)) {
+        cxx_free_or_delete(op, next, shape, p, n, al, nt);
         return;
     }
-    if (put) /* before the real delete: a reuse of p is later in time */
-        record_free_end(t, kind, p, 0, MK_NO_SPAN);
+    mk_index_slot_t *s = mk_writer_free_slot(&t->w, (uintptr_t)p);
+    if (MK_UNLIKELY(mk_writer_cost_due(&t->w)) ||
+        (mk_st.timing && MK_UNLIKELY(read_slot(p, s)))) { /* as general_free */
+        mk_span_t span;
+        TIMED_CALL(t, span, read_slot(p, s),
+                   cxx_free_or_delete(op, next, shape, p, n, al, nt));
+        record_free_end(t, kind, p, ra, span, s);
+        return;
+    }
+    /* before the real delete: a reuse of p is later in time */
+    record_free_end(t, kind, p, 0, MK_NO_SPAN, s);
     cxx_free_or_delete(op, next, shape, p, n, al, nt);
 }
 

@@ -23,15 +23,37 @@
         *errno_at_ = saved_errno_;                                                       \
     } while (0)
 
+/* Which calls are read around, to find the slow ones (format.h): those on
+ * blocks of READ_MIN_SIZE bytes or more, and frees of blocks this thread's
+ * index does not know. Below that size glibc serves and takes blocks from
+ * its per-thread caches and small bins; its slow paths (consolidating,
+ * growing or trimming the heap, mapping) come with large requests and
+ * frees, or are spread over many calls, which the timed stride weighs
+ * without bias. Reading every call costs a TSC read more per call: 14% on
+ * the churn loop. */
+#define READ_MIN_SIZE 1024
+
+static inline bool read_size(size_t n)
+{
+    return n >= READ_MIN_SIZE;
+}
+
+/* A free of p, whose slot in the thread's index is s (mk_writer_free_slot). */
+static inline bool read_slot(const void *p, const mk_index_slot_t *s)
+{
+    return p && (!s || mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE));
+}
+
 /* Runs stmt, a real call, between unfenced TSC reads when the run times
- * calls (format.h: they find the slow calls, and the later read is the
+ * calls and read_it says this one is read (the later read is then the
  * event's tick), else with no reads at all. */
-#define READ_CALL(span, stmt)                                                            \
+#define READ_CALL(span, read_it, stmt)                                                   \
     do {                                                                                 \
-        if (MK_LIKELY(mk_st.timing)) {                                                   \
+        if (MK_LIKELY(mk_st.timing) && (read_it)) {                                      \
             (span).t0 = __rdtsc();                                                       \
             stmt;                                                                        \
             (span).t1 = __rdtsc();                                                       \
+            (span).read = true;                                                          \
         } else {                                                                         \
             (span) = MK_NO_SPAN;                                                         \
             stmt;                                                                        \
@@ -40,17 +62,25 @@
 
 /* Runs stmt, the real call of thread t's next event, between the span's
  * fenced reads when the writer's stride says that event is timed (format.h),
- * else as READ_CALL does. */
-#define TIMED_CALL(t, span, stmt)                                                        \
+ * else as READ_CALL does. A timed call is judged slow only if it would
+ * have been read: the others are the stride's to weigh. */
+#define TIMED_CALL(t, span, read_it, stmt)                                               \
     do {                                                                                 \
         if (MK_UNLIKELY(mk_writer_cost_due(&(t)->w))) {                                  \
             (span).t0 = mk_fenced_begin();                                               \
             stmt;                                                                        \
             (span).t1 = mk_fenced_end();                                                 \
+            (span).read = (read_it);                                                     \
         } else {                                                                         \
-            READ_CALL(span, stmt);                                                       \
+            READ_CALL(span, read_it, stmt);                                              \
         }                                                                                \
     } while (0)
+
+/* Was the call slow (format.h): read, and at least the run's slow bound? */
+static inline bool span_slow(mk_span_t span)
+{
+    return span.read && span.t1 - span.t0 >= mk_st.slow_cycles;
+}
 
 /* The frame address of the function that records the event (record_* are
  * inlined into it: the hook, or general_malloc), for mk_stack_id's cache. */
@@ -81,8 +111,9 @@ put_alloc(mk_thread_t *t, unsigned kind, size_t size, size_t align, const void *
     /* may write a definition: before the event; ra 0: no stack (--sample's
      * before libunwind is ready) */
     uint32_t stack = ra ? mk_stack_id(t, ra, fp) : 0;
-    if (MK_UNLIKELY(!mk_writer_alloc(&t->w, span_tick(span.t1), span.t1 - span.t0, kind,
-                                     size, align, (uintptr_t)p, stack)))
+    if (MK_UNLIKELY(!mk_writer_alloc(&t->w, span_tick(span.t1), span.t1 - span.t0,
+                                     span_slow(span), kind, size, align, (uintptr_t)p,
+                                     stack)))
         mk_index_failed();
     return stack;
 }
@@ -95,17 +126,20 @@ static __attribute__((noinline, unused)) uint32_t free_stack(mk_thread_t *t, uin
     return ra ? mk_stack_id(t, ra, fp) : 0;
 }
 
+/* s: p's slot in the thread's index (mk_writer_free_slot), unchanged since. */
 static inline __attribute__((always_inline)) void put_free(mk_thread_t *t, unsigned kind,
                                                            const void *p, uintptr_t ra,
-                                                           uintptr_t fp, mk_span_t span)
+                                                           uintptr_t fp, mk_span_t span,
+                                                           mk_index_slot_t *s)
 {
     if (!mk_room(t))
         return;
-    uint64_t cycles = span.t1 - span.t0;
+    bool slow = span_slow(span);
     /* may write a definition: before the event */
     uint32_t stack =
-        MK_UNLIKELY(mk_writer_times(&t->w, cycles)) ? free_stack(t, ra, fp) : 0;
-    mk_writer_free(&t->w, span_tick(span.t0), cycles, kind, (uintptr_t)p, stack);
+        MK_UNLIKELY(mk_writer_times(&t->w, slow)) ? free_stack(t, ra, fp) : 0;
+    mk_writer_free(&t->w, span_tick(span.t0), span.t1 - span.t0, slow, kind, (uintptr_t)p,
+                   s, stack);
 }
 
 static inline __attribute__((always_inline)) uint32_t
@@ -115,8 +149,9 @@ put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old, const v
     if (!mk_room(t))
         return 0;
     uint32_t stack = ra ? mk_stack_id(t, ra, fp) : 0;
-    if (MK_UNLIKELY(!mk_writer_realloc(&t->w, span_tick(span.t1), span.t1 - span.t0, kind,
-                                       size, (uintptr_t)old, (uintptr_t)p, stack)))
+    if (MK_UNLIKELY(!mk_writer_realloc(&t->w, span_tick(span.t1), span.t1 - span.t0,
+                                       span_slow(span), kind, size, (uintptr_t)old,
+                                       (uintptr_t)p, stack)))
         mk_index_failed();
     return stack;
 }
@@ -211,7 +246,8 @@ sample_put_realloc(mk_thread_t *t, unsigned kind, size_t size, const void *old,
         put_realloc(t, kind, size, old_sampled ? old : NULL, p,
                     mk_stacks_ready() ? ra : 0, fp, span);
     else
-        put_free(t, MK_K_FREE, old, ra, fp, span);
+        put_free(t, MK_K_FREE, old, ra, fp, span,
+                 mk_writer_free_slot(&t->w, (uintptr_t)old));
 }
 
 static __attribute__((noinline, unused)) void
@@ -288,13 +324,15 @@ record_free_begin(mk_thread_t *t, unsigned kind, const void *p)
     return true;
 }
 
-/* After it: the event, at the time the free started; ra is the hook's
- * return address (a free that carries a time names its caller's stack). */
+/* The event: after the real free at the time it started when the call was
+ * read, else before it; ra is the hook's return address (a free that
+ * carries a time names its caller's stack), s the block's slot in the
+ * thread's index (mk_writer_free_slot). */
 static inline __attribute__((always_inline)) void
 record_free_end(mk_thread_t *t, unsigned kind, const void *p, uintptr_t ra,
-                mk_span_t span)
+                mk_span_t span, mk_index_slot_t *s)
 {
-    KEEP_ERRNO(t, put_free(t, kind, p, ra, HOOK_FRAME(), span));
+    KEEP_ERRNO(t, put_free(t, kind, p, ra, HOOK_FRAME(), span, s));
 }
 
 /* The summary's half of a realloc: a failed one leaves the old block; one

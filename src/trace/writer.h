@@ -67,7 +67,7 @@ typedef struct mk_writer {
     uint32_t cost_left, cost_left0; /* events to the next timed one (1: this) */
     uint64_t cost_rng, cost_rng0;
     uint32_t cost_overhead_x16; /* 16 x an empty fenced interval's cycles */
-    uint64_t slow_cycles;       /* a call this long is slow (0: none is) */
+    uint64_t slow_cycles;       /* the owner's slow bound, for the head (0: none) */
     uint64_t slow_next;         /* the event after the record's last slow one */
     /* What the readers will make of the times written, summed across
      * records (the owner's summary reports it without a replay): cycles of
@@ -187,11 +187,10 @@ static inline void mk_writer_note_free(mk_writer_t *w, uintptr_t addr,
 }
 
 /* A freed block: its live index when this writer allocated it (about 14
- * bits for 10,000 live blocks), else its address. Does not remove it;
- * returns its slot in the index, or NULL. */
-static inline mk_index_slot_t *mk_writer_freeref(mk_writer_t *w, uintptr_t addr)
+ * bits for 10,000 live blocks: s, its slot), else its address. Does not
+ * remove it. */
+static inline void mk_writer_freeref(mk_writer_t *w, uintptr_t addr, mk_index_slot_t *s)
 {
-    mk_index_slot_t *s = addr ? mk_index_slot_of(&w->live, addr) : NULL;
     if (!addr) {
         mk_writer_split(w, MK_S_FREEREF_LO, 0);
     } else if (s) {
@@ -201,7 +200,6 @@ static inline mk_index_slot_t *mk_writer_freeref(mk_writer_t *w, uintptr_t addr)
         mk_writer_split(w, MK_S_FREEREF_LO, 1);
         mk_writer_raw_addr(w, addr);
     }
-    return s;
 }
 
 /* A code of NEWADDR (pending NULL: a byte each) or of CACHED, whose
@@ -246,20 +244,21 @@ static inline bool mk_writer_cost_due(const mk_writer_t *w)
     return w->cost_left == 1;
 }
 
-/* Will the next event carry a time, its call having taken cycles (the
- * timed one of the stride, or a slow call)? A free that does names its
- * caller's stack too (format.h), which its owner captures first. */
-static inline bool mk_writer_times(const mk_writer_t *w, uint64_t cycles)
+/* Will the next event carry a time: the timed one of the stride, or a
+ * slow call (its owner's judgement)? A free that does names its caller's
+ * stack too (format.h), which its owner captures first. */
+static inline bool mk_writer_times(const mk_writer_t *w, bool slow)
 {
-    return w->cost_left == 1 || (w->slow_cycles && cycles >= w->slow_cycles);
+    return w->cost_left == 1 || slow;
 }
 
 /* An event that may carry a time: cycles is its call's, read fenced when
  * mk_writer_cost_due said so, unfenced (or 0: not read) otherwise. A slow
- * call goes into SLOW as it is; the timed one's cycles into COST. */
-static inline void mk_writer_cost(mk_writer_t *w, uint64_t cycles)
+ * call (slow: the owner read it around and found it at least its
+ * slow_cycles) goes into SLOW as it is; the timed one's cycles into COST. */
+static inline void mk_writer_cost(mk_writer_t *w, uint64_t cycles, bool slow)
 {
-    if (MK_UNLIKELY(cycles >= w->slow_cycles) && w->slow_cycles) {
+    if (MK_UNLIKELY(slow)) {
         mk_writer_put(w, MK_S_SLOW, w->events - 1 - w->slow_next); /* head counted it */
         mk_writer_put(w, MK_S_SLOW, cycles);
         w->slow_next = w->events;
@@ -352,11 +351,11 @@ static inline void mk_writer_define_stack(mk_writer_t *w, uint32_t id, uint32_t 
 /* malloc-like events (align for the kinds that have one). False: the index
  * is out of memory (see mk_writer_newaddr). */
 static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, uint64_t cycles,
-                                   unsigned kind, size_t size, size_t align,
+                                   bool slow, unsigned kind, size_t size, size_t align,
                                    uintptr_t addr, uint32_t stack)
 {
     mk_writer_head(w, kind, now);
-    mk_writer_cost(w, cycles);
+    mk_writer_cost(w, cycles, slow);
     mk_writer_split(w, MK_S_SIZE_LO, size);
     if (mk_kind_has_align(kind))
         mk_writer_put(w, MK_S_SIZE_HI, align);
@@ -367,14 +366,25 @@ static inline bool mk_writer_alloc(mk_writer_t *w, uint64_t now, uint64_t cycles
 
 /* always_inline: the free hook's whole body, and the compiler took it out
  * of line when the hook gained a --sample branch (7% on the churn loop). */
-static inline __attribute__((always_inline)) void
-mk_writer_free(mk_writer_t *w, uint64_t now, uint64_t cycles, unsigned kind,
-               uintptr_t addr, uint32_t stack)
+/* The live index's slot of a block about to be freed (NULL: not this
+ * thread's, or evicted), for mk_writer_free: its owner may look first, to
+ * judge the call by the block's size class. */
+static inline mk_index_slot_t *mk_writer_free_slot(const mk_writer_t *w, uintptr_t addr)
 {
-    bool timed = mk_writer_times(w, cycles);
+    return addr ? mk_index_slot_of(&w->live, addr) : NULL;
+}
+
+/* always_inline: the free hook's whole body, and the compiler took it out
+ * of line when the hook gained a --sample branch (7% on the churn loop).
+ * s: mk_writer_free_slot's answer for addr, the index unchanged since. */
+static inline __attribute__((always_inline)) void
+mk_writer_free(mk_writer_t *w, uint64_t now, uint64_t cycles, bool slow, unsigned kind,
+               uintptr_t addr, mk_index_slot_t *s, uint32_t stack)
+{
+    bool timed = mk_writer_times(w, slow);
     mk_writer_head(w, kind, now);
-    mk_writer_cost(w, cycles);
-    mk_index_slot_t *s = mk_writer_freeref(w, addr);
+    mk_writer_cost(w, cycles, slow);
+    mk_writer_freeref(w, addr, s);
     mk_writer_note_free(w, addr, s);
     if (s)
         mk_index_remove_slot(&w->live, s);
@@ -384,13 +394,14 @@ mk_writer_free(mk_writer_t *w, uint64_t now, uint64_t cycles, unsigned kind,
 
 /* realloc-like events: old freed when the call returned a block or size was 0. */
 static inline bool mk_writer_realloc(mk_writer_t *w, uint64_t now, uint64_t cycles,
-                                     unsigned kind, size_t size, uintptr_t old,
+                                     bool slow, unsigned kind, size_t size, uintptr_t old,
                                      uintptr_t addr, uint32_t stack)
 {
     mk_writer_head(w, kind, now);
-    mk_writer_cost(w, cycles);
+    mk_writer_cost(w, cycles, slow);
     mk_writer_split(w, MK_S_SIZE_LO, size);
-    mk_index_slot_t *s = mk_writer_freeref(w, old);
+    mk_index_slot_t *s = mk_writer_free_slot(w, old);
+    mk_writer_freeref(w, old, s);
     if (old && (addr || size == 0)) { /* the old block was freed */
         mk_writer_note_free(w, old, s);
         if (s)

@@ -472,10 +472,10 @@ modules)
         fail "cannot build the library"
     "$memkit" trace -q -o "$work/m" -- "$tprogs/dlopen" "$work/libx.so" >/dev/null 2>&1 ||
         fail "trace failed"
-    status "$memkit" report --top 3 "$work"/m.*.mkt
+    status "$memkit" report --sort calls --top 3 "$work"/m.*.mkt
     expect_re " helper \(lib.c:[0-9]+\)"
     cc -O1 -g -shared -fPIC -Wl,--build-id=0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb -o "$work/libx.so" "$work/lib.c"
-    status "$memkit" report --top 3 "$work"/m.*.mkt
+    status "$memkit" report --sort calls --top 3 "$work"/m.*.mkt
     expect_status 0
     [ "$(grep -c "libx.so changed since the trace was taken" "$work/out")" -eq 1 ] ||
         fail "not one note for the changed library"
@@ -485,7 +485,7 @@ modules)
     cc -O1 -shared -fPIC -s -Wl,--build-id=0xcccccccccccccccccccccccccccccccccccccccc -o "$work/liby.so" "$work/lib.c"
     "$memkit" trace -q -o "$work/s" -- "$tprogs/dlopen" "$work/liby.so" >/dev/null 2>&1 ||
         fail "trace failed"
-    status "$memkit" report --top 3 "$work"/s.*.mkt
+    status "$memkit" report --sort calls --top 3 "$work"/s.*.mkt
     expect_status 0
     expect_re " liby\.so\+0x[0-9a-f]+"
     grep -q "helper" "$work/out" && fail "a name for a stripped function"
@@ -516,7 +516,7 @@ debugcache)
     cache=$work/cache
     entry=$cache/debug/$id.debug
     report_z() { # report_z CACHE_DIR OUT
-        MEMKIT_CACHE_DIR=$1 "$memkit" report --cost-ns 100 --top 3 "$work"/z.*.mkt >"$2" 2>&1
+        MEMKIT_CACHE_DIR=$1 "$memkit" report --cost-ns 100 --sort calls --top 3 "$work"/z.*.mkt >"$2" 2>&1
     }
     report_z "" "$work/off"
     grep -qE " helper \(lib.c:[0-9]+\)" "$work/off" || fail "no line for helper without the cache"
@@ -640,7 +640,7 @@ PY
     # Two runs of one program in a tree: the same stack, one site, summed.
     "$memkit" trace -q -o "$work/two" -- sh -c "'$tprogs/basic'; '$tprogs/basic'" \
         >/dev/null 2>&1 || fail "trace of two basics failed"
-    status "$memkit" report --top 3 "$work/two"
+    status "$memkit" report --sort calls --top 3 "$work/two"
     expect_re "^ +20 +[0-9.]+ [KMG]?B .*main \(basic.c:[0-9]+\)"
     # Two stacks of the largest process that name the same frames (two
     # calls on one line) are one merged site; a smaller process's stack

@@ -354,7 +354,7 @@ counted)
         grep -q '^Temporaries: ' "$out" && fail "$prog: temporaries counted without a replay"
         # the allocator's time too: the SUMMARY carries the sums the
         # events' readers make (format 6)
-        grep -q '^Allocator time: .* of .* CPU' "$out" || fail "$prog: no allocator time"
+        grep -q '^Allocator time: ' "$out" || fail "$prog: no allocator time line"
         sed -n '/^Mallocs: /,/^Leaks at exit: /p' "$out" |
             grep -Ev '^(Maximum allocated|Peak live blocks|Peak note): ' >"$work/counted"
         counted_peak=$(sed -n 's/^Maximum allocated: //p' "$out")

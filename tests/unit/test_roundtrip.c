@@ -273,14 +273,20 @@ static uint64_t random_cost(heap_t *h)
     return rnd(h, 10) ? rnd(h, 300) : rnd(h, 1000000);
 }
 
+/* Is a call of these cycles slow? The tracer's judgement (record.h), here
+ * the writer's bound for the head: some of random_cost's are. */
+static bool is_slow(const mk_writer_t *w, uint64_t cycles)
+{
+    return w->slow_cycles && cycles >= w->slow_cycles;
+}
+
 /* What the reader makes of an event's cycles: a slow call's as they are
  * (format.h, SLOW); else the timed one's (the writer's stride says which,
  * before the event is written), less the reading's own cost and weighed by
- * the events it stands for; 0 for the others. *slow: it was slow. */
-static double expected_cost(const mk_writer_t *w, uint64_t cycles, uint8_t *slow)
+ * the events it stands for; 0 for the others. */
+static double expected_cost(const mk_writer_t *w, uint64_t cycles, bool slow)
 {
-    *slow = w->slow_cycles && cycles >= w->slow_cycles;
-    if (*slow)
+    if (slow)
         return (double)cycles;
     if (!mk_writer_cost_due(w))
         return 0;
@@ -307,9 +313,9 @@ static void one_event(run_t *r)
         uintptr_t a = rnd(h, 50) ? new_address(h, size) : 0; /* NULL: out of memory */
         uint32_t stack = pick_stack(r);
         uint64_t t = next_tick(r), cost = random_cost(h);
-        uint8_t slow;
-        double want = expected_cost(&r->w, cost, &slow);
-        CHECK(mk_writer_alloc(&r->w, t, cost, k, size, align, a, stack));
+        bool slow = is_slow(&r->w, cost);
+        double want = expected_cost(&r->w, cost, slow);
+        CHECK(mk_writer_alloc(&r->w, t, cost, slow, k, size, align, a, stack));
         add_live(h, a, size);
         ev = (mk_event_t){.kind = (uint8_t)k,
                           .time = t,
@@ -331,11 +337,11 @@ static void one_event(run_t *r)
             a = (uintptr_t)0x7f0000000000 + (uintptr_t)rnd(h, 1u << 30) * 16;
         }
         uint64_t t = next_tick(r), cost = random_cost(h);
+        bool slow = is_slow(&r->w, cost);
         /* a free that carries a time names its caller's stack (format.h) */
-        uint32_t stack = mk_writer_times(&r->w, cost) ? pick_stack(r) : 0;
-        uint8_t slow;
-        double want = expected_cost(&r->w, cost, &slow);
-        mk_writer_free(&r->w, t, cost, k, a, stack);
+        uint32_t stack = mk_writer_times(&r->w, slow) ? pick_stack(r) : 0;
+        double want = expected_cost(&r->w, cost, slow);
+        mk_writer_free(&r->w, t, cost, slow, k, a, mk_writer_free_slot(&r->w, a), stack);
         ev = (mk_event_t){.kind = (uint8_t)k,
                           .time = t,
                           .addr = a,
@@ -370,9 +376,9 @@ static void one_event(run_t *r)
         }
         uint32_t stack = pick_stack(r);
         uint64_t t = next_tick(r), cost = random_cost(h);
-        uint8_t slow;
-        double want = expected_cost(&r->w, cost, &slow);
-        CHECK(mk_writer_realloc(&r->w, t, cost, k, size, old, a, stack));
+        bool slow = is_slow(&r->w, cost);
+        double want = expected_cost(&r->w, cost, slow);
+        CHECK(mk_writer_realloc(&r->w, t, cost, slow, k, size, old, a, stack));
         ev = (mk_event_t){.kind = (uint8_t)k,
                           .time = t,
                           .size = size,

@@ -28,7 +28,7 @@ scale=${3:-1}
 memkit=$build/memkit
 src=$(cd "$(dirname "$0")/../.." && pwd)
 bench=bench-cost
-for tool in perf /usr/bin/time; do
+for tool in perf; do
     command -v "$tool" >/dev/null 2>&1 || {
         echo "SKIP: $bench: $tool is missing (make deps installs it)"
         exit 77
@@ -50,10 +50,13 @@ export MEMKIT_CACHE_DIR="$work/cache"
 # libLLVM at 4999 Hz. A smoke run (SCALE under 1) samples the graph thinly.
 graph_hz=$(awk -v s="$scale" 'BEGIN { print s < 1 ? 49 : 4999 }')
 
-wall() { # wall OUT CMD...: CMD's wall seconds into OUT
+wall() { # wall OUT CMD...: CMD's wall seconds into OUT, to the microsecond
     out=$1
     shift
-    /usr/bin/time -f "%e" -o "$out" "$@" >/dev/null 2>"$work/err" || true
+    start=$(date +%s%N)
+    "$@" >/dev/null 2>"$work/err" || true
+    end=$(date +%s%N)
+    awk -v ns=$((end - start)) 'BEGIN { printf "%.6f\n", ns / 1e9 }' >"$out"
 }
 
 : >"$work/res"

@@ -2,7 +2,8 @@
 """ab_tree.py - CPU time of a program's whole process tree under two tracer builds.
 
     python3 bench/real/ab_tree.py [--rounds N] [--mode full|sample|nosample]
-        [--cwd DIR] [--prep 'SHELL COMMAND'] [--floor FLOOR.so] OLD.so NEW.so -- CMD ARGS...
+        [--cwd DIR] [--prep 'SHELL COMMAND'] [--floor FLOOR.so] [--old-env VAR=VALUE]...
+        OLD.so NEW.so -- CMD ARGS...
 
 Each round runs CMD untraced, under the forwarding-only floor (if given), under
 OLD.so and under NEW.so (each a libmemkit-preload.so, set by hand as `memkit
@@ -12,7 +13,9 @@ whole tree with getrusage(RUSAGE_CHILDREN). Prints the medians and each way's
 excess over untraced. CPU time of the tree moves less than wall time on a
 shared machine, and counts what every child pays (cmake's configure: 68
 processes), which a profile of the parent alone misses. PREP runs (in DIR)
-before every run, untimed: `rm -rf b` for cmake.
+before every run, untimed: `rm -rf b` for cmake. --old-env sets a variable
+for OLD's runs alone: one build against itself with a setting changed
+(`--old-env MEMKIT_TRACE_TIMES=0 L.so L.so`: the cost of timing).
 """
 import argparse
 import os
@@ -32,6 +35,7 @@ def main():
     ap.add_argument("--cwd", default=".")
     ap.add_argument("--prep", default="")
     ap.add_argument("--floor", default="")
+    ap.add_argument("--old-env", action="append", default=[])
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
@@ -62,6 +66,8 @@ def main():
                         env.update(MEMKIT_TRACE_PREFIX=os.path.join(scratch, "t"),
                                    MEMKIT_TRACE_RUN="1", MEMKIT_TRACE_DEPTH="32",
                                    MEMKIT_TRACE_SAMPLE=sample)
+                    if way == "old":
+                        env.update(v.split("=", 1) for v in a.old_env)
                 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 subprocess.run(cmd, cwd=a.cwd, env=env, stdout=subprocess.DEVNULL,

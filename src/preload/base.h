@@ -59,6 +59,7 @@ typedef struct mk_real_fns {
     char *(*strdup)(const char *);
     char *(*strndup)(const char *, size_t);
     wchar_t *(*wcsdup)(const wchar_t *);
+    size_t (*malloc_usable_size)(void *); /* not hooked: the allocator's own */
 } mk_real_fns_t;
 
 /* What the tracer does with a call: one mode per process, decided once when

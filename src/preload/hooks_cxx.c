@@ -420,11 +420,10 @@ delete_general(cxx_op_t *op, int shape, unsigned kind, uintptr_t ra, void *p, si
         return;
     }
     mk_index_slot_t *s = mk_writer_free_slot(&t->w, (uintptr_t)p);
-    if (MK_UNLIKELY(mk_writer_cost_due(&t->w)) ||
-        (mk_st.timing && MK_UNLIKELY(read_slot(p, s)))) { /* as general_free */
+    bool read = mk_st.timing && read_delete(p, s, n);
+    if (MK_UNLIKELY(read || mk_writer_cost_due(&t->w))) { /* as general_free */
         mk_span_t span;
-        TIMED_CALL(t, span, read_slot(p, s),
-                   cxx_free_or_delete(op, next, shape, p, n, al, nt));
+        TIMED_CALL(t, span, read, cxx_free_or_delete(op, next, shape, p, n, al, nt));
         record_free_end(t, kind, p, ra, span, s);
         return;
     }

@@ -24,13 +24,11 @@
     } while (0)
 
 /* Which calls are read around, to find the slow ones (format.h): those on
- * blocks of READ_MIN_SIZE bytes or more, and frees of blocks this thread's
- * index does not know. Below that size glibc serves and takes blocks from
- * its per-thread caches and small bins; its slow paths (consolidating,
- * growing or trimming the heap, mapping) come with large requests and
- * frees, or are spread over many calls, which the timed stride weighs
- * without bias. Reading every call costs a TSC read more per call: 14% on
- * the churn loop. */
+ * blocks of READ_MIN_SIZE bytes or more. Below that size glibc serves and takes blocks
+ * from its per-thread caches and small bins; its slow paths (consolidating, growing or
+ * trimming the heap, mapping) come with large requests and frees, or are spread over many
+ * calls, which the timed stride weighs without bias. Reading every call costs a TSC read
+ * more per call: 14% on the churn loop. */
 #define READ_MIN_SIZE 1024
 
 static inline bool read_size(size_t n)
@@ -38,10 +36,25 @@ static inline bool read_size(size_t n)
     return n >= READ_MIN_SIZE;
 }
 
-/* A free of p, whose slot in the thread's index is s (mk_writer_free_slot). */
+/* A free of p, whose slot in the thread's index is s (mk_writer_free_slot):
+ * the slot's size class says its size; a block the index does not know
+ * (another thread's, or evicted: a program holding a million blocks frees
+ * mostly those) asks the allocator, whose malloc_usable_size reads the
+ * block's header. n: a sized delete's size (0: none), when the block may
+ * not come from malloc at all. */
 static inline bool read_slot(const void *p, const mk_index_slot_t *s)
 {
-    return p && (!s || mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE));
+    if (s)
+        return mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE);
+    return p && (!mk_real.malloc_usable_size ||
+                 read_size(mk_real.malloc_usable_size((void *)p)));
+}
+
+/* A delete of p (slot s), whose operator new may not be malloc: unknown to
+ * the index, only a sized delete's n says its size. */
+static inline bool read_delete(const void *p, const mk_index_slot_t *s, size_t n)
+{
+    return s ? mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE) : p && read_size(n);
 }
 
 /* Runs stmt, a real call, between unfenced TSC reads when the run times
@@ -63,14 +76,16 @@ static inline bool read_slot(const void *p, const mk_index_slot_t *s)
 /* Runs stmt, the real call of thread t's next event, between the span's
  * fenced reads when the writer's stride says that event is timed (format.h),
  * else as READ_CALL does. A timed call is judged slow only if it would
- * have been read: the others are the stride's to weigh. */
+ * have been read: the others are the stride's to weigh. read_it is taken
+ * before the call (a free's may ask the allocator about the block). */
 #define TIMED_CALL(t, span, read_it, stmt)                                               \
     do {                                                                                 \
         if (MK_UNLIKELY(mk_writer_cost_due(&(t)->w))) {                                  \
+            bool read_ = (read_it);                                                      \
             (span).t0 = mk_fenced_begin();                                               \
             stmt;                                                                        \
             (span).t1 = mk_fenced_end();                                                 \
-            (span).read = (read_it);                                                     \
+            (span).read = read_;                                                         \
         } else {                                                                         \
             READ_CALL(span, read_it, stmt);                                              \
         }                                                                                \

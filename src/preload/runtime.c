@@ -304,6 +304,7 @@ static void resolve_real(void)
     RESOLVE(strdup);
     RESOLVE(strndup);
     RESOLVE(wcsdup);
+    RESOLVE(malloc_usable_size);
 }
 
 /* Whether calls are timed (format.h: every event written, so full

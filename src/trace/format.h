@@ -79,16 +79,17 @@
  * fenced interval, is what readers take off each timed call. Timing one
  * call in 64 costs the trace about a tenth of a bit per event, and the
  * traced program a few cycles per event.
- * Slow calls (version 6): the untimed calls are read too, unfenced, and a
- * call of at least the head's fourth field (varint cycles, about a
- * microsecond) is a slow call: SLOW holds a pair per slow call, varint
- * the events since the previous slow one of the record (from its start:
- * its index; stack definitions are not events), then varint its cycles, which
- * readers take as they are (it stands for itself). A timed event that is
- * slow carries COST 0. A few calls carry most of a real heap's time
- * (consolidating after frees, first touches of new pages, bin searches):
- * one call in 64 misses them, and weighed by 64 the one it catches is
- * worse.
+ * Slow calls (version 6): the tracer also reads some untimed calls around,
+ * unfenced (preload/record.h says which), and one of at least the head's
+ * fourth field (varint cycles, about a microsecond) is a slow call: SLOW
+ * holds a pair per slow call, varint the events since the previous slow
+ * one of the record (from its start: its index; stack definitions are not
+ * events), then varint its cycles, which readers take as they are (it
+ * stands for itself). A timed event that is slow carries COST 0. A few
+ * calls carry most of a real heap's time (consolidating after frees,
+ * mapping, first touches of new pages): one call in 64 misses them, and
+ * weighed by 64 the one it catches is worse. A FREE event that carries a
+ * time (timed or slow) names its caller's stack (below).
  * SIZE and FREEREF are split numbers: the low byte in the _LO stream, the rest
  * as a varint in _HI (an align is a plain varint in SIZE_HI). Uniform low
  * bytes and small high parts each compress near their entropy; one varint

@@ -469,7 +469,7 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
                 mk_index_remove_slot(&d->live, slot);
             }
             if (ev.timed && rs.version >= 6) /* the caller's stack (format.h) */
-                ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
+                ev.stack = (uint32_t)mk_get_varint(&st[MK_S_FREE_STACK]);
             break;
         case MK_CLASS_REALLOC:
             ev.size = get_split(st, MK_S_SIZE_LO);

@@ -61,8 +61,8 @@
  *   an event kind  TIME: ticks since the previous event (below); then by
  *                  class (see mk_kind_class):
  *                    ALLOC   SIZE size [align if aligned], NEWADDR, STACK
- *                    FREE    FREEREF [, STACK of its caller if it carries a
- *                            time: version 6]
+ *                    FREE    FREEREF [, FREE_STACK: its caller's stack, if
+ *                            it carries a time: version 6]
  *                    REALLOC SIZE size, FREEREF old, NEWADDR new, STACK
  *                    SYSMAP  SIZE size, ADDR addr [, ADDR old for mremap]
  * Allocator times (version 5, when the header's flag 32 is set): one in
@@ -89,7 +89,8 @@
  * calls carry most of a real heap's time (consolidating after frees,
  * mapping, first touches of new pages): one call in 64 misses them, and
  * weighed by 64 the one it catches is worse. A FREE event that carries a
- * time (timed or slow) names its caller's stack (below).
+ * time (timed or slow) names its caller's stack, in a stream of its own:
+ * in STACK, between the allocations' ids, it took churn's trace 1% more.
  * SIZE and FREEREF are split numbers: the low byte in the _LO stream, the rest
  * as a varint in _HI (an align is a plain varint in SIZE_HI). Uniform low
  * bytes and small high parts each compress near their entropy; one varint
@@ -267,6 +268,7 @@ enum mk_stream {
     MK_S_CACHED,     /* codes after a HIT bit of 0, two per byte (below) */
     MK_S_COST,       /* varint cycles of a timed call (above) */
     MK_S_SLOW,       /* varint events since the previous slow call, varint cycles */
+    MK_S_FREE_STACK, /* varint stack id of a timed free's caller */
     MK_S_COUNT
 };
 #define MK_S_COUNT_V5 MK_S_SLOW   /* version 5 had no slow calls */

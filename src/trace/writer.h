@@ -98,6 +98,7 @@ static inline size_t mk_writer_stream_cap(int stream)
         [MK_S_CACHED] = 1,
         [MK_S_COST] = MK_VARINT_MAX,
         [MK_S_SLOW] = 3 + MK_VARINT_MAX, /* an index < MK_RECORD_ITEMS: 3 bytes */
+        [MK_S_FREE_STACK] = 5,
     };
     return stream == MK_S_DEFS ? MK_DEFS_CAP : (size_t)per_item[stream] * MK_RECORD_ITEMS;
 }
@@ -389,7 +390,7 @@ mk_writer_free(mk_writer_t *w, uint64_t now, uint64_t cycles, bool slow, unsigne
     if (s)
         mk_index_remove_slot(&w->live, s);
     if (MK_UNLIKELY(timed)) /* its caller's stack (mk_writer_times) */
-        mk_writer_put(w, MK_S_STACK, stack);
+        mk_writer_put(w, MK_S_FREE_STACK, stack);
 }
 
 /* realloc-like events: old freed when the call returned a block or size was 0. */

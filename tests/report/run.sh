@@ -222,6 +222,8 @@ html)
         [ "$n" -ge 5 ] || fail "flame graph has $n frames"
         grep -q 'paired_payload (patterns.c' "$work/dom" || fail "flame graph lacks paired_payload"
         grep -q '<polyline' "$work/dom" || fail "no heap chart"
+        grep -qE 'Allocator time</td><td>[0-9.]+ (ns|us|ms) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\)' \
+            "$work/dom" || fail "the page does not state the allocator's time first"
     fi
     ;;
 symbols)

@@ -305,6 +305,14 @@ static void resolve_real(void)
     RESOLVE(strndup);
     RESOLVE(wcsdup);
     RESOLVE(malloc_usable_size);
+    /* Asked about blocks free is given (record.h's read_slot): only if it is
+     * the same allocator's. A drop-in that defines free but not it would
+     * leave glibc's reading a header the drop-in never wrote. */
+    Dl_info f, u;
+    if (mk_real.malloc_usable_size &&
+        (!mk_real.free || !dladdr((void *)mk_real.free, &f) ||
+         !dladdr((void *)mk_real.malloc_usable_size, &u) || f.dli_fbase != u.dli_fbase))
+        mk_real.malloc_usable_size = NULL;
 }
 
 /* Whether calls are timed (format.h: every event written, so full

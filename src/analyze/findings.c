@@ -241,6 +241,7 @@ void mk_findings_price(mk_report_t *r, double cost_ns)
 {
     for (size_t i = 0; i < r->nfindings; i++) {
         r->findings[i].saving_ns = (double)r->findings[i].removable * cost_ns;
+        r->findings[i].priced = true;
         take_times(r, &r->findings[i]);
     }
     r->savings_measured = false;
@@ -270,7 +271,10 @@ void mk_findings_measure(mk_report_t *r)
         double per = ns_per_call(r, f->stack);
         if (f->kind == MK_F_PAIRED) /* each removed pair is a call at both sites */
             per += ns_per_call(r, f->stack2);
-        f->saving_ns = (double)f->removable * per;
+        /* No timed call at the site read above the reading's own cost (a
+         * few dozen calls, each a fast path): the price says more than 0. */
+        f->priced = !(per > 0);
+        f->saving_ns = (double)f->removable * (f->priced ? mk_report_cost_ns(r) : per);
         take_times(r, f);
     }
     if (r->nfindings > 1)

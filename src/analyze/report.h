@@ -93,6 +93,7 @@ typedef struct mk_finding {
     uint64_t removable;     /* malloc/free pairs the fix removes */
     double saving_ns;       /* removable x the measured malloc+free cost */
     double alloc_ns;        /* the allocator's time at its site (and stack2's) */
+    bool priced;            /* saving_ns from the price, not measured times */
     char evidence[256];
     const char *fix;
 } mk_finding_t;

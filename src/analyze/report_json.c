@@ -335,7 +335,7 @@ static void findings(mk_json *j, mk_report_t *r)
         key_ns(j, "allocator_ns", r->prof.site_times, f->alloc_ns);
         mk_json_key(j, "estimated_saving_ns");
         mk_json_double(j, f->saving_ns);
-        key_str(j, "saving_from", r->savings_measured ? "measured" : "price");
+        key_str(j, "saving_from", f->priced ? "price" : "measured");
         key_str(j, "evidence", f->evidence);
         key_str(j, "fix", f->fix);
         mk_json_end_object(j);

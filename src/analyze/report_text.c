@@ -492,10 +492,12 @@ static void findings(const text_t *t, int top, bool brief)
         const mk_frame_t *fr = mk_names_stack(r->names, f->stack, &depth);
         char where[1024];
         fprintf(t->out,
-                t->color ? "  %zu. \033[1m%s\033[0m: %s allocations, saves ~%s: %s\n"
-                         : "  %zu. %s: %s allocations, saves ~%s: %s\n",
+                t->color ? "  %zu. \033[1m%s\033[0m: %s allocations, saves ~%s%s: %s\n"
+                         : "  %zu. %s: %s allocations, saves ~%s%s: %s\n",
                 i + 1, mk_finding_name(f->kind), mk_fmt_count(f->removable, a, sizeof a),
                 mk_fmt_ns(f->saving_ns, b, sizeof b),
+                r->savings_measured && f->priced ? " (priced: no call measured there)"
+                                                 : "",
                 depth ? mk_frame_long(fr, where, sizeof where) : "(no stack)");
         if (brief)
             continue;

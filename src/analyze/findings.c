@@ -264,7 +264,7 @@ static int by_saving_ns(const void *x, const void *y)
     return by_saving(x, y);
 }
 
-void mk_findings_measure(mk_report_t *r)
+void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *))
 {
     for (size_t i = 0; i < r->nfindings; i++) {
         mk_finding_t *f = &r->findings[i];
@@ -274,7 +274,7 @@ void mk_findings_measure(mk_report_t *r)
         /* No timed call at the site read above the reading's own cost (a
          * few dozen calls, each a fast path): the price says more than 0. */
         f->priced = !(per > 0);
-        f->saving_ns = (double)f->removable * (f->priced ? mk_report_cost_ns(r) : per);
+        f->saving_ns = (double)f->removable * (f->priced ? price_ns(r) : per);
         take_times(r, f);
     }
     if (r->nfindings > 1)

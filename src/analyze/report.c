@@ -627,7 +627,7 @@ static void finish(mk_report_t *r, const char *path)
      * is asked for (--cost-ns); else this machine's malloc+free price, which
      * is measured only when there is a finding to price. */
     if (r->nfindings && r->prof.site_times && !(r->opts.cost_ns > 0))
-        mk_findings_measure(r);
+        mk_findings_measure(r, mk_report_cost_ns);
     else if (r->nfindings)
         mk_findings_price(r, mk_report_cost_ns(r));
     /* The rows and findings hold what is left to show (the site rows point at

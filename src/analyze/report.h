@@ -193,7 +193,7 @@ void mk_findings_price(mk_report_t *r, double cost_ns);
 /* Savings from the allocator's time measured at the findings' sites (a
  * trace with site times): the removed calls' share of it; findings are then
  * ordered by saving. */
-void mk_findings_measure(mk_report_t *r);
+void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *));
 
 /* A row's median request size: its histogram's, kept within its min and max
  * (exact when every request had one size). */

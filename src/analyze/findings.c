@@ -228,31 +228,37 @@ bool mk_findings_compute(mk_report_t *r)
     return true;
 }
 
-/* The allocator's time at a finding's site, and at its second site. */
-static void take_times(mk_report_t *r, mk_finding_t *f)
+/* A finding's site's aggregate, and its second site's (a pair's; else NULL). */
+static void site_aggs(const mk_report_t *r, const mk_finding_t *f,
+                      const mk_stack_agg_t **a, const mk_stack_agg_t **b)
 {
-    const mk_stack_agg_t *a = mk_profile_stack(&r->prof, f->stack);
-    const mk_stack_agg_t *b =
-        f->kind == MK_F_PAIRED ? mk_profile_stack(&r->prof, f->stack2) : NULL;
-    f->alloc_ns = (a ? a->alloc_ns : 0) + (b ? b->alloc_ns : 0);
+    *a = mk_profile_stack(&r->prof, f->stack);
+    *b = f->kind == MK_F_PAIRED ? mk_profile_stack(&r->prof, f->stack2) : NULL;
+}
+
+static double agg_ns(const mk_stack_agg_t *a)
+{
+    return a ? a->alloc_ns : 0;
+}
+
+/* The measured allocator time per call (its calls' and its blocks' frees'),
+ * 0 for no aggregate or one without calls. */
+static double ns_per_call(const mk_stack_agg_t *a)
+{
+    return a && a->calls ? a->alloc_ns / (double)a->calls : 0;
 }
 
 void mk_findings_price(mk_report_t *r, double cost_ns)
 {
     for (size_t i = 0; i < r->nfindings; i++) {
-        r->findings[i].saving_ns = (double)r->findings[i].removable * cost_ns;
-        r->findings[i].priced = true;
-        take_times(r, &r->findings[i]);
+        mk_finding_t *f = &r->findings[i];
+        const mk_stack_agg_t *a, *b;
+        site_aggs(r, f, &a, &b);
+        f->saving_ns = (double)f->removable * cost_ns;
+        f->priced = true;
+        f->alloc_ns = agg_ns(a) + agg_ns(b);
     }
     r->savings_measured = false;
-}
-
-/* The measured allocator time per call at stack (its calls' and its blocks'
- * frees'), 0 for a stack without calls. */
-static double ns_per_call(const mk_report_t *r, uint32_t stack)
-{
-    const mk_stack_agg_t *a = mk_profile_stack(&r->prof, stack);
-    return a && a->calls ? a->alloc_ns / (double)a->calls : 0;
 }
 
 /* Biggest saving first; ties as by_saving. */
@@ -268,14 +274,15 @@ void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *))
 {
     for (size_t i = 0; i < r->nfindings; i++) {
         mk_finding_t *f = &r->findings[i];
-        double per = ns_per_call(r, f->stack);
-        if (f->kind == MK_F_PAIRED) /* each removed pair is a call at both sites */
-            per += ns_per_call(r, f->stack2);
+        const mk_stack_agg_t *a, *b;
+        site_aggs(r, f, &a, &b);
+        /* each removed pair of a `paired` finding is a call at both sites */
+        double per = ns_per_call(a) + ns_per_call(b);
         /* No timed call at the site read above the reading's own cost (a
          * few dozen calls, each a fast path): the price says more than 0. */
         f->priced = !(per > 0);
         f->saving_ns = (double)f->removable * (f->priced ? price_ns(r) : per);
-        take_times(r, f);
+        f->alloc_ns = agg_ns(a) + agg_ns(b);
     }
     if (r->nfindings > 1)
         qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving_ns);

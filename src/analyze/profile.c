@@ -465,7 +465,6 @@ static bool note_pair(mk_profile_t *p, uint32_t older, uint32_t younger)
 
 enum death { DIES_FREED, DIES_REALLOCATED, DIES_REPLACED };
 
-/* A block dies at event ev. Returns false if the address was not live. */
 /* The allocator's time of ev's call, w times (a sampled trace's weight),
  * to stack a (NULL: no stack takes it). */
 static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, uint64_t w)
@@ -484,15 +483,13 @@ static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, u
     }
     if (a) {
         a->alloc_ns += ns;
-        if (ev->slow) {
-            a->slow_ns += ns;
-            a->slow_calls += w;
-        }
+        a->slow_ns += ev->slow ? ns : 0;
     } else {
         p->alloc_ns_unattributed += ns;
     }
 }
 
+/* A block dies at event ev. Returns false if the address was not live. */
 static bool block_dies(mk_profile_t *p, uint64_t addr, const mk_event_t *ev,
                        enum death how, mk_block_t *was)
 {

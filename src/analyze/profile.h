@@ -65,8 +65,7 @@ typedef struct mk_stack_agg {
      * stack) and of its blocks' frees, in ns: measured in the traced run
      * (mk_profile_t.timed), a sampled trace's weighted like its calls. */
     double alloc_ns;
-    double slow_ns;      /* the part of alloc_ns in slow calls (format.h) */
-    uint64_t slow_calls; /* those calls */
+    double slow_ns; /* the part of alloc_ns in slow calls (format.h) */
     /* The time of the calls made from this stack: its allocations' and the
      * frees it called (a free that carries a time names its caller's stack,
      * format 6): where perf's call graph puts the allocator's time. */

@@ -105,7 +105,6 @@ static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->samples += s->samples;
     d->alloc_ns += s->alloc_ns;
     d->slow_ns += s->slow_ns;
-    d->slow_calls += s->slow_calls;
     d->call_ns += s->call_ns;
     d->call_slow_ns += s->call_slow_ns;
     d->calls_var += s->calls_var; /* sites' estimates are independent */

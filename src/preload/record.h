@@ -36,25 +36,30 @@ static inline bool read_size(size_t n)
     return n >= READ_MIN_SIZE;
 }
 
-/* A free of p, whose slot in the thread's index is s (mk_writer_free_slot):
- * the slot's size class says its size; a block the index does not know
- * (another thread's, or evicted: a program holding a million blocks frees
- * mostly those) asks the allocator, whose malloc_usable_size reads the
- * block's header. n: a sized delete's size (0: none), when the block may
- * not come from malloc at all. */
+/* A block the thread's index knows (slot s, mk_writer_free_slot): its size
+ * class says its size. */
+static inline bool read_class(const mk_index_slot_t *s)
+{
+    return mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE);
+}
+
+/* A free of p, slot s: a block the index does not know (another thread's,
+ * or evicted: a program holding a million blocks frees mostly those) asks
+ * the allocator, whose malloc_usable_size reads the block's header (NULL
+ * when it is not free's own: then read). */
 static inline bool read_slot(const void *p, const mk_index_slot_t *s)
 {
     if (s)
-        return mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE);
+        return read_class(s);
     return p && (!mk_real.malloc_usable_size ||
                  read_size(mk_real.malloc_usable_size((void *)p)));
 }
 
 /* A delete of p (slot s), whose operator new may not be malloc: unknown to
- * the index, only a sized delete's n says its size. */
+ * the index, only a sized delete's n (0: none) says its size. */
 static inline bool read_delete(const void *p, const mk_index_slot_t *s, size_t n)
 {
-    return s ? mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE) : p && read_size(n);
+    return s ? read_class(s) : p && read_size(n);
 }
 
 /* Runs stmt, a real call, between unfenced TSC reads when the run times

@@ -233,7 +233,7 @@ class fifo
   private:
     static const mk_fifo_config_t *debug_config(bool debug)
     {
-        static const mk_fifo_config_t on = {0, 0, MK_FIFO_DEBUG};
+        static const mk_fifo_config_t on = {0, 0, MK_FIFO_DEBUG, 0};
         return debug ? &on : nullptr;
     }
 

@@ -89,17 +89,55 @@ static inline void *mk__bump(uintptr_t *pos, uintptr_t end, size_t size, size_t 
     return NULL;
 }
 
+/*
+ * Retention: how long the allocators that map memory keep what is freed.
+ *
+ * A slab or chunk that empties is kept as a spare, because a program that frees a
+ * working set usually builds it again (unmapping and faulting it back in would cost
+ * more than the work: a build-and-free loop ran 5-7x slower than malloc that way).
+ * Spares go back to the OS when they stay unused, judged on the allocator's slow
+ * paths only (no thread, no timer; the clock is read only above the floor):
+ *   - up to `floor` spare bytes (1 MiB, or one slab or chunk when larger) are
+ *     always kept, without reading the clock;
+ *   - decay: spare memory that no call needed for a whole period (decay_ms, by
+ *     default MK_DECAY_MS) goes back: the period's low-water mark of spare bytes;
+ *   - bound: spares never exceed the most bytes the allocator had in use in this
+ *     period and the last one, so a shrunk working set does not keep an old peak;
+ *   - emptying: when everything but the current slab or chunk emptied, and the
+ *     last time that happened was more than a period ago (or never), spares above
+ *     the floor go back at once. A burst followed by idle returns its memory
+ *     without waiting for a call that may never come; a loop that empties again
+ *     within the period keeps it.
+ * A count limit in a config (max_empty_slabs, max_spare_chunks) caps the spares
+ * as well; SIZE_MAX there keeps everything (no decay). mk_*_trim returns every
+ * spare now.
+ */
+#define MK_DECAY_MS 1000
+
+/* The policy's state (src/alloc/retain.c); in the allocators' states only because
+ * those are public for inlining. Bytes throughout. */
+struct mk__retain {
+    uint64_t decay_ns; /* the period; UINT64_MAX: never decay */
+    uint64_t epoch;    /* when the current period began (0: not yet) */
+    uint64_t emptied;  /* when the allocator last emptied (0: never) */
+    size_t floor;      /* spare bytes always kept */
+    size_t cap;        /* spare bytes kept at most */
+    size_t low;        /* fewest spare bytes seen this period */
+    size_t peak;       /* most bytes in use this period */
+    size_t peak_prev;  /* and in the last one */
+};
+
 /* Equal-sized chunks with a spare list: the FIFO's and the ring's (src/alloc/chunks.c).
  * In their states only because those are public for inlining. */
 struct mk__chunks {
-    size_t chunk_size;  /* the standard size, the only one kept as a spare */
-    size_t max_spare;   /* spares kept at most */
-    size_t chunks;      /* mapped, spares included */
-    size_t spare;       /* of which spares */
-    size_t peak_chunks; /* high-water mark of chunks */
-    size_t mapped;      /* bytes mapped */
-    void *spares;       /* linked through each spare's first word */
-    bool size_aligned;  /* fresh chunks aligned to chunk_size (else to a page) */
+    size_t chunk_size;        /* the standard size, the only one kept as a spare */
+    struct mk__retain retain; /* how long spares are kept */
+    size_t chunks;            /* mapped, spares included */
+    size_t spare;             /* of which spares */
+    size_t peak_chunks;       /* high-water mark of chunks */
+    size_t mapped;            /* bytes mapped */
+    void *spares;             /* linked through each spare's first word */
+    bool size_aligned;        /* fresh chunks aligned to chunk_size (else to a page) */
 };
 
 MK__EXTERN_C_BEGIN

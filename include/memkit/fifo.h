@@ -6,7 +6,8 @@
  * (mapped with mmap, aligned to their size, so they never fragment the malloc
  * heap); each chunk counts its blocks, and freeing a block is one increment of
  * its chunk's count of frees. A chunk whose blocks have all been freed is
- * recycled: kept as a spare (up to max_spare_chunks) or returned to the OS.
+ * recycled: kept as a spare while the retention policy keeps it (memkit/common.h:
+ * spares that stay unused go back to the OS), or returned at once.
  * Blocks carry no header: an 8-byte object takes 8 bytes.
  *
  *     mk_fifo_t *q = mk_fifo_create(NULL);
@@ -57,9 +58,10 @@ enum {
 
 typedef struct mk_fifo_config {
     size_t chunk_size;       /* a power of two >= 64 KiB; 0: 2 MiB (one huge page) */
-    size_t max_spare_chunks; /* empty chunks kept for reuse; 0: the default, 1;
-                                SIZE_MAX keeps all */
+    size_t max_spare_chunks; /* empty chunks kept at most; 0: as the retention
+                                policy decides (common.h); SIZE_MAX keeps all */
     unsigned flags;          /* MK_FIFO_* */
+    unsigned decay_ms;       /* spares unused this long go back; 0: MK_DECAY_MS */
 } mk_fifo_config_t;
 
 typedef struct mk_fifo_stats {
@@ -168,6 +170,8 @@ static inline void mk_fifo_free(mk_fifo_t *fifo, void *p)
 MK_API void *mk_fifo_realloc(mk_fifo_t *fifo, void *p, size_t old_size, size_t new_size);
 
 MK_API void mk_fifo_stats(mk_fifo_t *fifo, mk_fifo_stats_t *out);
+/* Returns every spare chunk to the OS now (the chunks with live blocks stay). */
+MK_API void mk_fifo_trim(mk_fifo_t *fifo);
 
 MK__EXTERN_C_END
 

@@ -5,8 +5,9 @@
  * entries, request contexts) allocated and freed in any order. Allocation and free
  * are O(1): items live in slabs (slab_size bytes, aligned to slab_size, so an item's
  * slab is found by masking its address); each slab keeps an intrusive free list and
- * a count of live items. A slab whose last item is freed is kept for reuse until more
- * than max_empty_slabs are empty; further empty slabs go back to the OS.
+ * a count of live items. A slab whose last item is freed is kept for reuse while the
+ * retention policy keeps it (memkit/common.h: empty slabs that stay unused go back to
+ * the OS); mk_pool_trim returns them all now.
  *
  *     mk_pool_t *pool = mk_pool_create(&(mk_pool_config_t){.item_size = sizeof(node_t)});
  *     node_t *n = mk_pool_alloc(pool);
@@ -44,9 +45,10 @@ typedef struct mk_pool_config {
                                at most 16 (like malloc) */
     size_t slab_size;       /* bytes per slab, a power of two >= 4096; 0: 64 KiB, or
                                larger when an item would not leave room for 8 */
-    size_t max_empty_slabs; /* empty slabs kept before returning them to the OS;
-                               0 means the default, 1. Use SIZE_MAX to keep all. */
+    size_t max_empty_slabs; /* empty slabs kept at most; 0: as the retention
+                               policy decides (common.h); SIZE_MAX keeps all */
     unsigned flags;         /* MK_POOL_* */
+    unsigned decay_ms;      /* empty slabs unused this long go back; 0: MK_DECAY_MS */
 } mk_pool_config_t;
 
 typedef struct mk_pool_stats {
@@ -81,8 +83,9 @@ struct mk_pool {
     uintptr_t slab_mask;       /* ~(slab_size - 1) */
     unsigned slow;             /* nonzero: every call takes the slow path */
     unsigned flags;
-    size_t slab_size, items_offset, max_empty;
+    size_t slab_size, items_offset;
     size_t slabs, peak_slabs, empty_slabs, mapped;
+    struct mk__retain retain;      /* how long empty slabs are kept */
     struct mk__pool_slab *partial; /* slabs with room other than cur */
     struct mk__pool_slab *all;     /* every slab */
     uintptr_t fresh, fresh_end;    /* mapped but never used slabs, [fresh, fresh_end) */
@@ -158,6 +161,8 @@ static inline void mk_pool_free(mk_pool_t *pool, void *p)
 }
 
 MK_API void mk_pool_stats(mk_pool_t *pool, mk_pool_stats_t *out);
+/* Returns every empty slab to the OS now (the slabs with live items stay). */
+MK_API void mk_pool_trim(mk_pool_t *pool);
 
 MK__EXTERN_C_END
 

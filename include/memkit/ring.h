@@ -62,9 +62,10 @@ enum {
 
 typedef struct mk_ring_config {
     size_t chunk_size;       /* bytes per chunk, a power of two >= 64 KiB; 0: 2 MiB */
-    size_t max_spare_chunks; /* empty chunks kept for reuse; 0: the default, 2;
-                                SIZE_MAX keeps all */
+    size_t max_spare_chunks; /* empty chunks kept at most; 0: as the retention
+                                policy decides (common.h); SIZE_MAX keeps all */
     unsigned flags;          /* MK_RING_* */
+    unsigned decay_ms;       /* spares unused this long go back; 0: MK_DECAY_MS */
 } mk_ring_config_t;
 
 typedef struct mk_ring_stats {
@@ -106,8 +107,10 @@ MK_API mk_ring_frame_t *mk_ring_seal(mk_ring_t *ring);
 /* Releases a sealed frame, from any thread: all its blocks are gone. */
 MK_API void mk_ring_release(mk_ring_frame_t *frame);
 /* Owner thread: reuses the memory of frames released so far now, rather than when
- * the current chunk fills up; spares beyond max_spare_chunks go back to the OS. */
+ * the current chunk fills up; the retention policy decides which spares stay. */
 MK_API void mk_ring_reclaim(mk_ring_t *ring);
+/* Owner thread: reclaims, then returns every spare chunk to the OS now. */
+MK_API void mk_ring_trim(mk_ring_t *ring);
 MK_API void mk_ring_stats(mk_ring_t *ring, mk_ring_stats_t *out);
 
 MK_API void *mk__ring_alloc_slow(mk_ring_t *ring, size_t size, size_t align);

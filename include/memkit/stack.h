@@ -87,6 +87,7 @@ struct mk_stack {
     size_t chunks;                 /* chunks in use (spares excluded) */
     size_t spare_bytes;            /* bytes mapped for spare chunks */
     size_t retain;                 /* spare bytes kept beyond the one largest spare */
+    struct mk__retain policy;      /* when the stack empties: what it keeps */
     size_t next_chunk_size;        /* size of the next chunk to map */
     unsigned depth;                /* number of open frames */
     unsigned mode;                 /* MK__STACK_* mode bits */
@@ -111,10 +112,13 @@ MK_API void mk_stack_destroy(mk_stack_t *st);
 /*
  * Memory kept after a pop. By default the largest released chunk is kept as a spare
  * (so a loop that pushes and pops a frame never maps and unmaps repeatedly) and the
- * others are unmapped. mk_stack_set_retain(st, bytes) keeps further released chunks
- * while their total stays within `bytes` (SIZE_MAX: keep everything, so a frame that
- * is refilled reuses memory that is already faulted in, as malloc's free lists do).
- * mk_stack_trim unmaps every spare chunk now.
+ * others are unmapped; when the stack empties, the retention policy (memkit/common.h)
+ * decides whether even that one stays: a stack that empties again within the period
+ * keeps it, one that emptied once keeps at most the policy's floor (1 MiB).
+ * mk_stack_set_retain(st, bytes) keeps further released chunks while their total
+ * stays within `bytes` (SIZE_MAX: keep everything, never decay, so a frame that is
+ * refilled reuses memory that is already faulted in). mk_stack_trim unmaps every
+ * spare chunk now.
  */
 MK_API void mk_stack_set_retain(mk_stack_t *st, size_t bytes);
 MK_API void mk_stack_trim(mk_stack_t *st);

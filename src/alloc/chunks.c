@@ -1,18 +1,24 @@
 /*
  * chunks.c - equal-sized chunks with a spare list, for the FIFO and the ring
  * (internal.h). An empty chunk of the standard size is kept for the next request
- * instead of being unmapped and faulted in again, up to max_spare of them.
+ * instead of being unmapped and faulted in again, for as long as the retention
+ * policy (retain.c) keeps it.
  *
- * Invariants: spare <= chunks; spare <= max_spare after every put; mapped is the sum
+ * Invariants: spare <= chunks; mapped is the sum
  * of the sizes of every chunk mapped and not unmapped, spares included.
  */
 #include "internal.h"
 
-void mk__chunks_init(struct mk__chunks *src, size_t chunk_size, size_t max_spare,
-                     bool size_aligned)
+void mk__chunks_init(struct mk__chunks *src, size_t chunk_size, size_t limit,
+                     unsigned decay_ms, bool size_aligned)
 {
-    *src = (struct mk__chunks){
-        .chunk_size = chunk_size, .max_spare = max_spare, .size_aligned = size_aligned};
+    *src = (struct mk__chunks){.chunk_size = chunk_size, .size_aligned = size_aligned};
+    mk__retain_init(&src->retain, limit, chunk_size, decay_ms);
+}
+
+static size_t in_use_bytes(const struct mk__chunks *src)
+{
+    return src->mapped - src->spare * src->chunk_size;
 }
 
 void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh)
@@ -23,6 +29,7 @@ void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh)
         MK_ASSERT(src->spare > 0 && src->spare <= src->chunks);
         src->spares = *(void **)c;
         src->spare--;
+        mk__retain_note(&src->retain, in_use_bytes(src), src->spare * src->chunk_size);
         *fresh = false;
         return c;
     }
@@ -32,6 +39,7 @@ void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh)
     src->mapped += size;
     if (src->chunks > src->peak_chunks)
         src->peak_chunks = src->chunks;
+    mk__retain_note(&src->retain, in_use_bytes(src), src->spare * src->chunk_size);
     *fresh = true;
     MK_ASSERT(src->spare <= src->chunks && src->mapped >= src->chunks * src->chunk_size);
     return c;
@@ -47,17 +55,22 @@ void mk__chunks_unmap(struct mk__chunks *src, void *c, size_t size)
     mk__pages_unmap(c, size);
 }
 
-bool mk__chunks_put(struct mk__chunks *src, void *c, size_t size)
+void mk__chunks_put(struct mk__chunks *src, void *c, size_t size)
 {
-    if (size == src->chunk_size && src->spare < src->max_spare) {
-        *(void **)c = src->spares;
-        src->spares = c;
-        src->spare++;
-        MK_ASSERT(src->spare <= src->max_spare && src->spare <= src->chunks);
-        return true;
+    size_t excess;
+
+    if (size != src->chunk_size) {
+        mk__chunks_unmap(src, c, size);
+        return;
     }
-    mk__chunks_unmap(src, c, size);
-    return false;
+    *(void **)c = src->spares;
+    src->spares = c;
+    src->spare++;
+    MK_ASSERT(src->spare <= src->chunks);
+    excess =
+        mk__retain_excess(&src->retain, in_use_bytes(src), src->spare * src->chunk_size,
+                          src->chunks - src->spare <= 1);
+    mk__chunks_trim(src, src->spare - excess / src->chunk_size);
 }
 
 void mk__chunks_trim(struct mk__chunks *src, size_t keep)

@@ -55,8 +55,7 @@ mk_fifo_t *mk_fifo_create(const mk_fifo_config_t *config)
         return NULL;
     }
     /* Chunks aligned to their size: masking a block's address finds its header. */
-    mk__chunks_init(&fifo->src, cfg.chunk_size,
-                    cfg.max_spare_chunks ? cfg.max_spare_chunks : 1, true);
+    mk__chunks_init(&fifo->src, cfg.chunk_size, cfg.max_spare_chunks, cfg.decay_ms, true);
     fifo->chunk_mask = ~(uintptr_t)(cfg.chunk_size - 1);
     fifo->flags = cfg.flags;
     fifo->slow = cfg.flags & MK_FIFO_DEBUG;
@@ -138,14 +137,14 @@ static chunk_t *chunk_get(mk_fifo_t *fifo, size_t size)
     return c;
 }
 
-/* c (not the current chunk) has no live block: keep it as a spare or unmap it. */
+/* c (not the current chunk) has no live block: a spare, or back to the OS. */
 void mk__fifo_chunk_empty(mk_fifo_t *fifo, chunk_t *c)
 {
     MK_ASSERT(c->magic == CHUNK_MAGIC && c->fifo == fifo);
     MK_ASSERT(c != fifo->cur && c->freed == c->blocks);
     chunk_unlink(&fifo->all, c);
-    if (c->size == fifo->src.chunk_size && fifo->src.spare < fifo->src.max_spare)
-        chunk_reset(fifo, c); /* it will be a spare: poisoned meanwhile */
+    if (c->size == fifo->src.chunk_size)
+        chunk_reset(fifo, c); /* it may stay a spare: poisoned meanwhile */
     mk__chunks_put(&fifo->src, c, c->size);
 }
 
@@ -419,6 +418,11 @@ void mk_fifo_stats(mk_fifo_t *fifo, mk_fifo_stats_t *out)
         .peak_chunks = fifo->src.peak_chunks,
         .mapped_bytes = fifo->src.mapped,
     };
+}
+
+void mk_fifo_trim(mk_fifo_t *fifo)
+{
+    mk__chunks_trim(&fifo->src, 0);
 }
 
 void mk_fifo_destroy(mk_fifo_t *fifo)

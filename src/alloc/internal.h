@@ -81,19 +81,50 @@ __attribute__((cold)) void mk__set_access(void *p, size_t n, bool usable, bool v
 /* True when MEMKIT_BYPASS is set to a value other than "0" (read once). */
 bool mk__bypass_enabled(void);
 
+/* ---- retain.c: the retention policy (memkit/common.h, struct mk__retain) ---- */
+
+/* Sets up the policy for memory handed out in units of `unit` bytes: limit is the
+ * config's count limit (0: none; SIZE_MAX: keep everything), decay_ms the period
+ * (0: MK_DECAY_MS). */
+void mk__retain_init(struct mk__retain *r, size_t limit, size_t unit, unsigned decay_ms);
+
+/* Records bytes in use and spare after a slow path took or mapped memory. */
+static inline void mk__retain_note(struct mk__retain *r, size_t in_use, size_t spare)
+{
+    if (spare < r->low)
+        r->low = spare;
+    if (in_use > r->peak)
+        r->peak = in_use;
+}
+
+/* Records bytes in use only (the stack, whose spares did not change). */
+static inline void mk__retain_used(struct mk__retain *r, size_t in_use)
+{
+    if (in_use > r->peak)
+        r->peak = in_use;
+}
+
+/* After memory became spare: how many of the spare bytes to give back now.
+ * emptied: nothing but the current slab or chunk holds live data. The caller
+ * gives back that much rounded down to whole units, never memory in use. */
+size_t mk__retain_excess(struct mk__retain *r, size_t in_use, size_t spare, bool emptied);
+
+/* The policy's clock (ns, monotonic, never 0); tests replace it. */
+extern uint64_t (*mk__retain_clock)(void);
+
 /* ---- chunks.c: equal-sized chunks with a spare list (struct mk__chunks) ---- */
 
-/* Sets up a source of chunk_size chunks keeping up to max_spare spares. */
-void mk__chunks_init(struct mk__chunks *src, size_t chunk_size, size_t max_spare,
-                     bool size_aligned);
+/* Sets up a source of chunk_size chunks; limit and decay_ms as mk__retain_init's. */
+void mk__chunks_init(struct mk__chunks *src, size_t chunk_size, size_t limit,
+                     unsigned decay_ms, bool size_aligned);
 /* A chunk of size bytes (a multiple of the page size): a spare when size is the
  * standard size and one is kept (*fresh false: the chunk holds what it held when
  * put back, its first word aside), else fresh zeroed pages (*fresh true). NULL with
  * errno set. */
 void *mk__chunks_get(struct mk__chunks *src, size_t size, bool *fresh);
 /* An empty chunk of size bytes comes back: kept as a spare when it has the standard
- * size and there is room (true), else unmapped. */
-bool mk__chunks_put(struct mk__chunks *src, void *c, size_t size);
+ * size, else unmapped; then the retention policy may give spares back. */
+void mk__chunks_put(struct mk__chunks *src, void *c, size_t size);
 /* Unmaps a chunk, in use or not a spare. */
 void mk__chunks_unmap(struct mk__chunks *src, void *c, size_t size);
 /* Unmaps spares beyond keep. */

@@ -95,7 +95,7 @@ static bool pool_configure(mk_pool_t *pool, const mk_pool_config_t *cfg)
     if (pool->items_offset >= slab || items_per_slab(pool) == 0)
         return false;
     pool->flags = cfg->flags;
-    pool->max_empty = cfg->max_empty_slabs ? cfg->max_empty_slabs : 1;
+    mk__retain_init(&pool->retain, cfg->max_empty_slabs, slab, cfg->decay_ms);
     return true;
 }
 
@@ -215,9 +215,46 @@ static void slab_release(mk_pool_t *pool, slab_t *s)
     mk__pages_unmap(s, pool->slab_size);
 }
 
+/* Bytes of the slabs in use (cur counts, empty or not) and of the empty ones. */
+static void retain_note(mk_pool_t *pool)
+{
+    mk__retain_note(&pool->retain, (pool->slabs - pool->empty_slabs) * pool->slab_size,
+                    pool->empty_slabs * pool->slab_size);
+}
+
+/* Returns the empty slab s to the OS. */
+static void empty_release(mk_pool_t *pool, slab_t *s)
+{
+    MK_ASSERT(s->empty && s->used == 0 && s->listed && s != pool->cur);
+    partial_unlink(pool, s);
+    pool->empty_slabs--;
+    slab_release(pool, s);
+}
+
+/* Returns n empty slabs to the OS, s (empty) first, then others off the partial
+ * list; n == SIZE_MAX: every empty slab. */
+static void empties_release(mk_pool_t *pool, slab_t *s, size_t n)
+{
+    slab_t *next;
+
+    if (s && n) {
+        empty_release(pool, s);
+        n--;
+    }
+    for (s = pool->partial; s && n; s = next) {
+        next = s->next;
+        if (s->empty) {
+            empty_release(pool, s);
+            n--;
+        }
+    }
+}
+
 /* Called when a free made slab `s` empty, or gave a full slab its first free item. */
 void mk__pool_slab_changed(mk_pool_t *pool, slab_t *s)
 {
+    size_t excess;
+
     MK_ASSERT(s->magic == SLAB_MAGIC && s->pool == pool);
     MK_ASSERT(s->used < items_per_slab(pool)); /* a free just made room */
     if (s->used == 0) { /* emptied: it serves by bumping again, no free list */
@@ -229,15 +266,14 @@ void mk__pool_slab_changed(mk_pool_t *pool, slab_t *s)
         partial_push(pool, s);
     }
     if (s->used == 0 && s != pool->cur && !s->empty) {
-        if (pool->empty_slabs >= pool->max_empty) {
-            partial_unlink(pool, s);
-            slab_release(pool, s);
-        } else {
-            s->empty = true;
-            pool->empty_slabs++;
-        }
+        s->empty = true;
+        pool->empty_slabs++;
+        excess = mk__retain_excess(
+            &pool->retain, (pool->slabs - pool->empty_slabs) * pool->slab_size,
+            pool->empty_slabs * pool->slab_size, pool->slabs - pool->empty_slabs <= 1);
+        empties_release(pool, s, excess / pool->slab_size);
     }
-    MK_ASSERT(pool->empty_slabs <= pool->max_empty);
+    MK_ASSERT(pool->empty_slabs * pool->slab_size <= pool->retain.cap);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -285,6 +321,7 @@ static void *pool_take(mk_pool_t *pool)
         if (!s)
             return NULL;
     }
+    retain_note(pool);
     MK_ASSERT(!s->empty && s != old && s->used < items_per_slab(pool));
     /* The old current slab is full: it leaves the lists until an item comes back. */
     old->listed = false;
@@ -423,5 +460,25 @@ void mk_pool_stats(mk_pool_t *pool, mk_pool_stats_t *out)
         .empty_slabs = pool->empty_slabs,
         .mapped_bytes = pool->mapped,
     };
+    pool_unlock(pool);
+}
+
+void mk_pool_trim(mk_pool_t *pool)
+{
+    slab_t *s = pool->cur;
+
+    pool_lock(pool);
+    empties_release(pool, NULL, SIZE_MAX);
+    if (s != &pool->none && s->used == 0) { /* the current slab, empty, goes too */
+        pool->cur = &pool->none;
+        s->listed = false;
+        slab_release(pool, s);
+    }
+    if (pool->fresh < pool->fresh_end) { /* mapped, never touched */
+        pool->mapped -= pool->fresh_end - pool->fresh;
+        mk__pages_unmap((void *)pool->fresh, pool->fresh_end - pool->fresh);
+        pool->fresh = pool->fresh_end = 0;
+    }
+    MK_ASSERT(pool->empty_slabs == 0);
     pool_unlock(pool);
 }

@@ -90,8 +90,8 @@ mk_ring_t *mk_ring_create(const mk_ring_config_t *config)
         errno = ENOMEM;
         return NULL;
     }
-    mk__chunks_init(&ring->src, cfg.chunk_size,
-                    cfg.max_spare_chunks ? cfg.max_spare_chunks : 2, false);
+    mk__chunks_init(&ring->src, cfg.chunk_size, cfg.max_spare_chunks, cfg.decay_ms,
+                    false);
     ring->flags = cfg.flags;
 #ifdef MK_ASAN
     ring->slow |= RING_ASAN;
@@ -117,7 +117,7 @@ static chunk_t *chunk_get(mk_ring_t *ring, size_t size)
 /* A chunk whose frames are all released: spare or back to the OS. */
 static void chunk_recycle(mk_ring_t *ring, chunk_t *c)
 {
-    if (c->size == ring->src.chunk_size && ring->src.spare < ring->src.max_spare)
+    if (c->size == ring->src.chunk_size)
         ring_poison(ring, (uintptr_t)c + CHUNK_HEAD, c->size - CHUNK_HEAD);
     mk__chunks_put(&ring->src, c, c->size);
 }
@@ -168,7 +168,12 @@ void mk_ring_reclaim(mk_ring_t *ring)
         ring->pos = (uintptr_t)ring->cur + CHUNK_HEAD;
         ring_poison(ring, ring->pos, ring->cur_end - ring->pos);
     }
-    mk__chunks_trim(&ring->src, ring->src.max_spare);
+}
+
+void mk_ring_trim(mk_ring_t *ring)
+{
+    mk_ring_reclaim(ring);
+    mk__chunks_trim(&ring->src, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -239,6 +239,7 @@ static bool stack_grow(mk_stack_t *st, size_t size, size_t align)
     st->chunk = c;
     st->pos = c->start;
     st->chunks++;
+    mk__retain_note(&st->policy, st->mapped - st->spare_bytes, st->spare_bytes);
     return true;
 }
 
@@ -280,6 +281,7 @@ void mk_stack_init(mk_stack_t *st)
 {
     memset(st, 0, sizeof *st);
     st->next_chunk_size = MK_STACK_CHUNK_MIN;
+    mk__retain_init(&st->policy, 0, MK_STACK_CHUNK_MIN, 0);
     if (mk__bypass_enabled())
         st->mode |= MK__STACK_BYPASS;
 #ifdef MK_ASAN
@@ -427,9 +429,32 @@ static void adopt_idle(mk_stack_t *st)
     st->chunks++;
 }
 
+/* The stack just emptied: the retention policy may take back spares, smallest
+ * first, and, when what is left still holds more than the policy keeps, the idle
+ * chunk and the rest (chunks grow to 64 MiB: rounding down would keep them all). */
+static void idle_retain(mk_stack_t *st, size_t used)
+{
+    struct mk__stack_chunk **tail, *c;
+    size_t total = st->spare_bytes + st->chunk->map_size, keep;
+
+    mk__retain_used(&st->policy, used);
+    keep = total - mk__retain_excess(&st->policy, 0, total, true);
+    while (st->spare && total > keep) {
+        for (tail = &st->spare; (*tail)->prev; tail = &(*tail)->prev)
+            ;
+        c = *tail;
+        *tail = NULL;
+        st->spare_bytes -= c->map_size;
+        total -= c->map_size;
+        chunk_release(st, c);
+    }
+    if (total > keep)
+        mk_stack_trim(st);
+}
+
 /* The stack just became empty through the general pop: the idle chunk must be
  * the largest kept, as the one spare the default policy keeps would be. */
-static void settle_idle(mk_stack_t *st)
+static void settle_idle(mk_stack_t *st, size_t used)
 {
     struct mk__stack_chunk *idle = st->chunk;
 
@@ -443,12 +468,15 @@ static void settle_idle(mk_stack_t *st)
     if (!idle && st->spare)
         adopt_idle(st);
     spares_enforce_budget(st); /* the idle chunk now counts as the one kept */
+    if (st->chunk && st->retain != SIZE_MAX)
+        idle_retain(st, used);
 }
 
 /* Releases `f` (the innermost frame) and everything allocated after it. */
 static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
 {
     mk_stack_frame_t saved = *f; /* the record itself is about to be released */
+    size_t used = stack_used(st);
     struct mk__stack_chunk *c;
 
     stack_note_peak(st);
@@ -474,7 +502,7 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
     }
     frame_close(st, &saved);
     if (!st->frame && !st->mode)
-        settle_idle(st);
+        settle_idle(st, used);
     stack_update_limit(st);
     stack_check(st);
 }
@@ -484,6 +512,10 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
 static inline bool pop_fast(mk_stack_t *st, mk_stack_frame_t *f)
 {
     if (MK_UNLIKELY(st->mode || st->chunk != f->saved_chunk))
+        return false;
+    /* The stack empties holding more than the retention floor: the policy
+     * decides (one clock read per such pop, for a frame of over 1 MiB). */
+    if (MK_UNLIKELY(!f->prev && st->chunk && st->chunk->map_size > st->policy.floor))
         return false;
     stack_note_peak(st);
     frame_close(st, f);

@@ -4,10 +4,13 @@
  * realloc are checked against a model (the list of live blocks with their sizes
  * and contents): blocks keep their contents across everything, honour their
  * alignment, never overlap, live_blocks matches the model, and once every block
- * is freed at most the current chunk and the allowed spares stay mapped.
+ * is freed, with a clock that jumped past the retention period now and then, at
+ * most the current chunk and the spares the policy allows stay mapped (trim
+ * leaves the current chunk alone).
  * MEMKIT_TEST_SEED replays a failure; MEMKIT_TEST_STEPS sets the length.
  */
 #include "check.h"
+#include "fake_clock.h"
 
 #include <memkit/fifo.h>
 
@@ -144,19 +147,26 @@ static void run(size_t chunk, unsigned flags, size_t max_spare, unsigned long lo
                 b->align = 16;
             fill(b);
         }
+        fake_clock_advance_ms(rng_next(&rng) % 3000 == 0 ? 1500 : 0);
         if (step % 997 == 0)
             verify(fifo);
     }
     verify(fifo);
+    fake_clock_advance_ms(2 * MK_DECAY_MS);
     while (nlive > 0) {
         mk_fifo_free(fifo, live[0].p);
         drop(0);
     }
     mk_fifo_stats(fifo, &s);
     CHECK_EQ(s.live_blocks, 0);
-    CHECK(s.spare_chunks <= (max_spare ? max_spare : 1));
+    size_t floor = ((size_t)1 << 20) / chunk;
     if (max_spare != SIZE_MAX)
-        CHECK(s.chunks <= s.spare_chunks + 1);
+        CHECK(s.spare_chunks <= (max_spare ? max_spare : floor > 1 ? floor : 1));
+    CHECK(s.chunks <= s.spare_chunks + 1);
+    mk_fifo_trim(fifo);
+    mk_fifo_stats(fifo, &s);
+    CHECK_EQ(s.spare_chunks, 0);
+    CHECK_EQ(s.chunks, 1);
     mk_fifo_destroy(fifo);
 }
 
@@ -165,6 +175,7 @@ int main(void)
     unsigned long long seed = test_seed();
     int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 60000;
 
+    fake_clock_install();
     printf("test_fifo_random: seed 0x%llx, %d steps per configuration\n", seed, steps);
     run((size_t)64 << 10, 0, 0, seed, steps);
     run((size_t)64 << 10, MK_FIFO_DEBUG, 3, seed + 1, steps / 2);

@@ -325,6 +325,7 @@ const mk_workload mk_workload_cxx_vector = {
     5,
     vector_supports,
     vector_run,
+    nullptr,
 };
 
 const mk_workload mk_workload_cxx_map = {
@@ -338,6 +339,7 @@ const mk_workload mk_workload_cxx_map = {
     5,
     map_supports,
     map_run,
+    nullptr,
 };
 
 const mk_workload mk_workload_cxx_string = {
@@ -351,5 +353,6 @@ const mk_workload mk_workload_cxx_string = {
     5,
     string_supports,
     string_run,
+    nullptr,
 };
 }

@@ -132,6 +132,7 @@ const mk_workload mk_workload_pmr_vector = {
     5,
     vector_supports,
     vector_run,
+    nullptr,
 };
 
 const mk_workload mk_workload_pmr_map = {
@@ -144,5 +145,6 @@ const mk_workload mk_workload_pmr_map = {
     5,
     map_supports,
     map_run,
+    nullptr,
 };
 }

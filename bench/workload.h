@@ -26,6 +26,8 @@ typedef struct mk_bench_round {
     /* An allocator that counts its own work per call (mk_tlsf): the most steps
      * any single call took in this round; 0 when not reported. */
     uint64_t max_steps;
+    /* Resident bytes of the process at the round's end (patterns; 0: not taken). */
+    uint64_t final_rss;
 } mk_bench_round;
 
 typedef enum mk_bench_api {
@@ -51,6 +53,10 @@ typedef struct mk_workload {
     bool (*supports)(mk_bench_api api);
     /* Runs the workload; returns 0, or -1 with a message on stderr. */
     int (*run)(mk_bench_api api, uint64_t scale, int rounds, mk_bench_round *out);
+    /* "patterns" for the shapes of `memkit bench patterns` (bench/patterns.c):
+     * selected by that name, not run by a plain `memkit bench`, and reported by
+     * a round's whole time (alloc_s) and RSS; NULL for the others. */
+    const char *group;
 } mk_workload;
 
 /* All workloads, NULL-terminated. */

@@ -18,6 +18,17 @@ extern const mk_workload mk_workload_pmr_map;
 extern const mk_workload mk_workload_cxx_vector;
 extern const mk_workload mk_workload_cxx_map;
 extern const mk_workload mk_workload_cxx_string;
+extern const mk_workload mk_workload_build_free_1k;
+extern const mk_workload mk_workload_build_free_10k;
+extern const mk_workload mk_workload_build_free_100k;
+extern const mk_workload mk_workload_build_free_1m;
+extern const mk_workload mk_workload_request_loop;
+extern const mk_workload mk_workload_burst_idle;
+extern const mk_workload mk_workload_sawtooth;
+extern const mk_workload mk_workload_queue_drift;
+extern const mk_workload mk_workload_xthread_queue;
+extern const mk_workload mk_workload_mixed_tail;
+extern const mk_workload mk_workload_steady_spikes;
 
 const mk_workload *const mk_workloads[] = {
     &mk_workload_list,
@@ -33,6 +44,17 @@ const mk_workload *const mk_workloads[] = {
     &mk_workload_cxx_vector,
     &mk_workload_cxx_map,
     &mk_workload_cxx_string,
+    &mk_workload_build_free_1k,
+    &mk_workload_build_free_10k,
+    &mk_workload_build_free_100k,
+    &mk_workload_build_free_1m,
+    &mk_workload_request_loop,
+    &mk_workload_burst_idle,
+    &mk_workload_sawtooth,
+    &mk_workload_queue_drift,
+    &mk_workload_xthread_queue,
+    &mk_workload_mixed_tail,
+    &mk_workload_steady_spikes,
     NULL,
 };
 

@@ -16,7 +16,11 @@
  *
  * Memory. Over a region the caller gives (mk_tlsf_create_in, mk_tlsf_add_region),
  * or over regions it maps itself (mk_tlsf_create). With MK_TLSF_GROW a heap that
- * runs out maps another region (a system call: off for hard realtime). With
+ * runs out maps another region (a system call: off for hard realtime); a grown
+ * region that a free leaves wholly free is kept or unmapped as the retention
+ * policy decides (memkit/common.h; that free also walks the region list, so a
+ * growing heap's frees are not bounded: GROW is for heaps that may make system
+ * calls). The region mk_tlsf_create maps first always stays. With
  * MK_TLSF_PRELOCK every page of every region is touched and mlock'ed when the
  * region is added, so no later call page-faults (the glibc-tuning article's point).
  *
@@ -75,6 +79,8 @@ typedef struct mk_tlsf_config {
     size_t initial_size; /* bytes mapped at creation; 0: 1 MiB */
     size_t grow_size;    /* MK_TLSF_GROW: least bytes per new region; 0: initial_size */
     unsigned flags;      /* MK_TLSF_* */
+    unsigned decay_ms;   /* MK_TLSF_GROW: grown regions left wholly free this long go
+                            back to the OS (memkit/common.h); 0: MK_DECAY_MS */
 } mk_tlsf_config_t;
 
 typedef struct mk_tlsf_stats {
@@ -119,6 +125,8 @@ MK_API size_t mk_tlsf_usable_size(mk_tlsf_t *t, const void *p);
  * match the lists, debug canaries. true if all hold; else false with the first
  * broken one described in why (if why is not NULL). */
 MK_API bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len);
+/* Unmaps every region MK_TLSF_GROW mapped that holds no block now. */
+MK_API void mk_tlsf_trim(mk_tlsf_t *t);
 /* Counts blocks by walking the heap: O(blocks), for reporting, not for hot paths. */
 MK_API void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out);
 

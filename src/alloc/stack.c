@@ -435,7 +435,7 @@ static void adopt_idle(mk_stack_t *st)
 static void idle_retain(mk_stack_t *st, size_t used)
 {
     struct mk__stack_chunk **tail, *c;
-    size_t total = st->spare_bytes + st->chunk->map_size, keep;
+    size_t total = st->spare_bytes + (stack_idle(st) ? st->chunk->map_size : 0), keep;
 
     mk__retain_used(&st->policy, used);
     keep = total - mk__retain_excess(&st->policy, 0, total, true);
@@ -503,6 +503,8 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
     frame_close(st, &saved);
     if (!st->frame && !st->mode)
         settle_idle(st, used);
+    else if (!st->frame && st->retain != SIZE_MAX) /* debugging modes: no idle chunk */
+        idle_retain(st, used);
     stack_update_limit(st);
     stack_check(st);
 }

@@ -75,6 +75,7 @@ typedef struct region {
     struct region *next;
     size_t bytes;
     bool mapped; /* ours to unmap */
+    bool grown;  /* mapped by MK_TLSF_GROW: the retention policy may unmap it */
 } region_t;
 
 #define REGION_HEAD mk__align_up(sizeof(region_t), ALIGN)
@@ -99,9 +100,11 @@ struct mk_tlsf {
     uint64_t wild_fl_below;
     uint32_t wild_sl_below;
     size_t wild_floor;
-    block_t *pending[2]; /* frees not merged yet, newest first (defer_release) */
-    bool defer;          /* neither debug mode nor poisoning: frees go through pending */
-    bool fast;           /* defer, and no lock: malloc's and free's inline paths apply */
+    block_t *pending[2];      /* frees not merged yet, newest first (defer_release) */
+    size_t grown_bytes;       /* bytes of the regions MK_TLSF_GROW mapped */
+    struct mk__retain retain; /* how long wholly free grown regions are kept */
+    bool defer; /* neither debug mode nor poisoning: frees go through pending */
+    bool fast;  /* defer, and no lock: malloc's and free's inline paths apply */
     pthread_mutex_t lock;
 };
 
@@ -589,18 +592,32 @@ merge_prev(mk_tlsf_t *t, block_t *b, size_t bs, block_t *next, size_t ns, bool p
     return steps;
 }
 
-/* Used block b becomes free, merged with free neighbours. */
+static void region_freed(mk_tlsf_t *t, block_t *fb);
+
+/* Used block b becomes free, merged with free neighbours. When the free block
+ * that results fills a region the heap grew by, the retention policy decides
+ * whether the region goes back (region_freed: cold). The filter is one mask: a
+ * region's first block sits REGION_HEAD bytes into a page. */
 HOT unsigned release(mk_tlsf_t *t, block_t *b, bool poison)
 {
     size_t bs = b->size;
     block_t *next = (block_t *)((char *)b + HDR + word_size(bs));
     size_t ns = next->size;
+    block_t *fb = b;
+    unsigned steps;
 
-    if (word_prev_free(bs))
-        return merge_prev(t, b, bs, next, ns, poison);
-    if (word_free(ns))
-        return merge_next(t, b, bs, next, ns, poison);
-    return free_alone(t, b, bs, next, ns, poison);
+    if (word_prev_free(bs)) {
+        fb = b->prev_phys;
+        steps = merge_prev(t, b, bs, next, ns, poison);
+    } else if (word_free(ns)) {
+        steps = merge_next(t, b, bs, next, ns, poison);
+    } else {
+        steps = free_alone(t, b, bs, next, ns, poison);
+    }
+    if (MK_UNLIKELY(((uintptr_t)fb & 4095) == REGION_HEAD) && t->grown_bytes &&
+        bsize(next_phys(fb)) == 0)
+        region_freed(t, fb);
+    return steps;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -629,21 +646,94 @@ HOT unsigned defer_release(mk_tlsf_t *t, block_t *b)
 }
 
 /* Merges the frees in flight, oldest first: before a search gives up, and
- * before a walk. */
+ * before a walk. A slot is cleared before its merge, which may drain again
+ * (region_freed). */
 static unsigned drain(mk_tlsf_t *t)
 {
     unsigned steps = 0;
 
-    for (int i = 1; i >= 0; i--)
-        if (t->pending[i]) {
-            steps += release(t, t->pending[i], false);
+    for (int i = 1; i >= 0; i--) {
+        block_t *b = t->pending[i];
+
+        if (b) {
             t->pending[i] = NULL;
+            steps += release(t, b, false);
         }
+    }
     return steps;
 }
 
 /* ------------------------------------------------------------------------ */
 /* regions                                                                   */
+
+/* True when region r holds no block in use: one free block up to the sentinel. */
+static bool region_empty(const region_t *r)
+{
+    const block_t *b = (const block_t *)((uintptr_t)r + REGION_HEAD);
+
+    return is_free(b) && bsize(next_phys(b)) == 0;
+}
+
+/* Unmaps grown region *link (wholly free) and unlinks it. */
+static void region_unmap(mk_tlsf_t *t, region_t **link)
+{
+    region_t *r = *link;
+    block_t *b = (block_t *)((uintptr_t)r + REGION_HEAD);
+
+    MK_ASSERT(r->grown && r->mapped && region_empty(r));
+    list_remove(t, b);
+    if (t->wild == b)
+        t->wild = NULL;
+    *link = r->next;
+    t->grown_bytes -= r->bytes;
+    if (t->flags & MK_TLSF_PRELOCK)
+        munlock(r, r->bytes);
+    MK_UNPOISON(r, r->bytes); /* ASan's shadow outlives the mapping */
+    mk__pages_unmap(r, r->bytes);
+}
+
+/* Free block fb starts a region and ends at its sentinel. If the region is a
+ * grown one, counts the wholly free grown regions (spares, O(regions): growing
+ * is a system call already) and unmaps what the retention policy gives back,
+ * fb's region first. */
+static __attribute__((noinline, cold)) void region_freed(mk_tlsf_t *t, block_t *fb)
+{
+    region_t *r = (region_t *)((uintptr_t)fb - REGION_HEAD), **link;
+    size_t spare = 0, excess;
+    bool ours = false;
+
+    /* The frees in flight merge first, or the burst that ends with them would
+     * never look empty (a nested call for their regions finishes before this). */
+    drain(t);
+    for (region_t *x = t->regions; x; x = x->next) {
+        ours |= x == r;
+        if (x->grown && region_empty(x))
+            spare += x->bytes;
+    }
+    /* r is read only once found in the list: a nested call may have unmapped it. */
+    if (!ours || !r->grown || !region_empty(r))
+        return;
+    /* Emptied: at most one grown region still holds blocks (the one the last
+     * frees, still in flight, may be in: nothing may call again to merge them). */
+    excess = mk__retain_excess(&t->retain, t->grown_bytes - spare, spare,
+                               t->grown_bytes - spare <= t->grow_size);
+    for (link = &t->regions; *link != r; link = &(*link)->next)
+        ;
+    if (excess >= r->bytes) {
+        excess -= r->bytes;
+        region_unmap(t, link);
+    }
+    for (link = &t->regions; *link && excess;) {
+        region_t *x = *link;
+
+        if (x->grown && x->bytes <= excess && region_empty(x)) {
+            excess -= x->bytes;
+            region_unmap(t, link);
+        } else {
+            link = &x->next;
+        }
+    }
+}
 
 /* Lays out [mem, mem + bytes) as one free block and a sentinel. */
 static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
@@ -669,6 +759,7 @@ static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
     r->next = t->regions;
     r->bytes = end - start;
     r->mapped = mapped;
+    r->grown = false; /* map_region sets it */
     t->regions = r;
     b->size = make_word((uintptr_t)sentinel - (uintptr_t)b - HDR, FREE);
     sentinel->size = make_word(0, PREV_FREE);
@@ -678,7 +769,8 @@ static int region_add(mk_tlsf_t *t, void *mem, size_t bytes, bool mapped)
     return 0;
 }
 
-static bool map_region(mk_tlsf_t *t, size_t bytes)
+/* Maps a region of at least bytes; grown: by MK_TLSF_GROW (else the first). */
+static bool map_region(mk_tlsf_t *t, size_t bytes, bool grown)
 {
     size_t page = mk__page_size();
     void *mem;
@@ -691,6 +783,12 @@ static bool map_region(mk_tlsf_t *t, size_t bytes)
         mk__pages_unmap(mem, bytes);
         errno = err;
         return false;
+    }
+    MK_ASSERT(((uintptr_t)t->regions & 4095) == 0 && (void *)t->regions == mem);
+    if (grown) {
+        t->regions->grown = true;
+        t->grown_bytes += t->regions->bytes;
+        mk__retain_note(&t->retain, t->grown_bytes, 0);
     }
     return true;
 }
@@ -734,7 +832,8 @@ mk_tlsf_t *mk_tlsf_create(const mk_tlsf_config_t *config)
         errno = EINVAL;
         return NULL;
     }
-    if (!map_region(t, cfg.initial_size)) {
+    mk__retain_init(&t->retain, 0, t->grow_size, cfg.decay_ms);
+    if (!map_region(t, cfg.initial_size, false)) {
         int err = errno;
         mk_tlsf_destroy(t);
         errno = err;
@@ -763,6 +862,7 @@ mk_tlsf_t *mk_tlsf_create_in(void *mem, size_t bytes, unsigned flags)
     if ((flags & MK_TLSF_PRELOCK) && mlock(mem, bytes) != 0)
         return NULL;
     t->grow_size = (size_t)1 << 20;
+    mk__retain_init(&t->retain, 0, t->grow_size, 0);
     if (region_add(t, (char *)t + head, bytes - (at - (uintptr_t)mem) - head, false) !=
         0) {
         int e = errno;
@@ -898,7 +998,7 @@ HOT block_t *take(mk_tlsf_t *t, size_t n, unsigned *fl, unsigned *sl, unsigned *
     }
     if (MK_UNLIKELY(!b) && (t->flags & MK_TLSF_GROW)) {
         size_t want = n + n / 8 + 4096; /* the class rounding, the region's own bytes */
-        if (map_region(t, want > t->grow_size ? want : t->grow_size))
+        if (map_region(t, want > t->grow_size ? want : t->grow_size, true))
             b = find_fit(t, n, fl, sl, steps);
     }
     return b;
@@ -1232,6 +1332,18 @@ bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len)
     ok = check_regions(t, counts, why, why_len) && check_lists(t, counts, why, why_len);
     call_end(t, 0);
     return ok;
+}
+
+void mk_tlsf_trim(mk_tlsf_t *t)
+{
+    call_begin(t);
+    drain(t);
+    for (region_t **link = &t->regions; *link;)
+        if ((*link)->grown && region_empty(*link))
+            region_unmap(t, link);
+        else
+            link = &(*link)->next;
+    call_end(t, 0);
 }
 
 void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out)

@@ -39,6 +39,8 @@ typedef struct mk_bench_result {
     uint64_t max_steps;     /* mk_tlsf: the most steps of any call, all rounds; 0: n/a */
     double first_to_steady; /* round 1's time / median of the others; 0: n/a */
     uint64_t peak_rss_bytes, minor_faults;
+    mk_stat time_s;           /* a round's alloc and free phases together */
+    uint64_t final_rss_bytes; /* patterns: RSS at a round's end, median; 0: n/a */
     double wall_s;
 } mk_bench_result;
 

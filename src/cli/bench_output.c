@@ -82,11 +82,66 @@ static void print_row(const mk_bench_result *r, const mk_bench_result *base, boo
     fprintf(out, "\n");
 }
 
+/* A pattern's row: its whole time, against glibc's and mimalloc's (their time
+ * over this one: above 1 is faster), and its memory. */
+static void print_pattern_row(const mk_bench_result *r, const mk_bench_result *glibc,
+                              const mk_bench_result *mimalloc, FILE *out)
+{
+    char t[64], vg[16] = "-", vm[16] = "-", fin[24] = "-";
+
+    if (strcmp(r->status, "ok") != 0) {
+        fprintf(out, "%-11s %s: %s\n", r->alloc->name, r->status, r->reason);
+        return;
+    }
+    snprintf(t, sizeof t, "%.1f [%.1f-%.1f]", r->time_s.median * 1e3, r->time_s.min * 1e3,
+             r->time_s.max * 1e3);
+    if (glibc && r->time_s.median > 0)
+        snprintf(vg, sizeof vg, "%.2fx", glibc->time_s.median / r->time_s.median);
+    if (mimalloc && r->time_s.median > 0)
+        snprintf(vm, sizeof vm, "%.2fx", mimalloc->time_s.median / r->time_s.median);
+    if (r->final_rss_bytes)
+        snprintf(fin, sizeof fin, "%.1f MiB", (double)r->final_rss_bytes / (1 << 20));
+    fprintf(out, "%-11s %26s %9s %11s %8.1f MiB %12s %10llu %7.2f\n", r->alloc->name, t,
+            vg, vm, (double)r->peak_rss_bytes / (1 << 20), fin,
+            (unsigned long long)r->minor_faults, r->wall_s);
+}
+
+static void print_pattern_table(const mk_bench_config *c, FILE *out)
+{
+    const mk_bench_result *glibc = find_ok(c, "glibc"), *mi = find_ok(c, "mimalloc");
+
+    print_title(c, out);
+    fprintf(out, "%-11s %26s %9s %11s %12s %12s %10s %7s\n", "allocator",
+            "time ms [min-max]", "vs glibc", "vs mimalloc", "peak RSS", "final RSS",
+            "minor flt", "wall s");
+    bool unsuited = false;
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->res[i].status, "n/a") != 0)
+            print_pattern_row(&c->res[i], glibc, mi, out);
+        else
+            unsuited = true;
+    if (unsuited) { /* one line, not a row each */
+        fprintf(out, "(not this pattern's:");
+        for (int i = 0; i < c->n; i++)
+            if (strcmp(c->res[i].status, "n/a") == 0)
+                fprintf(out, " %s", c->res[i].alloc->name);
+        fprintf(out, ")\n");
+    }
+    fprintf(out,
+            "(vs glibc, vs mimalloc: their median time over this allocator's; "
+            "above 1.00x is faster. final RSS: at a round's end%s, median)\n",
+            strcmp(c->w->name, "burst-idle") == 0 ? ", after the idle period" : "");
+}
+
 void mk_bench_print_table(const mk_bench_config *c, FILE *out)
 {
     const mk_bench_result *base = find_ok(c, "glibc");
     bool latency = false, free_latency = false;
 
+    if (c->w->group) {
+        print_pattern_table(c, out);
+        return;
+    }
     for (int i = 0; i < c->n; i++) {
         latency |= c->res[i].max_ns != 0;
         free_latency |= c->res[i].free_max_ns != 0;
@@ -159,7 +214,10 @@ static void json_result(mk_json *j, const mk_bench_result *r)
     json_stat(j, "free_rate", "free_rate_min", "free_rate_max", r->free_rate);
     json_stat(j, "alloc_s", "alloc_s_min", "alloc_s_max", r->alloc_s);
     json_stat(j, "free_s", "free_s_min", "free_s_max", r->free_s);
+    json_stat(j, "time_s", "time_s_min", "time_s_max", r->time_s);
     json_uint(j, "peak_rss_bytes", r->peak_rss_bytes);
+    if (r->final_rss_bytes)
+        json_uint(j, "final_rss_bytes", r->final_rss_bytes);
     json_uint(j, "minor_faults", r->minor_faults);
     mk_json_key(j, "wall_s");
     mk_json_double(j, r->wall_s);
@@ -192,6 +250,10 @@ static void json_config(mk_json *j, const mk_bench_config *c)
     json_uint(j, "version", 1);
     mk_json_key(j, "workload");
     mk_json_string(j, c->w->name);
+    if (c->w->group) {
+        mk_json_key(j, "group");
+        mk_json_string(j, c->w->group);
+    }
     json_uint(j, "scale", c->scale);
     mk_json_key(j, "scale_unit");
     mk_json_string(j, c->w->scale_unit);

@@ -87,13 +87,14 @@ int mk_bench_child(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         const mk_bench_round *r = &rounds[i];
 
-        printf("round %llu %llu %.9f %.9f %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+        printf("round %llu %llu %.9f %.9f %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+               "%llu\n",
                (unsigned long long)r->allocs, (unsigned long long)r->frees, r->alloc_s,
                r->free_s, (unsigned long long)r->p50_ns, (unsigned long long)r->p99_ns,
                (unsigned long long)r->p999_ns, (unsigned long long)r->max_ns,
                (unsigned long long)r->free_p50_ns, (unsigned long long)r->free_p99_ns,
                (unsigned long long)r->free_p999_ns, (unsigned long long)r->free_max_ns,
-               (unsigned long long)r->max_steps);
+               (unsigned long long)r->max_steps, (unsigned long long)r->final_rss);
     }
     return fflush(stdout) == 0 ? MK_EXIT_OK : MK_EXIT_FAIL;
 }
@@ -116,12 +117,13 @@ static uint64_t median_u64(uint64_t *v, int n)
 /* Reads one "round ..." line of the child; false at the end or on a bad line. */
 static bool read_round(FILE *in, mk_bench_round *r)
 {
-    unsigned long long v[11];
+    unsigned long long v[12];
 
     if (fscanf(in,
-               "round %llu %llu %lf %lf %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+               "round %llu %llu %lf %lf %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+               "%llu\n",
                &v[0], &v[1], &r->alloc_s, &r->free_s, &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7], &v[8], &v[9], &v[10]) != 13)
+               &v[7], &v[8], &v[9], &v[10], &v[11]) != 14)
         return false;
     r->allocs = v[0];
     r->frees = v[1];
@@ -134,6 +136,7 @@ static bool read_round(FILE *in, mk_bench_round *r)
     r->free_p999_ns = v[8];
     r->free_max_ns = v[9];
     r->max_steps = v[10];
+    r->final_rss = v[11];
     return true;
 }
 
@@ -190,6 +193,9 @@ static bool parse_rounds(FILE *in, mk_bench_result *r, int want)
         mk_stat rest = mk_stat_of(total + 1, n - 1);
         r->first_to_steady = rest.median > 0 ? first / rest.median : 0;
     }
+    if (rr[0].final_rss)
+        r->final_rss_bytes = median_field(rr, n, offsetof(mk_bench_round, final_rss));
+    r->time_s = mk_stat_of(total, n);
     r->alloc_rate = mk_stat_of(ar, n);
     r->free_rate = mk_stat_of(fr, n);
     r->alloc_s = mk_stat_of(as, n);

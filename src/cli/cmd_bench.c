@@ -19,6 +19,7 @@
 typedef struct options {
     bool quick, json, list, default_policy;
     uint64_t scale;   /* 0: the workload's default */
+    uint64_t idle_ms; /* burst-idle's idle period; 0: 2 s (--quick: 100 ms) */
     int rounds;       /* 0: each workload's default */
     uint64_t size;    /* malloc-free: block size; 0: sweep 32..256 */
     uint64_t threads; /* malloc-free: threads; 0: sweep 1..cores */
@@ -216,15 +217,33 @@ static int run_plan(mk_bench_config *c, int nconf, const options_t *o)
 /* ------------------------------------------------------------------------ */
 /* options and driver                                                        */
 
+/* True when name is a group of workloads (mk_workload.group). */
+static bool is_group(const char *name)
+{
+    for (int i = 0; mk_workloads[i]; i++)
+        if (mk_workloads[i]->group && strcmp(mk_workloads[i]->group, name) == 0)
+            return true;
+    return false;
+}
+
+static void print_workloads(const char *group)
+{
+    for (int i = 0; mk_workloads[i]; i++)
+        if ((mk_workloads[i]->group == NULL) == (group == NULL))
+            printf("  %-16s %s\n                   default %llu %s, --quick %llu\n",
+                   mk_workloads[i]->name, mk_workloads[i]->summary,
+                   (unsigned long long)mk_workloads[i]->default_scale,
+                   mk_workloads[i]->scale_unit,
+                   (unsigned long long)mk_workloads[i]->quick_scale);
+}
+
 static void print_list(void)
 {
-    printf("Workloads (memkit bench NAME):\n");
-    for (int i = 0; mk_workloads[i]; i++)
-        printf("  %-16s %s\n                   default %llu %s, --quick %llu\n",
-               mk_workloads[i]->name, mk_workloads[i]->summary,
-               (unsigned long long)mk_workloads[i]->default_scale,
-               mk_workloads[i]->scale_unit,
-               (unsigned long long)mk_workloads[i]->quick_scale);
+    printf("Workloads (memkit bench NAME; no name runs them all):\n");
+    print_workloads(NULL);
+    printf("Patterns (memkit bench patterns, or one by name): the shapes of real\n"
+           "programs, every allocator in its default configuration, timed whole:\n");
+    print_workloads("patterns");
     printf("Allocators (--allocators a,b,...):");
     for (size_t i = 0; i < mk_bench_n_allocators; i++)
         if (!mk_bench_allocators[i].planned)
@@ -322,6 +341,14 @@ static const mk_opt_t bench_options[] = {
      .lo = 1,
      .hi = 64,
      .help = "malloc-free: one thread count (default: 1..cores)"},
+    {.name = "--idle",
+     .arg = "MS",
+     .kind = MK_OPT_COUNT,
+     .at = BENCH(idle_ms),
+     .lo = 1,
+     .hi = 600000,
+     .help = "burst-idle: idle period before the RSS is read\n"
+             "(default 2000; with --quick 100)"},
     {.name = "--default-policy",
      .kind = MK_OPT_FLAG,
      .at = BENCH(default_policy),
@@ -332,7 +359,7 @@ static const mk_opt_t bench_options[] = {
 
 static const mk_command_spec_t bench_spec = {
     .name = "bench",
-    .synopsis = "memkit bench [WORKLOAD...] [options]",
+    .synopsis = "memkit bench [WORKLOAD...|patterns] [options]",
     .about = "Runs allocator workloads, each allocator in its own process.\n",
     .max_args = 64,
 };
@@ -379,22 +406,38 @@ int mk_cmd_bench(int argc, char **argv)
         setenv("MEMKIT_BENCH_DEFAULT_POLICY", "1", 1);
     else
         unsetenv("MEMKIT_BENCH_DEFAULT_POLICY");
+    char idle[24];
+    snprintf(idle, sizeof idle, "%llu",
+             (unsigned long long)(o.idle_ms ? o.idle_ms
+                                  : o.quick ? 100
+                                            : 2000));
+    setenv("MEMKIT_BENCH_IDLE_MS", idle, 1);
     if (o.list) {
         print_list();
         return MK_EXIT_OK;
     }
     for (int i = 0; i < o.nworkloads; i++)
-        if (!mk_workload_find(o.workloads[i]))
+        if (!mk_workload_find(o.workloads[i]) && !is_group(o.workloads[i]))
             return mk_usage_error("bench: unknown workload '%s' (memkit bench --list "
                                   "shows them)",
                                   o.workloads[i]);
     bool planned = true;
-    if (o.nworkloads == 0) /* no names: every workload */
+    if (o.nworkloads == 0) /* no names: every workload outside a group */
         for (int i = 0; mk_workloads[i]; i++)
-            planned &= plan_workload(&plan, &nplan, &cap, mk_workloads[i], &o);
-    for (int i = 0; i < o.nworkloads; i++)
-        planned &=
-            plan_workload(&plan, &nplan, &cap, mk_workload_find(o.workloads[i]), &o);
+            if (!mk_workloads[i]->group)
+                planned &= plan_workload(&plan, &nplan, &cap, mk_workloads[i], &o);
+    for (int i = 0; i < o.nworkloads; i++) {
+        const mk_workload *w = mk_workload_find(o.workloads[i]);
+
+        if (w) {
+            planned &= plan_workload(&plan, &nplan, &cap, w, &o);
+            continue;
+        }
+        for (int k = 0; mk_workloads[k]; k++) /* a group: each of its workloads */
+            if (mk_workloads[k]->group &&
+                strcmp(mk_workloads[k]->group, o.workloads[i]) == 0)
+                planned &= plan_workload(&plan, &nplan, &cap, mk_workloads[k], &o);
+    }
     if (!planned) {
         free(plan);
         return mk_usage_error("bench: out of memory planning the runs");

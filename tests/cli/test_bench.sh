@@ -157,6 +157,40 @@ expect_status 0 "bench all --quick --json" "$memkit" bench --quick --json --roun
     --threads 1 --size 64
 cp "$tmp/out" "$tmp/all.jsonl"
 [ "$(wc -l <"$tmp/all.jsonl")" -eq 13 ] && ok || bad "one JSON line per workload"
+grep -q '"group"' "$tmp/all.jsonl" && bad "a plain bench ran the patterns" || ok
+
+# memkit bench patterns: every shape, each allocator in its default configuration.
+expect_status 0 "bench patterns --quick --json" "$memkit" bench patterns --quick --json \
+    --rounds 2 --idle 10
+[ "$(wc -l <"$tmp/out")" -eq 11 ] && ok || bad "one JSON line per pattern"
+python3 - "$tmp/out" <<'PY' && ok || bad "patterns: times, RSS, the right allocators"
+import json, sys
+want = {"build-free-1k": {"mk_pool", "mk_stack", "mk_tlsf"}, "request-loop": {"mk_fifo", "mk_stack", "mk_tlsf"},
+        "burst-idle": {"mk_pool", "mk_fifo", "mk_stack", "mk_tlsf"}, "sawtooth": {"mk_pool", "mk_tlsf"},
+        "queue-drift": {"mk_fifo", "mk_tlsf"}, "xthread-queue": {"mk_ring"}, "mixed-tail": {"mk_tlsf"},
+        "steady-spikes": {"mk_fifo", "mk_stack", "mk_tlsf"}}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    assert d["group"] == "patterns", d
+    ran = {r["allocator"] for r in d["results"] if r["status"] == "ok" and r["allocator"].startswith("mk_")}
+    if d["workload"] in want:
+        assert ran == want[d["workload"]], (d["workload"], ran)
+    for r in d["results"]:
+        if r["status"] == "ok":
+            assert r["time_s"] > 0 and r["time_s_min"] <= r["time_s"] <= r["time_s_max"], r
+            assert r["final_rss_bytes"] > 0, r
+PY
+cat "$tmp/out" >>"$tmp/all.jsonl"
+expect_status 0 "bench one pattern, table" "$memkit" bench build-free-10k --quick --rounds 2 \
+    --allocators glibc,mimalloc,mk_pool,mk_fifo
+grep -q "^allocator .*time ms .*vs glibc .*vs mimalloc .*final RSS" "$tmp/out" && ok ||
+    bad "the pattern table's columns"
+grep -qE "^mk_pool +[0-9.]+ \[[0-9.]+-[0-9.]+\] +[0-9.]+x +[0-9.]+x .*MiB" "$tmp/out" && ok ||
+    bad "mk_pool's row against glibc and mimalloc"
+grep -q "^(not this pattern's: mk_fifo)" "$tmp/out" && ok || bad "unsuited allocators on one line"
+expect_status 0 "bench --list names the patterns" "$memkit" bench --list
+grep -q "^  burst-idle " "$tmp/out" && ok || bad "--list shows the patterns"
+expect_status 2 "bad --idle" "$memkit" bench burst-idle --quick --idle 0
 if [ -z "$schema" ]; then
     echo "SKIP: schema check (no schema path given)"
     skipped=1
@@ -185,8 +219,8 @@ else
 fi
 
 # --html: one self-contained page with every configuration's charts.
-expect_status 0 "bench --html" "$memkit" bench list realtime --quick --rounds 2 \
-    --allocators glibc,mimalloc,mk_stack --html "$tmp/b.html"
+expect_status 0 "bench --html" "$memkit" bench list realtime burst-idle --quick --rounds 2 \
+    --idle 10 --allocators glibc,mimalloc,mk_stack --html "$tmp/b.html"
 grep -q "^memkit bench list:" "$tmp/out" && ok || bad "--html still prints the table"
 grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-bench-page"' \
     "$tmp/b.html" && ok || bad "the page carries its data"
@@ -201,7 +235,7 @@ else
     grep -q 'data-rendered="yes"' "$tmp/dom" && ok || bad "the page's script did not finish"
     grep -qiE 'Uncaught|CONSOLE.*(error|Error)' "$tmp/console" && bad "console errors" || ok
     n=$(grep -o '<section class="config">' "$tmp/dom" | wc -l)
-    [ "$n" -eq 2 ] && ok || bad "page has $n configurations, want 2"
+    [ "$n" -eq 3 ] && ok || bad "page has $n configurations, want 3"
     # One bar per allocator that ran in each chart: alloc, free and RSS, and p99
     # where latencies were measured (which allocators ran depends on the build).
     want=$(python3 - "$tmp/b.html" <<'PY'
@@ -211,6 +245,9 @@ d = json.loads(re.search(r'id="memkit-data" type="application/json">(.*?)</scrip
 n = 0
 for c in d["configs"]:
     ran = [r for r in c["results"] if r["status"] == "ok"]
+    if c.get("group"):  # time, peak RSS, final RSS
+        n += 3 * len(ran)
+        continue
     n += 3 * len(ran) + len([r for r in ran if "p99_ns" in r])
 print(n)
 PY

@@ -15,6 +15,7 @@
 #include <memkit/pool.h>
 #include <memkit/ring.h>
 #include <memkit/stack.h>
+#include <memkit/tlsf.h>
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -333,6 +334,52 @@ static void test_stack(void)
     mk_stack_destroy(st);
 }
 
+/* The regions a growing TLSF heap maps: kept by a loop, given back after a
+ * burst, all gone on trim; the first region always stays. */
+static void tlsf_cycle(mk_tlsf_t *t, void **b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        b[i] = mk_tlsf_malloc(t, 200);
+        CHECK(b[i] != NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        mk_tlsf_free(t, b[i]);
+}
+
+static void test_tlsf(void)
+{
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.flags = MK_TLSF_GROW});
+    size_t n = 16 * MIB / 216;
+    void **b = malloc(n * sizeof *b);
+    mk_tlsf_stats_t s;
+    size_t regions = 0;
+
+    for (int cycle = 0; cycle < 20; cycle++) {
+        fake_clock_advance_ms(5);
+        tlsf_cycle(t, b, n);
+        mk_tlsf_stats(t, &s);
+        if (cycle == 1)
+            regions = s.regions;
+        if (cycle > 1)
+            CHECK_EQ(s.regions, regions); /* a loop keeps its regions */
+    }
+    CHECK(s.region_bytes >= 16 * MIB);
+    fake_clock_advance_ms(2 * MK_DECAY_MS);
+    tlsf_cycle(t, b, n);
+    mk_tlsf_stats(t, &s); /* merges the frees in flight: the last regions empty */
+    mk_tlsf_stats(t, &s);
+    CHECK(s.region_bytes <= 3 * MIB); /* the first region and the floor */
+    CHECK(mk_tlsf_check(t, NULL, 0));
+    mk_tlsf_trim(t);
+    mk_tlsf_stats(t, &s);
+    CHECK_EQ(s.regions, 1);
+    CHECK(mk_tlsf_check(t, NULL, 0));
+    tlsf_cycle(t, b, n); /* grows again after trim */
+    CHECK(mk_tlsf_check(t, NULL, 0));
+    free(b);
+    mk_tlsf_destroy(t);
+}
+
 int main(void)
 {
     unsigned long long seed = test_seed();
@@ -349,5 +396,6 @@ int main(void)
     test_fifo();
     test_ring();
     test_stack();
+    test_tlsf();
     return check_report("test_retain");
 }

@@ -11,11 +11,12 @@
  * Memory kept between rounds: glibc (and every drop-in allocator here) keeps the
  * freed heap in the process, so its rounds 2 and 3 reuse pages already faulted in.
  * libmemkit's allocators are configured to do the same (mk_stack_set_retain(SIZE_MAX),
- * max_empty_slabs = SIZE_MAX); with their defaults they would unmap all but one
- * chunk/slab and pay the page faults again each round. Round 1 (the min of the rates)
- * shows the cost with fresh memory for every allocator. `memkit bench
- * --default-policy` (MEMKIT_BENCH_DEFAULT_POLICY=1 in the child) measures the
- * defaults instead.
+ * max_empty_slabs = SIZE_MAX): this workload measures their steady state. With their
+ * defaults (the retention policy, memkit/common.h) the first emptying gives the
+ * memory back, as after a burst, so round 2 faults it in again and round 3 reuses
+ * it. Round 1 (the min of the rates) shows the cost with fresh memory for every
+ * allocator. `memkit bench --default-policy` (MEMKIT_BENCH_DEFAULT_POLICY=1 in the
+ * child) measures the defaults; `memkit bench patterns` always does.
  */
 #include "heap.h"
 

@@ -86,8 +86,8 @@ struct mk_stack {
     size_t mapped;                 /* bytes mapped for chunks, spare included */
     size_t chunks;                 /* chunks in use (spares excluded) */
     size_t spare_bytes;            /* bytes mapped for spare chunks */
-    size_t retain;                 /* spare bytes kept beyond the one largest spare */
-    struct mk__retain policy;      /* when the stack empties: what it keeps */
+    size_t retain;                 /* mk_stack_set_retain's budget, if set */
+    struct mk__retain policy;      /* which spares go back (memkit/common.h) */
     size_t next_chunk_size;        /* size of the next chunk to map */
     unsigned depth;                /* number of open frames */
     unsigned mode;                 /* MK__STACK_* mode bits */
@@ -110,15 +110,13 @@ MK_API mk_stack_t *mk_stack_create(void);
 /* Releases every chunk and the stack itself. Open frames are discarded. */
 MK_API void mk_stack_destroy(mk_stack_t *st);
 /*
- * Memory kept after a pop. By default the largest released chunk is kept as a spare
- * (so a loop that pushes and pops a frame never maps and unmaps repeatedly) and the
- * others are unmapped; when the stack empties, the retention policy (memkit/common.h)
- * decides whether even that one stays: a stack that empties again within the period
- * keeps it, one that emptied once keeps at most the policy's floor (1 MiB).
- * mk_stack_set_retain(st, bytes) keeps further released chunks while their total
- * stays within `bytes` (SIZE_MAX: keep everything, never decay, so a frame that is
- * refilled reuses memory that is already faulted in). mk_stack_trim unmaps every
- * spare chunk now.
+ * Memory kept after a pop. Chunks released by a pop are kept as spares while the
+ * retention policy keeps them (memkit/common.h): a loop of frames keeps what it
+ * reuses, and a stack that empties for the first time in a period keeps at most the
+ * policy's floor (1 MiB). mk_stack_set_retain(st, bytes) instead keeps the largest
+ * released chunk and further ones while their total stays within `bytes` (the
+ * policy still applies); SIZE_MAX keeps everything, never decaying. mk_stack_trim
+ * unmaps every spare chunk now.
  */
 MK_API void mk_stack_set_retain(mk_stack_t *st, size_t bytes);
 MK_API void mk_stack_trim(mk_stack_t *st);

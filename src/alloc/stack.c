@@ -6,7 +6,7 @@
  * a list from the newest (st->chunk) back to the oldest. A frame is a record
  * allocated in the stack itself; it remembers where the stack stood before the record
  * (chunk, pos, used bytes), so popping it is: release the chunks newer than that
- * chunk (keeping the largest as a spare, or more: mk_stack_set_retain), then restore
+ * chunk (spares kept as the retention policy decides, retain.c), then restore
  * pos. Cost: O(chunks released), and chunks
  * grow geometrically, so a frame holding 800 MB releases about a dozen of them.
  *
@@ -30,6 +30,8 @@
 /* First chunk size, and the cap on geometric growth. */
 #define MK_STACK_CHUNK_MIN ((size_t)64 << 10)
 #define MK_STACK_CHUNK_MAX ((size_t)64 << 20)
+/* st->retain before mk_stack_set_retain: no budget, the retention policy decides. */
+#define RETAIN_UNSET (SIZE_MAX - 1)
 
 /* Mode bits: each one makes every allocation take the slow path. */
 enum {
@@ -136,6 +138,8 @@ static void spares_enforce_budget(mk_stack_t *st)
 {
     struct mk__stack_chunk **tail, *c;
 
+    if (st->retain == RETAIN_UNSET) /* the retention policy alone decides */
+        return;
     /* One spare is always kept (the idle chunk, when there is one, is it). */
     while (st->spare && (st->spare->prev || stack_idle(st)) &&
            st->spare_bytes > st->retain) {
@@ -282,6 +286,7 @@ void mk_stack_init(mk_stack_t *st)
     memset(st, 0, sizeof *st);
     st->next_chunk_size = MK_STACK_CHUNK_MIN;
     mk__retain_init(&st->policy, 0, MK_STACK_CHUNK_MIN, 0);
+    st->retain = RETAIN_UNSET;
     if (mk__bypass_enabled())
         st->mode |= MK__STACK_BYPASS;
 #ifdef MK_ASAN
@@ -429,16 +434,19 @@ static void adopt_idle(mk_stack_t *st)
     st->chunks++;
 }
 
-/* The stack just emptied: the retention policy may take back spares, smallest
- * first, and, when what is left still holds more than the policy keeps, the idle
- * chunk and the rest (chunks grow to 64 MiB: rounding down would keep them all). */
-static void idle_retain(mk_stack_t *st, size_t used)
+/* After a pop that retired chunks or emptied the stack: the retention policy
+ * may take back spares, smallest first, and, when the stack is empty and what is
+ * left still holds more than the policy keeps, the idle chunk and the rest
+ * (chunks grow to 64 MiB: rounding down to whole chunks would keep them all). */
+static void stack_retain(mk_stack_t *st, size_t used)
 {
     struct mk__stack_chunk **tail, *c;
     size_t total = st->spare_bytes + (stack_idle(st) ? st->chunk->map_size : 0), keep;
 
+    if (st->retain == SIZE_MAX)
+        return;
     mk__retain_used(&st->policy, used);
-    keep = total - mk__retain_excess(&st->policy, 0, total, true);
+    keep = total - mk__retain_excess(&st->policy, st->mapped - total, total, !st->frame);
     while (st->spare && total > keep) {
         for (tail = &st->spare; (*tail)->prev; tail = &(*tail)->prev)
             ;
@@ -448,13 +456,13 @@ static void idle_retain(mk_stack_t *st, size_t used)
         total -= c->map_size;
         chunk_release(st, c);
     }
-    if (total > keep)
+    if (total > keep && stack_idle(st))
         mk_stack_trim(st);
 }
 
 /* The stack just became empty through the general pop: the idle chunk must be
  * the largest kept, as the one spare the default policy keeps would be. */
-static void settle_idle(mk_stack_t *st, size_t used)
+static void settle_idle(mk_stack_t *st)
 {
     struct mk__stack_chunk *idle = st->chunk;
 
@@ -468,8 +476,6 @@ static void settle_idle(mk_stack_t *st, size_t used)
     if (!idle && st->spare)
         adopt_idle(st);
     spares_enforce_budget(st); /* the idle chunk now counts as the one kept */
-    if (st->chunk && st->retain != SIZE_MAX)
-        idle_retain(st, used);
 }
 
 /* Releases `f` (the innermost frame) and everything allocated after it. */
@@ -502,9 +508,8 @@ static void frame_release(mk_stack_t *st, mk_stack_frame_t *f)
     }
     frame_close(st, &saved);
     if (!st->frame && !st->mode)
-        settle_idle(st, used);
-    else if (!st->frame && st->retain != SIZE_MAX) /* debugging modes: no idle chunk */
-        idle_retain(st, used);
+        settle_idle(st);
+    stack_retain(st, used);
     stack_update_limit(st);
     stack_check(st);
 }

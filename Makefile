@@ -16,6 +16,8 @@
 #       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh)
 #       make bench-cost (the allocator's share of a run, memkit's beside perf's:
 #                        bench/cost/run.sh)
+#       make bench-patterns (libmemkit's defaults against malloc on the shapes of
+#                            real programs: bench/patterns/run.sh)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -34,7 +36,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-sample fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-patterns bench-sample fuzz install format clean
 
 all: build
 
@@ -106,6 +108,11 @@ bench-cost:
 	@$(DEPS) build test
 	$(build_steps)
 	@sh bench/cost/run.sh $(BUILD)
+
+bench-patterns:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh bench/patterns/run.sh $(BUILD)
 
 bench-sample:
 	@$(DEPS) build test

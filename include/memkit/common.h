@@ -112,6 +112,8 @@ static inline void *mk__bump(uintptr_t *pos, uintptr_t end, size_t size, size_t 
  * as well; SIZE_MAX there keeps everything (no decay). mk_*_trim returns every
  * spare now.
  */
+/* The period by default; MEMKIT_DECAY_MS in the environment sets another for the
+ * whole process (a config's decay_ms still wins). */
 #define MK_DECAY_MS 1000
 
 /* The policy's state (src/alloc/retain.c); in the allocators' states only because

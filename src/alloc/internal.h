@@ -54,8 +54,15 @@ __attribute__((noreturn, format(printf, 1, 2), cold)) void mk__die(const char *f
 
 /*
  * Maps `size` bytes (a multiple of the page size) of zeroed, private memory. Mappings
- * of at least MK_HUGE_PAGE are aligned to it and advised MADV_HUGEPAGE, so a large
- * chunk faults in 2 MiB at a time instead of 4 KiB. `align` (a power of two, at most
+ * of at least MK_HUGE_PAGE are aligned to it, so a kernel that backs memory with
+ * huge pages on its own (transparent_hugepage=always) can. They are not advised
+ * MADV_HUGEPAGE: where the kernel compacts memory for advised regions (its default
+ * defrag setting, madvise), a fault may stall on compaction: a 64 MiB burst of
+ * 2 MiB FIFO chunks took 114 ms advised against 30 ms not (burst-idle, medians of
+ * 3), though a stack's took 10 against 33 ms while huge pages happened to be free;
+ * the list and build-free workloads ran within 0.8-1.2x either way. Predictable
+ * wins over sometimes faster.
+ * `align` (a power of two, at most
  * 1 GiB) is the alignment required of the start; 0 means page alignment.
  * Returns NULL on failure, with errno set.
  */

@@ -94,8 +94,6 @@ void *mk__pages_map(size_t size, size_t align)
         munmap(raw, (size_t)(p - raw));
     if (raw + size + extra > p + size)
         munmap(p + size, (size_t)(raw + size + extra - (p + size)));
-    if (size >= MK_HUGE_PAGE)
-        madvise(p, size, MADV_HUGEPAGE); /* advice only: failure is harmless */
     return p;
 }
 

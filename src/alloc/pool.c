@@ -10,7 +10,7 @@
  *
  * Slabs are mapped in batches (1, 2, 4 ... 64 slabs, aligned to the slab size), so a
  * pool of 100M nodes makes a few hundred mmap calls, not thousands, and a batch of at
- * least 2 MiB is backed by huge pages. A single empty slab is returned with munmap of
+ * least 2 MiB is aligned for huge pages. A single empty slab is returned with munmap of
  * its own range, which the kernel allows anywhere inside a batch.
  *
  * Invariants:

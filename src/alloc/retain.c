@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <time.h>
 
 static uint64_t coarse_now(void)
@@ -22,6 +24,24 @@ static uint64_t coarse_now(void)
 
 uint64_t (*mk__retain_clock)(void) = coarse_now;
 
+/* The default period: MEMKIT_DECAY_MS when set to a number (read once), else
+ * MK_DECAY_MS. */
+static unsigned default_decay_ms(void)
+{
+    static _Atomic unsigned ms; /* 0: not read yet; racing first reads agree */
+    unsigned v = atomic_load_explicit(&ms, memory_order_relaxed);
+
+    if (!v) {
+        const char *e = getenv("MEMKIT_DECAY_MS");
+        char *end;
+        unsigned long n = e && *e ? strtoul(e, &end, 10) : 0;
+
+        v = n > 0 && n <= 86400000ul && !*end ? (unsigned)n : MK_DECAY_MS;
+        atomic_store_explicit(&ms, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 void mk__retain_init(struct mk__retain *r, size_t limit, size_t unit, unsigned decay_ms)
 {
     size_t floor = (size_t)1 << 20;
@@ -31,7 +51,7 @@ void mk__retain_init(struct mk__retain *r, size_t limit, size_t unit, unsigned d
     *r = (struct mk__retain){
         .decay_ns = limit == SIZE_MAX
                         ? UINT64_MAX
-                        : (uint64_t)(decay_ms ? decay_ms : MK_DECAY_MS) * 1000000u,
+                        : (uint64_t)(decay_ms ? decay_ms : default_decay_ms()) * 1000000u,
         .floor = floor,
         .cap = limit && limit != SIZE_MAX && limit <= SIZE_MAX / unit ? limit * unit
                                                                       : SIZE_MAX,

@@ -390,6 +390,15 @@ int main(void)
 {
     unsigned long long seed = test_seed();
 
+    /* The process's default period comes from MEMKIT_DECAY_MS (read once, at the
+     * first allocator created); a config's own decay_ms still wins. The tests
+     * below hold for any period under 2 * MK_DECAY_MS and over 10 ms. */
+    setenv("MEMKIT_DECAY_MS", "250", 1);
+    struct mk__retain r;
+    mk__retain_init(&r, 0, 64 * KIB, 0);
+    CHECK_EQ(r.decay_ns, 250000000u);
+    mk__retain_init(&r, 0, 64 * KIB, 40);
+    CHECK_EQ(r.decay_ns, 40000000u);
     fake_clock_install();
     test_policy_rules();
     test_policy_random(seed);

@@ -6,9 +6,14 @@
  * contents): contents survive everything (realloc included), blocks never overlap,
  * exhaustion returns NULL with ENOMEM and leaves the heap consistent, the
  * integrity check passes every N steps, and at the end all memory is one free
- * block again. MEMKIT_TEST_SEED replays a failure; MEMKIT_TEST_STEPS sets the length.
+ * block again. A growing heap (MK_TLSF_GROW, small regions) runs the same with a
+ * clock that jumps past the retention period now and then: regions go back to
+ * the OS while the model's blocks keep their contents, and after trim the first
+ * region is all that is left. MEMKIT_TEST_SEED replays a failure;
+ * MEMKIT_TEST_STEPS sets the length.
  */
 #include "check.h"
+#include "fake_clock.h"
 
 #include <memkit/tlsf.h>
 
@@ -89,8 +94,13 @@ static size_t random_size(unsigned long long *rng)
 
 static void run(size_t region, unsigned flags, unsigned long long seed, int steps)
 {
-    unsigned char *mem = malloc(region);
-    mk_tlsf_t *t = mk_tlsf_create_in(mem, region, flags);
+    bool grow = flags & MK_TLSF_GROW;
+    /* Growing: 1 MiB first, then regions of `region` bytes, mapped by the heap. */
+    unsigned char *mem = grow ? NULL : malloc(region);
+    mk_tlsf_t *t =
+        grow ? mk_tlsf_create(&(mk_tlsf_config_t){
+                   .initial_size = (size_t)1 << 20, .grow_size = region, .flags = flags})
+             : mk_tlsf_create_in(mem, region, flags);
     unsigned long long rng = seed;
     unsigned id = 0;
     int full = 0;
@@ -152,13 +162,25 @@ static void run(size_t region, unsigned flags, unsigned long long seed, int step
             b->id = id++;
             fill(b);
         }
+        if (grow)
+            fake_clock_advance_ms(rng_next(&rng) % 2000 == 0 ? 1500 : 0);
         if (step % 1000 == 0)
             verify(t);
     }
     verify(t);
+    if (grow)
+        fake_clock_advance_ms(2 * MK_DECAY_MS); /* quiet, then everything is freed */
     while (nlive > 0)
         mk_tlsf_free(t, live[--nlive].p);
     CHECK(mk_tlsf_check(t, why, sizeof why));
+    if (grow) {
+        /* The policy kept at most its floor (1 MiB) of grown regions, plus the
+         * one the last frees in flight are in; trim leaves the first region. */
+        mk_tlsf_stats(t, &s);
+        CHECK(s.regions <= 1 + ((size_t)1 << 20) / region + 1);
+        mk_tlsf_trim(t);
+        CHECK(mk_tlsf_check(t, why, sizeof why));
+    }
     mk_tlsf_stats(t, &s);
     CHECK_EQ(s.free_blocks, 1);
     CHECK_EQ(s.free_bytes, s0.free_bytes);
@@ -167,7 +189,11 @@ static void run(size_t region, unsigned flags, unsigned long long seed, int step
     CHECK(s.max_call_steps <= (flags & MK_TLSF_DEBUG ? 10u : 24u));
     printf("test_tlsf_random: region %zu KiB%s: %d allocations refused (heap full), most "
            "steps in a call %zu\n",
-           region >> 10, flags & MK_TLSF_DEBUG ? " (debug)" : "", full, s.max_call_steps);
+           region >> 10,
+           flags & MK_TLSF_DEBUG ? " (debug)"
+           : grow                ? " (grown regions)"
+                                 : "",
+           full, s.max_call_steps);
     mk_tlsf_destroy(t);
     free(mem);
 }
@@ -182,5 +208,8 @@ int main(void)
     run((size_t)8 << 20, MK_TLSF_DEBUG, seed + 1, steps / 2);
     run((size_t)64 << 20, 0, seed + 2, steps);
     run((size_t)1 << 20, 0, seed + 3, steps / 2); /* mostly full */
+    fake_clock_install();
+    run((size_t)256 << 10, MK_TLSF_GROW, seed + 4, steps);
+    run((size_t)256 << 10, MK_TLSF_GROW | MK_TLSF_DEBUG, seed + 5, steps / 2);
     return check_report("test_tlsf_random");
 }

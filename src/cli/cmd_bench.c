@@ -352,9 +352,10 @@ static const mk_opt_t bench_options[] = {
     {.name = "--default-policy",
      .kind = MK_OPT_FLAG,
      .at = BENCH(default_policy),
-     .help = "libmemkit allocators keep their default memory policy\n"
-             "(by default the workloads let them keep freed memory\n"
-             "between rounds, as malloc does)"},
+     .help = "list, cxx-vector: libmemkit allocators keep their default\n"
+             "retention (by default these workloads keep all freed\n"
+             "memory between rounds, as malloc does; patterns always\n"
+             "run the defaults)"},
 };
 
 static const mk_command_spec_t bench_spec = {

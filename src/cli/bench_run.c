@@ -155,7 +155,7 @@ static bool parse_rounds(FILE *in, mk_bench_result *r, int want)
 {
     double ar[MK_BENCH_MAX_ROUNDS], fr[MK_BENCH_MAX_ROUNDS], as[MK_BENCH_MAX_ROUNDS],
         fs[MK_BENCH_MAX_ROUNDS], total[MK_BENCH_MAX_ROUNDS];
-    mk_bench_round rr[MK_BENCH_MAX_ROUNDS];
+    mk_bench_round rr[MK_BENCH_MAX_ROUNDS] = {{0}}; /* -O3 cannot see n >= 1 below */
     int n = 0;
 
     while (n < want && read_round(in, &rr[n])) {

@@ -19,6 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Why a trace has no end record: the ways a process ends unseen by the tracer. */
+#define MK_NO_END_WHY                                                                    \
+    "the process was killed (SIGKILL), ended through an exit_group system call made "    \
+    "without libc (as Go programs end), or is still running"
+
 void mk_report_opts_default(mk_report_opts_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -400,22 +405,22 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
         /* Counts of 0 would read as a program that made no allocation. */
         snprintf(err, errlen,
                  "%s holds no totals: --summary-only writes them at the process's end "
-                 "and at checkpoints from 1 s in, and it reached neither (killed by "
-                 "SIGKILL, or still running)",
+                 "and at checkpoints from 1 s in, and it reached neither (" MK_NO_END_WHY
+                 ")",
                  path);
         return 2;
     } else if (!r->tr->end.present && r->tr->summary.from_parts) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
-                 "%s has no end record (the process was killed by SIGKILL, or is still "
-                 "running); the totals are its threads' last checkpoints, the latest "
+                 "%s has no end record (" MK_NO_END_WHY "); the totals are its threads' "
+                 "last checkpoints, the latest "
                  "%.1f s into the run",
                  path, (double)r->tr->summary.parts_at_ns / 1e9);
     } else if (!r->tr->end.present) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
-                 "%s has no end record (the process was killed by SIGKILL, or is still "
-                 "running); the report covers what was flushed",
+                 "%s has no end record (" MK_NO_END_WHY "); the report covers what was "
+                 "flushed, up to about a second before the end",
                  path);
     }
     note_outside_malloc(r);

@@ -1,8 +1,8 @@
 /*
  * hooks_proc.c - process events: exec (flush first; keep the children
- * traced), _exit (flush first), dlopen/dlclose (new module map), unwind
- * tables registered at run time (--sample's stack walks), and with --syscalls
- * the memory system calls mmap, munmap, mremap, brk and sbrk.
+ * traced), _exit and syscall(SYS_exit_group) (flush first), dlopen/dlclose (new module
+ * map), unwind tables registered at run time (--sample's stack walks), and with
+ * --syscalls the memory system calls mmap, munmap, mremap, brk and sbrk.
  */
 #define _GNU_SOURCE
 #include "record.h"
@@ -159,6 +159,55 @@ MK_EXPORT __attribute__((noreturn)) void _exit(int status)
 MK_EXPORT __attribute__((noreturn)) void _Exit(int status)
 {
     _exit(status);
+}
+
+/*
+ * syscall(SYS_exit_group, status): the end of a process that skips exit and
+ * _exit both. The trace is ended first, as _exit does. Every other call goes
+ * straight to the kernel: on x86-64 with the instruction itself, so the
+ * tracer's own calls of syscall() (this library's references bind here too)
+ * never go through dlsym; elsewhere through libc's.
+ */
+#if defined(__x86_64__)
+static long raw_syscall(long nr, const long *a)
+{
+    register long r10 __asm__("r10") = a[3];
+    register long r8 __asm__("r8") = a[4];
+    register long r9 __asm__("r9") = a[5];
+    long ret;
+
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8),
+                       "r"(r9)
+                     : "rcx", "r11", "memory");
+    if ((unsigned long)ret > -4096ul) { /* -errno, as libc's wrapper reports it */
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
+#endif
+
+MK_EXPORT long syscall(long nr, ...)
+{
+    long a[6];
+    va_list ap;
+
+    /* Six arguments are read whatever the call has: the registers and stack
+     * slots are there, and the kernel reads only what the call uses. */
+    va_start(ap, nr);
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    if (nr == SYS_exit_group)
+        mk_finish(MK_END_EXIT_NOW);
+#if defined(__x86_64__)
+    return raw_syscall(nr, a);
+#else
+    typedef long (*syscall_fn)(long, ...);
+    return NEXT(syscall_fn, "syscall")(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+#endif
 }
 
 /* ---- dlopen/dlclose: the module map changes ---- */

@@ -736,6 +736,25 @@ sigexit)
     report_whole "exit during a write"
     expect "Mallocs: 262144"
     ;;
+exitgroup)
+    # A process that ends through syscall(SYS_exit_group): its events, its
+    # end and its totals are all in the trace (they were all lost before).
+    trace -- "$progs/exitgroup"
+    expect_status 5
+    expect "Mallocs: 1001"
+    expect "Frees: 1000"
+    expect "Allocation calls: 1001"
+    expect "Leaks at exit: 1 blocks, 100 bytes"
+    report_whole "exit_group"
+    expect "Mallocs: 1001"
+    expect "Frees: 1000"
+    grep -q "no end record" "$out" && fail "exit_group: the trace has no end"
+    rm -f "$work"/t.*
+    trace --summary-only -- "$progs/exitgroup"
+    expect_status 5
+    expect "Mallocs: 1001"
+    expect "Frees: 1000"
+    ;;
 sigmask)
     # The tracer answers libunwind's signal masking itself while it walks a
     # stack; the program's own calls, and a handler's that interrupted the

@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <dlfcn.h>
+#include <stdarg.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -160,20 +162,59 @@ extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec
 
 /* ---- raw system calls: the tracer's own, past its interposers ---- */
 
+/* The kernel's system call, never through the exported syscall() (hooks_proc.c:
+ * it ends the trace on exit_group, and this library's own calls would bind to
+ * it). Static in each file: unit tests link single files of the tracer. */
+static inline long mk_syscall(long nr, ...)
+{
+    long a[6];
+    va_list ap;
+
+    /* Six arguments whatever the call has: the kernel reads only its own. */
+    va_start(ap, nr);
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = a[3];
+    register long r8 __asm__("r8") = a[4];
+    register long r9 __asm__("r9") = a[5];
+    long ret;
+
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8),
+                       "r"(r9)
+                     : "rcx", "r11", "memory");
+    if ((unsigned long)ret > -4096ul) { /* -errno: report it as libc's wrapper does */
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+#else
+    /* libc's own, found past this library (its syscall is the hook). */
+    static long (*libc_syscall)(long, ...);
+    if (!libc_syscall)
+        libc_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+    return libc_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+#endif
+}
+
 static inline void *mk_sys_mmap(void *addr, size_t n, int prot, int flags, int fd,
                                 off_t off)
 {
-    return (void *)syscall(SYS_mmap, addr, n, prot, flags, fd, off); /* -1: MAP_FAILED */
+    return (void *)mk_syscall(SYS_mmap, addr, n, prot, flags, fd,
+                              off); /* -1: MAP_FAILED */
 }
 
 static inline int mk_sys_munmap(void *p, size_t n)
 {
-    return (int)syscall(SYS_munmap, p, n);
+    return (int)mk_syscall(SYS_munmap, p, n);
 }
 
 static inline int mk_sys_close(int fd)
 {
-    return (int)syscall(SYS_close, fd);
+    return (int)mk_syscall(SYS_close, fd);
 }
 
 /* Zeroed memory for the tracer's own tables, straight from mmap (the tracer
@@ -202,7 +243,7 @@ static inline void *mk_pages_table(size_t n)
 {
     void *p = mk_pages_zeroed(n);
     if (p && n >= MK_HUGE_MIN)
-        syscall(SYS_madvise, p, n, MADV_HUGEPAGE);
+        mk_syscall(SYS_madvise, p, n, MADV_HUGEPAGE);
     return p;
 }
 
@@ -211,11 +252,11 @@ static inline void *mk_pages_table(size_t n)
  * shrink cannot fail. Fits addr_index.h's resize member. */
 static inline void *mk_pages_resize(void *p, size_t old_size, size_t n)
 {
-    void *q = (void *)syscall(SYS_mremap, p, old_size, n, MREMAP_MAYMOVE);
+    void *q = (void *)mk_syscall(SYS_mremap, p, old_size, n, MREMAP_MAYMOVE);
     if (q == MAP_FAILED)
         return NULL;
     if (n >= MK_HUGE_MIN)
-        syscall(SYS_madvise, q, n, MADV_HUGEPAGE);
+        mk_syscall(SYS_madvise, q, n, MADV_HUGEPAGE);
     return q;
 }
 

@@ -82,7 +82,7 @@ static uint64_t heap_rss(void)
 {
     long page = sysconf(_SC_PAGESIZE);
     /* the break from the kernel: our own sbrk is an interposer (--syscalls) */
-    uintptr_t start = heap_start(), end = (uintptr_t)syscall(SYS_brk, 0);
+    uintptr_t start = heap_start(), end = (uintptr_t)mk_syscall(SYS_brk, 0);
     uint64_t pages = 0;
     unsigned char vec[4096];
 

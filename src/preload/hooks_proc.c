@@ -152,7 +152,7 @@ MK_EXPORT __attribute__((noreturn)) void _exit(int status)
     mk_finish(MK_END_EXIT_NOW);
     if (next)
         next(status);
-    syscall(SYS_exit_group, status);
+    mk_syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }
 
@@ -163,32 +163,9 @@ MK_EXPORT __attribute__((noreturn)) void _Exit(int status)
 
 /*
  * syscall(SYS_exit_group, status): the end of a process that skips exit and
- * _exit both. The trace is ended first, as _exit does. Every other call goes
- * straight to the kernel: on x86-64 with the instruction itself, so the
- * tracer's own calls of syscall() (this library's references bind here too)
- * never go through dlsym; elsewhere through libc's.
+ * _exit both. The trace is ended first, as _exit does; every call then goes to
+ * the kernel through mk_syscall (base.c), which the tracer's own calls use.
  */
-#if defined(__x86_64__)
-static long raw_syscall(long nr, const long *a)
-{
-    register long r10 __asm__("r10") = a[3];
-    register long r8 __asm__("r8") = a[4];
-    register long r9 __asm__("r9") = a[5];
-    long ret;
-
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8),
-                       "r"(r9)
-                     : "rcx", "r11", "memory");
-    if ((unsigned long)ret > -4096ul) { /* -errno, as libc's wrapper reports it */
-        errno = (int)-ret;
-        return -1;
-    }
-    return ret;
-}
-#endif
-
 MK_EXPORT long syscall(long nr, ...)
 {
     long a[6];
@@ -202,12 +179,7 @@ MK_EXPORT long syscall(long nr, ...)
     va_end(ap);
     if (nr == SYS_exit_group)
         mk_finish(MK_END_EXIT_NOW);
-#if defined(__x86_64__)
-    return raw_syscall(nr, a);
-#else
-    typedef long (*syscall_fn)(long, ...);
-    return NEXT(syscall_fn, "syscall")(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-#endif
+    return mk_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ---- dlopen/dlclose: the module map changes ---- */

@@ -56,7 +56,7 @@ static atomic_bool started; /* at_start holds this process's */
 
 static int open_nocancel(const char *path, int flags)
 {
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC);
+    return (int)mk_syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC);
 }
 
 /* Adds the counts in the io file at path to *sum; false if it cannot be
@@ -68,8 +68,8 @@ static bool add_io_file(const char *path, mk_io_t *sum, uint64_t *cost)
     int fd = open_nocancel(path, O_RDONLY);
     if (fd < 0)
         return false;
-    ssize_t n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-    syscall(SYS_close, fd);
+    ssize_t n = mk_syscall(SYS_read, fd, buf, sizeof buf - 1);
+    mk_syscall(SYS_close, fd);
     if (n <= 0)
         return false;
     buf[n] = 0;
@@ -93,14 +93,14 @@ static bool add_own_thread(mk_io_t *sum, uint64_t *cost)
  * says they ended (already in `ended`). False if /proc cannot be read. */
 static bool add_all_threads(mk_io_t *sum, uint64_t *cost)
 {
-    pid_t self = (pid_t)syscall(SYS_gettid);
+    pid_t self = (pid_t)mk_syscall(SYS_gettid);
     if (!add_own_thread(sum, cost))
         return false;
     /* A task directory links to itself, its parent and each thread: 3 says
      * the caller is the only thread (most processes at their start, many at
      * their end), and one stat saves opening and listing the directory. */
     struct stat st;
-    if (syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/task", &st, 0) == 0 &&
+    if (mk_syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/task", &st, 0) == 0 &&
         st.st_nlink == 3)
         return true;
     int dir = open_nocancel("/proc/self/task", O_RDONLY | O_DIRECTORY);
@@ -109,7 +109,7 @@ static bool add_all_threads(mk_io_t *sum, uint64_t *cost)
     /* getdents64, not readdir: opendir allocates. */
     _Alignas(struct dirent64) char buf[4096];
     long n;
-    while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    while ((n = mk_syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
         for (long at = 0; at < n;) {
             struct dirent64 *d = (struct dirent64 *)(buf + at);
             at += d->d_reclen;
@@ -122,7 +122,7 @@ static bool add_all_threads(mk_io_t *sum, uint64_t *cost)
             add_io_file(path, sum, cost); /* a thread gone meanwhile: nothing */
         }
     }
-    syscall(SYS_close, dir);
+    mk_syscall(SYS_close, dir);
     return true;
 }
 

@@ -210,8 +210,8 @@ MK_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
     if (MK_LIKELY(!mk_tls.in_unwind) || !mk_unwinder_calls(CALLER()))
         return next(how, set, old);
     if (old) {
-        if (!mk_tls.unwind_mask_known && syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL,
-                                                 &mk_tls.unwind_mask, _NSIG / 8) == 0)
+        if (!mk_tls.unwind_mask_known && mk_syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL,
+                                                    &mk_tls.unwind_mask, _NSIG / 8) == 0)
             mk_tls.unwind_mask_known = true;
         if (!mk_tls.unwind_mask_known)
             return next(how, set, old); /* cannot say: the real call, then */

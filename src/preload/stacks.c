@@ -248,7 +248,7 @@ static void give_back_pages(const void *from, const void *end)
     uintptr_t lo = ((uintptr_t)from + 4095) & ~(uintptr_t)4095;
     uintptr_t hi = (uintptr_t)end & ~(uintptr_t)4095;
     if (hi > lo)
-        syscall(SYS_madvise, (void *)lo, hi - lo, MADV_DONTNEED);
+        mk_syscall(SYS_madvise, (void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 static size_t table_bytes(int bits)

@@ -82,7 +82,7 @@ static void thread_exit(void *arg)
 static bool thread_gone(pid_t tid)
 {
     int saved_errno = errno;
-    bool gone = syscall(SYS_tgkill, mk_st.pid, tid, 0) != 0 && errno == ESRCH;
+    bool gone = mk_syscall(SYS_tgkill, mk_st.pid, tid, 0) != 0 && errno == ESRCH;
     errno = saved_errno;
     return gone;
 }
@@ -163,7 +163,7 @@ mk_thread_t *mk_thread_get(void)
         while (!atomic_compare_exchange_weak(&mk_st.threads, &head, (uintptr_t)t));
     }
     t->index = atomic_fetch_add(&mk_st.next_thread, 1);
-    t->tid = (pid_t)syscall(SYS_gettid);
+    t->tid = (pid_t)mk_syscall(SYS_gettid);
     t->errno_at = &errno;
     mk_stacks_thread_start(t);
     /* The stride of timed calls (format.h), from the run's seed where one
@@ -216,9 +216,9 @@ static bool membarrier_ok;
 static void barrier_all_threads(void)
 {
     if (membarrier_ok &&
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        mk_syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+    if (mk_syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
         return;
     usleep(20000); /* no membarrier: give stragglers time to see the phase */
 }
@@ -262,7 +262,7 @@ void mk_threads_flush_all(void)
 void mk_threads_init(void)
 {
     membarrier_ok =
-        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+        mk_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     pthread_key_create(&thread_key, thread_exit);
 }
 
@@ -277,10 +277,10 @@ void mk_threads_after_fork_child(void)
             atomic_store(&t->dead, true);
     }
     membarrier_ok =
-        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+        mk_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     if (mk_self) {
         mk_self->index = atomic_fetch_add(&mk_st.next_thread, 1);
-        mk_self->tid = (pid_t)syscall(SYS_gettid);
+        mk_self->tid = (pid_t)mk_syscall(SYS_gettid);
         reset_buffer(mk_self);
         reset_index(mk_self);
     }

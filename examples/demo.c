@@ -50,7 +50,8 @@ int main(void)
         "  mk_pool and the scratch buffer in an MK_SCOPE() frame.\n",
         before.checksum == after.checksum ? "yes" : "NO", best_before / best_after);
     printf(
-        "\nNext: `memkit bench list` compares allocators on Intersec's list test;\n"
-        "`memkit tune -- CMD` tries them (and glibc's settings) on your own program.\n");
+        "\nNext: `memkit bench patterns` compares the allocators, each in its default\n"
+        "configuration, on the shapes of real programs; `memkit tune -- CMD` tries\n"
+        "them (and glibc's settings) on your own program.\n");
     return before.checksum == after.checksum ? 0 : 1;
 }

@@ -131,6 +131,33 @@ AI void run_end(const run_t *r)
         mk_stack_pop(r->stack);
 }
 
+/* rc = fn(run, args...) with the run's api a constant in each branch, so each
+ * allocator gets a loop of its own with no branch on the api inside (heap.h). */
+#define RUN_AS(rc, r, fn, ...)                                                           \
+    do {                                                                                 \
+        switch ((r).h.api) {                                                             \
+        case MK_API_MK_POOL:                                                             \
+            rc = fn(&(run_t){.h = {.api = MK_API_MK_POOL, .pool = (r).h.pool}},          \
+                    __VA_ARGS__);                                                        \
+            break;                                                                       \
+        case MK_API_MK_FIFO:                                                             \
+            rc = fn(&(run_t){.h = {.api = MK_API_MK_FIFO, .fifo = (r).h.fifo}},          \
+                    __VA_ARGS__);                                                        \
+            break;                                                                       \
+        case MK_API_MK_TLSF:                                                             \
+            rc = fn(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = (r).h.tlsf}},          \
+                    __VA_ARGS__);                                                        \
+            break;                                                                       \
+        case MK_API_MK_STACK:                                                            \
+            rc = fn(&(run_t){.h = {.api = MK_API_MK_STACK}, .stack = (r).stack},         \
+                    __VA_ARGS__);                                                        \
+            break;                                                                       \
+        default:                                                                         \
+            rc = fn(&(run_t){.h = {.api = MK_API_MALLOC}}, __VA_ARGS__);                 \
+            break;                                                                       \
+        }                                                                                \
+    } while (0)
+
 static int oom(const char *pattern)
 {
     fprintf(stderr, "%s: out of memory\n", pattern);
@@ -203,23 +230,7 @@ static int build_free_run(uint64_t n, mk_bench_api api, uint64_t scale, int roun
     for (int k = 0; k < rounds && rc == 0; k++) {
         double t0 = mk_bench_now();
 
-        switch (api) { /* one loop per allocator, the switch folded inside */
-        case MK_API_MK_POOL:
-            rc = build_free(&(run_t){.h = {.api = MK_API_MK_POOL, .pool = r.h.pool}}, n,
-                            cycles, &sink);
-            break;
-        case MK_API_MK_TLSF:
-            rc = build_free(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = r.h.tlsf}}, n,
-                            cycles, &sink);
-            break;
-        case MK_API_MK_STACK:
-            rc = build_free(&(run_t){.h = {.api = MK_API_MK_STACK}, .stack = r.stack}, n,
-                            cycles, &sink);
-            break;
-        default:
-            rc = build_free(&(run_t){.h = {.api = MK_API_MALLOC}}, n, cycles, &sink);
-            break;
-        }
+        RUN_AS(rc, r, build_free, n, cycles, &sink);
         round_done(&out[k], t0, n * cycles, n * cycles);
     }
     run_close(&r);
@@ -319,24 +330,7 @@ static int requests_run(bool spikes, mk_bench_api api, uint64_t scale, int round
         double t0 = mk_bench_now();
         uint64_t calls = 0;
 
-        switch (api) {
-        case MK_API_MK_FIFO:
-            rc = request_loop(&(run_t){.h = {.api = MK_API_MK_FIFO, .fifo = r.h.fifo}},
-                              blocks, scale, spikes, &rng, &calls, &sink);
-            break;
-        case MK_API_MK_TLSF:
-            rc = request_loop(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = r.h.tlsf}},
-                              blocks, scale, spikes, &rng, &calls, &sink);
-            break;
-        case MK_API_MK_STACK:
-            rc = request_loop(&(run_t){.h = {.api = MK_API_MK_STACK}, .stack = r.stack},
-                              blocks, scale, spikes, &rng, &calls, &sink);
-            break;
-        default:
-            rc = request_loop(&(run_t){.h = {.api = MK_API_MALLOC}}, blocks, scale,
-                              spikes, &rng, &calls, &sink);
-            break;
-        }
+        RUN_AS(rc, r, request_loop, blocks, scale, spikes, &rng, &calls, &sink);
         round_done(&out[k], t0, calls, calls);
     }
     run_close(&r);
@@ -430,27 +424,7 @@ static int burst_idle_run(mk_bench_api api, uint64_t scale, int rounds,
     for (int k = 0; k < rounds && rc == 0; k++) {
         double t0 = mk_bench_now(), t1;
 
-        switch (api) {
-        case MK_API_MK_POOL:
-            rc = burst(&(run_t){.h = {.api = MK_API_MK_POOL, .pool = r.h.pool}}, blocks,
-                       scale);
-            break;
-        case MK_API_MK_FIFO:
-            rc = burst(&(run_t){.h = {.api = MK_API_MK_FIFO, .fifo = r.h.fifo}}, blocks,
-                       scale);
-            break;
-        case MK_API_MK_TLSF:
-            rc = burst(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = r.h.tlsf}}, blocks,
-                       scale);
-            break;
-        case MK_API_MK_STACK:
-            rc = burst(&(run_t){.h = {.api = MK_API_MK_STACK}, .stack = r.stack}, blocks,
-                       scale);
-            break;
-        default:
-            rc = burst(&(run_t){.h = {.api = MK_API_MALLOC}}, blocks, scale);
-            break;
-        }
+        RUN_AS(rc, r, burst, blocks, scale);
         t1 = mk_bench_now();
         nanosleep(&(struct timespec){.tv_sec = ms / 1000,
                                      .tv_nsec = (long)(ms % 1000) * 1000000},
@@ -526,19 +500,7 @@ static int sawtooth_run(mk_bench_api api, uint64_t scale, int rounds, mk_bench_r
     for (int k = 0; k < rounds && rc == 0; k++) {
         double t0 = mk_bench_now();
 
-        switch (api) {
-        case MK_API_MK_POOL:
-            rc = sawtooth(&(run_t){.h = {.api = MK_API_MK_POOL, .pool = r.h.pool}}, slot,
-                          scale, &rng);
-            break;
-        case MK_API_MK_TLSF:
-            rc = sawtooth(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = r.h.tlsf}}, slot,
-                          scale, &rng);
-            break;
-        default:
-            rc = sawtooth(&(run_t){.h = {.api = MK_API_MALLOC}}, slot, scale, &rng);
-            break;
-        }
+        RUN_AS(rc, r, sawtooth, slot, scale, &rng);
         round_done(&out[k], t0, scale, scale);
     }
     run_close(&r);
@@ -630,20 +592,7 @@ static int queue_drift_run(mk_bench_api api, uint64_t scale, int rounds,
     for (int k = 0; k < rounds && rc == 0; k++) {
         double t0 = mk_bench_now();
 
-        switch (api) {
-        case MK_API_MK_FIFO:
-            rc = queue_drift(&(run_t){.h = {.api = MK_API_MK_FIFO, .fifo = r.h.fifo}},
-                             ring, scale, &rng, &sink);
-            break;
-        case MK_API_MK_TLSF:
-            rc = queue_drift(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = r.h.tlsf}},
-                             ring, scale, &rng, &sink);
-            break;
-        default:
-            rc = queue_drift(&(run_t){.h = {.api = MK_API_MALLOC}}, ring, scale, &rng,
-                             &sink);
-            break;
-        }
+        RUN_AS(rc, r, queue_drift, ring, scale, &rng, &sink);
         round_done(&out[k], t0, scale, scale);
     }
     run_close(&r);
@@ -828,11 +777,7 @@ static int mixed_tail_run(mk_bench_api api, uint64_t scale, int rounds,
     for (int k = 0; k < rounds && rc == 0; k++) {
         double t0 = mk_bench_now();
 
-        if (api == MK_API_MK_TLSF)
-            rc = mixed_tail(&(run_t){.h = {.api = MK_API_MK_TLSF, .tlsf = r.h.tlsf}},
-                            slot, scale, &rng);
-        else
-            rc = mixed_tail(&(run_t){.h = {.api = MK_API_MALLOC}}, slot, scale, &rng);
+        RUN_AS(rc, r, mixed_tail, slot, scale, &rng);
         round_done(&out[k], t0, scale + TAIL_LIVE, scale + TAIL_LIVE);
     }
     run_close(&r);

@@ -165,16 +165,13 @@ extern __thread mk_tls_t mk_tls MK_HIDDEN __attribute__((tls_model("initial-exec
 /* The kernel's system call, never through the exported syscall() (hooks_proc.c:
  * it ends the trace on exit_group, and this library's own calls would bind to
  * it). Static in each file: unit tests link single files of the tracer. */
-static inline long mk_syscall(long nr, ...)
+static inline long mk_syscall_v(long nr, va_list ap)
 {
     long a[6];
-    va_list ap;
 
     /* Six arguments whatever the call has: the kernel reads only its own. */
-    va_start(ap, nr);
     for (int i = 0; i < 6; i++)
         a[i] = va_arg(ap, long);
-    va_end(ap);
 #if defined(__x86_64__)
     register long r10 __asm__("r10") = a[3];
     register long r8 __asm__("r8") = a[4];
@@ -198,6 +195,16 @@ static inline long mk_syscall(long nr, ...)
         libc_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
     return libc_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 #endif
+}
+
+static inline long mk_syscall(long nr, ...)
+{
+    va_list ap;
+
+    va_start(ap, nr);
+    long ret = mk_syscall_v(nr, ap);
+    va_end(ap);
+    return ret;
 }
 
 static inline void *mk_sys_mmap(void *addr, size_t n, int prot, int flags, int fd,

@@ -168,18 +168,14 @@ MK_EXPORT __attribute__((noreturn)) void _Exit(int status)
  */
 MK_EXPORT long syscall(long nr, ...)
 {
-    long a[6];
     va_list ap;
 
-    /* Six arguments are read whatever the call has: the registers and stack
-     * slots are there, and the kernel reads only what the call uses. */
-    va_start(ap, nr);
-    for (int i = 0; i < 6; i++)
-        a[i] = va_arg(ap, long);
-    va_end(ap);
     if (nr == SYS_exit_group)
         mk_finish(MK_END_EXIT_NOW);
-    return mk_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    va_start(ap, nr);
+    long ret = mk_syscall_v(nr, ap);
+    va_end(ap);
+    return ret;
 }
 
 /* ---- dlopen/dlclose: the module map changes ---- */

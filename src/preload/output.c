@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -94,12 +95,17 @@ static bool write_trace(int fd, const uint8_t *p, size_t n)
  * build: hundreds), and one line says it all; more would also reach the
  * programs that read their children's stderr (cmake parsing a compiler's).
  * The first claims a marker named by the run id in /dev/shm, which memkit
- * trace removes at the end; without one (no run id, no /dev/shm) each says. */
+ * trace removes at the end; without one (no run id, no /dev/shm) each says.
+ * A process that outlives memkit trace (whose pid starts the run id) says
+ * for itself and claims nothing: no one would remove the marker. */
 static bool first_to_say(void)
 {
     char marker[128];
     if (!mk_st.cfg.run_id[0] || snprintf(marker, sizeof marker, "/dev/shm/memkit-%s.said",
                                          mk_st.cfg.run_id) >= (int)sizeof marker)
+        return true;
+    long tracer = strtol(mk_st.cfg.run_id, NULL, 10);
+    if (tracer > 0 && kill((pid_t)tracer, 0) != 0 && errno == ESRCH)
         return true;
     int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0)

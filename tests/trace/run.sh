@@ -755,6 +755,19 @@ exitgroup)
     expect "Mallocs: 1001"
     expect "Frees: 1000"
     ;;
+latefail)
+    # A process that outlives memkit trace and then cannot write its trace:
+    # it says so itself, and leaves no run marker in /dev/shm behind.
+    # Through a pipe, not a file: the child's one-byte file-size limit would
+    # refuse its message to a file; and cat ends only when the child does.
+    ls /dev/shm/memkit-*.said 2>/dev/null | sort >"$work/before"
+    { "$memkit" trace -o "$work/t" -- "$progs/latefail"; echo "status=$?"; } 2>&1 | cat >"$out"
+    grep -q "^status=0$" "$out" || fail "memkit trace did not exit 0"
+    ls /dev/shm/memkit-*.said 2>/dev/null | sort >"$work/after"
+    new=$(comm -13 "$work/before" "$work/after")
+    [ -z "$new" ] || fail "a marker was left behind: $new"
+    grep -q "the program runs on untraced" "$out" || fail "the late failure was not said"
+    ;;
 sigmask)
     # The tracer answers libunwind's signal masking itself while it walks a
     # stack; the program's own calls, and a handler's that interrupted the

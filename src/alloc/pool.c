@@ -215,11 +215,15 @@ static void slab_release(mk_pool_t *pool, slab_t *s)
     mk__pages_unmap(s, pool->slab_size);
 }
 
-/* Bytes of the slabs in use (cur counts, empty or not) and of the empty ones. */
-static void retain_note(mk_pool_t *pool)
+/* Bytes of the slabs in use (cur counts, empty or not), and of the empty ones. */
+static size_t in_use_bytes(const mk_pool_t *pool)
 {
-    mk__retain_note(&pool->retain, (pool->slabs - pool->empty_slabs) * pool->slab_size,
-                    pool->empty_slabs * pool->slab_size);
+    return (pool->slabs - pool->empty_slabs) * pool->slab_size;
+}
+
+static size_t spare_bytes(const mk_pool_t *pool)
+{
+    return pool->empty_slabs * pool->slab_size;
 }
 
 /* Returns the empty slab s to the OS. */
@@ -268,12 +272,11 @@ void mk__pool_slab_changed(mk_pool_t *pool, slab_t *s)
     if (s->used == 0 && s != pool->cur && !s->empty) {
         s->empty = true;
         pool->empty_slabs++;
-        excess = mk__retain_excess(
-            &pool->retain, (pool->slabs - pool->empty_slabs) * pool->slab_size,
-            pool->empty_slabs * pool->slab_size, pool->slabs - pool->empty_slabs <= 1);
+        excess = mk__retain_excess(&pool->retain, in_use_bytes(pool), spare_bytes(pool),
+                                   pool->slabs - pool->empty_slabs <= 1);
         empties_release(pool, s, excess / pool->slab_size);
     }
-    MK_ASSERT(pool->empty_slabs * pool->slab_size <= pool->retain.cap);
+    MK_ASSERT(spare_bytes(pool) <= pool->retain.cap);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -321,7 +324,7 @@ static void *pool_take(mk_pool_t *pool)
         if (!s)
             return NULL;
     }
-    retain_note(pool);
+    mk__retain_note(&pool->retain, in_use_bytes(pool), spare_bytes(pool));
     MK_ASSERT(!s->empty && s != old && s->used < items_per_slab(pool));
     /* The old current slab is full: it leaves the lists until an item comes back. */
     old->listed = false;

@@ -134,22 +134,32 @@ static void chunk_release(mk_stack_t *st, struct mk__stack_chunk *c)
 
 /* Releases the smallest spares while more than one is kept and they exceed the
  * retain budget. The list is sorted largest first, so the tail goes first. */
-static void spares_enforce_budget(mk_stack_t *st)
+/* Unmaps the smallest spare (the list's tail: it is sorted largest first) and
+ * returns its size. */
+static size_t spare_release_smallest(mk_stack_t *st)
 {
     struct mk__stack_chunk **tail, *c;
+    size_t size;
 
+    MK_ASSERT(st->spare);
+    for (tail = &st->spare; (*tail)->prev; tail = &(*tail)->prev)
+        ;
+    c = *tail;
+    *tail = NULL;
+    size = c->map_size;
+    st->spare_bytes -= size;
+    chunk_release(st, c);
+    return size;
+}
+
+static void spares_enforce_budget(mk_stack_t *st)
+{
     if (st->retain == RETAIN_UNSET) /* the retention policy alone decides */
         return;
     /* One spare is always kept (the idle chunk, when there is one, is it). */
     while (st->spare && (st->spare->prev || stack_idle(st)) &&
-           st->spare_bytes > st->retain) {
-        for (tail = &st->spare; (*tail)->prev; tail = &(*tail)->prev)
-            ;
-        c = *tail;
-        *tail = NULL;
-        st->spare_bytes -= c->map_size;
-        chunk_release(st, c);
-    }
+           st->spare_bytes > st->retain)
+        spare_release_smallest(st);
 }
 
 /* Puts a chunk no longer in use on the spare list (sorted largest first). */
@@ -440,22 +450,14 @@ static void adopt_idle(mk_stack_t *st)
  * (chunks grow to 64 MiB: rounding down to whole chunks would keep them all). */
 static void stack_retain(mk_stack_t *st, size_t used)
 {
-    struct mk__stack_chunk **tail, *c;
     size_t total = st->spare_bytes + (stack_idle(st) ? st->chunk->map_size : 0), keep;
 
     if (st->retain == SIZE_MAX)
         return;
     mk__retain_used(&st->policy, used);
     keep = total - mk__retain_excess(&st->policy, st->mapped - total, total, !st->frame);
-    while (st->spare && total > keep) {
-        for (tail = &st->spare; (*tail)->prev; tail = &(*tail)->prev)
-            ;
-        c = *tail;
-        *tail = NULL;
-        st->spare_bytes -= c->map_size;
-        total -= c->map_size;
-        chunk_release(st, c);
-    }
+    while (st->spare && total > keep)
+        total -= spare_release_smallest(st);
     if (total > keep && stack_idle(st))
         mk_stack_trim(st);
 }

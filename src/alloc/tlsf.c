@@ -692,47 +692,52 @@ static void region_unmap(mk_tlsf_t *t, region_t **link)
     mk__pages_unmap(r, r->bytes);
 }
 
+/* Unmaps wholly free grown regions while their bytes fit in budget (SIZE_MAX:
+ * all of them). */
+static void unmap_empty_regions(mk_tlsf_t *t, size_t budget)
+{
+    for (region_t **link = &t->regions; *link && budget;) {
+        region_t *x = *link;
+
+        if (x->grown && x->bytes <= budget && region_empty(x)) {
+            budget -= x->bytes;
+            region_unmap(t, link);
+        } else {
+            link = &x->next;
+        }
+    }
+}
+
 /* Free block fb starts a region and ends at its sentinel. If the region is a
  * grown one, counts the wholly free grown regions (spares, O(regions): growing
  * is a system call already) and unmaps what the retention policy gives back,
  * fb's region first. */
 static __attribute__((noinline, cold)) void region_freed(mk_tlsf_t *t, block_t *fb)
 {
-    region_t *r = (region_t *)((uintptr_t)fb - REGION_HEAD), **link;
+    region_t *r = (region_t *)((uintptr_t)fb - REGION_HEAD), **rlink = NULL;
     size_t spare = 0, excess;
-    bool ours = false;
 
     /* The frees in flight merge first, or the burst that ends with them would
      * never look empty (a nested call for their regions finishes before this). */
     drain(t);
-    for (region_t *x = t->regions; x; x = x->next) {
-        ours |= x == r;
-        if (x->grown && region_empty(x))
-            spare += x->bytes;
+    for (region_t **link = &t->regions; *link; link = &(*link)->next) {
+        if (*link == r)
+            rlink = link;
+        if ((*link)->grown && region_empty(*link))
+            spare += (*link)->bytes;
     }
     /* r is read only once found in the list: a nested call may have unmapped it. */
-    if (!ours || !r->grown || !region_empty(r))
+    if (!rlink || !r->grown || !region_empty(r))
         return;
     /* Emptied: at most one grown region still holds blocks (the one the last
      * frees, still in flight, may be in: nothing may call again to merge them). */
     excess = mk__retain_excess(&t->retain, t->grown_bytes - spare, spare,
                                t->grown_bytes - spare <= t->grow_size);
-    for (link = &t->regions; *link != r; link = &(*link)->next)
-        ;
     if (excess >= r->bytes) {
         excess -= r->bytes;
-        region_unmap(t, link);
+        region_unmap(t, rlink);
     }
-    for (link = &t->regions; *link && excess;) {
-        region_t *x = *link;
-
-        if (x->grown && x->bytes <= excess && region_empty(x)) {
-            excess -= x->bytes;
-            region_unmap(t, link);
-        } else {
-            link = &x->next;
-        }
-    }
+    unmap_empty_regions(t, excess);
 }
 
 /* Lays out [mem, mem + bytes) as one free block and a sentinel. */
@@ -1338,11 +1343,7 @@ void mk_tlsf_trim(mk_tlsf_t *t)
 {
     call_begin(t);
     drain(t);
-    for (region_t **link = &t->regions; *link;)
-        if ((*link)->grown && region_empty(*link))
-            region_unmap(t, link);
-        else
-            link = &(*link)->next;
+    unmap_empty_regions(t, SIZE_MAX);
     call_end(t, 0);
 }
 

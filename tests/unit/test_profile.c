@@ -5,9 +5,16 @@
  * plain model (an array of live blocks searched linearly). Each stack's
  * calls, bytes, frees, live and leaked blocks and bytes, lifetimes,
  * cross-thread frees and realloc growth, and the heap's peak, must agree
- * exactly. Some blocks are wide (profile.c: of 256 MiB or more, or of a
- * thread numbered past 16,383), so they take the wide table's path; some
- * allocations land on a live address (a free the trace missed). A sampled
+ * exactly, and so must the counters the findings are built from: sizes
+ * (smallest, largest, tiny), each stack's own live maximum, temporaries,
+ * frees of the youngest and oldest block in the order window (LIFO, FIFO)
+ * and the pairs of stacks allocated together and freed together. Events
+ * that free a stack's youngest or oldest block, a thread's latest
+ * allocation, or a block and its thread neighbour make those counters
+ * large; runs with few stacks overflow the order window. Some blocks are
+ * wide (profile.c: of 256 MiB or more, or of a thread numbered past
+ * 16,383), so they take the wide table's path; some allocations land on a
+ * live address (a free the trace missed). A sampled
  * run checks that a block's death takes off exactly the weight its birth
  * added: its record keeps no weight.
  */
@@ -16,11 +23,14 @@
 
 #include <inttypes.h>
 
-#define MAX_LIVE 3000
-#define STACKS   40
+#define MAX_LIVE   3000
+#define MAX_STACKS 40
+#define WINDOW     256 /* MK_ORDER_WINDOW, written out: the model's own number */
+#define THREADS    8   /* pick_thread's distinct threads, at most */
 
 typedef struct model_block {
     uint64_t addr, size, time;
+    uint64_t serial, prev; /* allocation number; its thread's previous one's */
     uint32_t stack, thread;
     bool from_realloc;
 } model_block_t;
@@ -28,16 +38,32 @@ typedef struct model_block {
 typedef struct model_stack {
     uint64_t calls, bytes, frees, live_blocks, live_bytes, lifetime_ns;
     uint64_t cross_thread, realloc_grows, realloc_steps;
+    uint64_t min_size, max_size, tiny, max_live_blocks;
+    uint64_t temporaries, ordered, lifo, fifo;
+    uint64_t window[WINDOW]; /* its live blocks' serials, the newest WINDOW */
+    size_t nwindow;
 } model_stack_t;
+
+/* A thread's latest allocation, and its latest free not yet paired. */
+typedef struct model_thread {
+    uint32_t id;
+    uint64_t last_alloc, free_serial, free_prev;
+    uint32_t free_stack;
+} model_thread_t;
 
 typedef struct model {
     model_block_t live[MAX_LIVE];
     size_t nlive;
-    model_stack_t stacks[STACKS + 1]; /* by stack id, 1..STACKS */
+    model_stack_t stacks[MAX_STACKS + 1]; /* by stack id, 1..nstacks */
+    model_thread_t threads[THREADS];
+    size_t nthreads;
+    uint64_t pairs[MAX_STACKS + 1][MAX_STACKS + 1]; /* [older][younger] */
+    uint64_t serial;
     uint64_t live_bytes, live_blocks, max_bytes, max_blocks;
 } model_t;
 
 static model_t model;
+static uint32_t nstacks;
 
 static uint64_t pick_size(uint64_t *rng)
 {
@@ -46,7 +72,44 @@ static uint64_t pick_size(uint64_t *rng)
         return (1ull << 28) - 1 + xorshift64(rng) % 3;
     if (r == 1)
         return (5ull << 30) + 16; /* past 32 bits */
+    if (r < 20)                   /* around the tiny limit, 32 bytes */
+        return 24 + xorshift64(rng) % 16;
     return 1 + xorshift64(rng) % 2000;
+}
+
+static model_thread_t *model_thread(uint32_t id)
+{
+    for (size_t i = 0; i < model.nthreads; i++)
+        if (model.threads[i].id == id)
+            return &model.threads[i];
+    CHECK(model.nthreads < THREADS);
+    model.threads[model.nthreads] = (model_thread_t){.id = id};
+    return &model.threads[model.nthreads++];
+}
+
+/* The order window of a stack: serials ascending, the oldest forgotten
+ * when a newer one does not fit. */
+static void window_push(model_stack_t *s, uint64_t serial)
+{
+    if (s->nwindow == WINDOW)
+        memmove(s->window, s->window + 1, --s->nwindow * sizeof *s->window);
+    s->window[s->nwindow++] = serial;
+}
+
+/* Takes serial out; 0 if the window did not hold it, else 1, | 2 if it was
+ * the newest, | 4 if it was the oldest. */
+static unsigned window_take(model_stack_t *s, uint64_t serial)
+{
+    for (size_t i = 0; i < s->nwindow; i++) {
+        if (s->window[i] != serial)
+            continue;
+        unsigned r = 1 | (i == s->nwindow - 1 ? 2u : 0u) | (i == 0 ? 4u : 0u);
+        memmove(s->window + i, s->window + i + 1,
+                (s->nwindow - i - 1) * sizeof *s->window);
+        s->nwindow--;
+        return r;
+    }
+    return 0;
 }
 
 static uint32_t pick_thread(uint64_t *rng)
@@ -72,13 +135,29 @@ static uint64_t fresh_addr(uint64_t *rng)
 static void model_born(const mk_event_t *ev, bool from_realloc, uint64_t old_size)
 {
     model_stack_t *s = &model.stacks[ev->stack];
+    model_thread_t *t = model_thread(ev->thread);
+    if (!s->calls || ev->size < s->min_size)
+        s->min_size = ev->size;
+    if (ev->size > s->max_size)
+        s->max_size = ev->size;
+    s->tiny += ev->size < 32;
     s->calls++;
     s->bytes += ev->size;
     if (from_realloc && ev->size > old_size)
         s->realloc_grows++;
-    model.live[model.nlive++] = (model_block_t){ev->addr,  ev->size,   ev->time,
-                                                ev->stack, ev->thread, from_realloc};
+    model.live[model.nlive++] = (model_block_t){.addr = ev->addr,
+                                                .size = ev->size,
+                                                .time = ev->time,
+                                                .serial = ++model.serial,
+                                                .prev = t->last_alloc,
+                                                .stack = ev->stack,
+                                                .thread = ev->thread,
+                                                .from_realloc = from_realloc};
+    t->last_alloc = model.serial;
+    window_push(s, model.serial);
     s->live_blocks++;
+    if (s->live_blocks > s->max_live_blocks)
+        s->max_live_blocks = s->live_blocks;
     s->live_bytes += ev->size;
     model.live_blocks++;
     model.live_bytes += ev->size;
@@ -99,13 +178,70 @@ static model_block_t model_dies(size_t i, const mk_event_t *ev, enum death how)
     s->live_bytes -= b.size;
     model.live_blocks--;
     model.live_bytes -= b.size;
+    unsigned ord = window_take(s, b.serial);
     if (how != REPLACED)
         s->frees++;
-    if (how == FREED) {
-        s->lifetime_ns += ev->time - b.time;
-        s->cross_thread += ev->thread != b.thread;
+    if (how != FREED)
+        return b;
+    s->lifetime_ns += ev->time - b.time;
+    s->ordered += ord != 0;
+    s->lifo += (ord & 2) != 0;
+    s->fifo += (ord & 4) != 0;
+    if (ev->thread != b.thread) {
+        s->cross_thread++;
+        return b;
+    }
+    model_thread_t *t = model_thread(ev->thread);
+    s->temporaries += t->last_alloc == b.serial;
+    /* a pair: this block and the thread's last free were allocated one
+     * right after the other by this thread, at two stacks */
+    bool older = t->free_prev == b.serial, younger = b.prev && b.prev == t->free_serial;
+    if (t->free_serial && t->free_stack != b.stack && (older || younger)) {
+        if (older)
+            model.pairs[b.stack][t->free_stack]++;
+        else
+            model.pairs[t->free_stack][b.stack]++;
+        t->free_serial = 0;
+    } else {
+        t->free_serial = b.serial;
+        t->free_prev = b.prev;
+        t->free_stack = b.stack;
     }
     return b;
+}
+
+/* The live block a directed free takes: of stack s the youngest or the
+ * oldest, the thread's latest allocation, or the block its thread
+ * allocated right before or after the one just freed. SIZE_MAX: none. */
+enum pick { YOUNGEST, OLDEST, LATEST, NEIGHBOUR };
+
+static size_t pick_live(enum pick how, uint32_t s, uint32_t thread,
+                        const model_block_t *freed)
+{
+    size_t best = SIZE_MAX;
+    const model_thread_t *t = how == LATEST ? model_thread(thread) : NULL;
+    for (size_t i = 0; i < model.nlive; i++) {
+        const model_block_t *b = &model.live[i];
+        bool take;
+        switch (how) {
+        case YOUNGEST:
+            take = b->stack == s &&
+                   (best == SIZE_MAX || b->serial > model.live[best].serial);
+            break;
+        case OLDEST:
+            take = b->stack == s &&
+                   (best == SIZE_MAX || b->serial < model.live[best].serial);
+            break;
+        case LATEST:
+            take = b->serial == t->last_alloc;
+            break;
+        default:
+            take = b->serial == freed->prev || b->prev == freed->serial;
+        }
+        if (take)
+            best = i;
+    }
+    return best;
 }
 
 /* One random event, to both. */
@@ -114,10 +250,30 @@ static void step(mk_profile_t *p, uint64_t *rng, uint64_t *now, bool grow)
     *now += xorshift64(rng) % 1000 + 1; /* never a tie: no free waits for its block */
     mk_event_t ev = {.time = *now,
                      .thread = pick_thread(rng),
-                     .stack = 1 + (uint32_t)(xorshift64(rng) % STACKS)};
+                     .stack = 1 + (uint32_t)(xorshift64(rng) % nstacks)};
     uint64_t r = xorshift64(rng) % 100;
     bool room = model.nlive < MAX_LIVE;
-    if (model.nlive && (r < 40 - (grow ? 15 : 0) || !room)) {
+    size_t d = SIZE_MAX;
+    if (model.nlive && r >= 90) /* a free the findings look for */
+        d = pick_live(r < 93   ? YOUNGEST
+                      : r < 96 ? OLDEST
+                               : LATEST,
+                      ev.stack, ev.thread, NULL);
+    if (d != SIZE_MAX) {
+        ev.kind = MK_K_FREE;
+        ev.addr = model.live[d].addr;
+        if (r >= 96 || xorshift64(rng) % 2) /* the allocating thread's own free */
+            ev.thread = model.live[d].thread;
+        model_block_t b = model_dies(d, &ev, FREED);
+        CHECK(mk_profile_event(p, &ev));
+        size_t n = pick_live(NEIGHBOUR, 0, 0, &b);
+        if (n == SIZE_MAX || model.live[n].thread != ev.thread || r % 2)
+            return;
+        /* and its neighbour, freed right after: a pair */
+        ev.time = ++*now;
+        ev.addr = model.live[n].addr;
+        model_dies(n, &ev, FREED);
+    } else if (model.nlive && (r < 40 - (grow ? 15 : 0) || !room)) {
         size_t i = xorshift64(rng) % model.nlive;
         ev.kind = MK_K_FREE;
         ev.addr = model.live[i].addr;
@@ -159,7 +315,7 @@ static const mk_stack_agg_t *agg_of(mk_profile_t *p, uint32_t stack)
 
 static void compare(mk_profile_t *p, unsigned long long seed)
 {
-    for (uint32_t id = 1; id <= STACKS; id++) {
+    for (uint32_t id = 1; id <= nstacks; id++) {
         const model_stack_t *m = &model.stacks[id];
         const mk_stack_agg_t *a = agg_of(p, id);
         if (!a) {
@@ -182,16 +338,64 @@ static void compare(mk_profile_t *p, unsigned long long seed)
                   "/%" PRIu64 ", seed %#llx\n",
                   id, a->realloc_grows, m->realloc_grows, a->realloc_steps,
                   m->realloc_steps, seed);
+        CHECK_MSG(a->min_size == m->min_size && a->max_size == m->max_size &&
+                      a->tiny == m->tiny && a->max_live_blocks == m->max_live_blocks,
+                  "stack %u: sizes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "-%" PRIu64
+                  ", tiny %" PRIu64 "/%" PRIu64 ", live max %" PRIu64 "/%" PRIu64
+                  ", seed %#llx\n",
+                  id, a->min_size, a->max_size, m->min_size, m->max_size, a->tiny,
+                  m->tiny, a->max_live_blocks, m->max_live_blocks, seed);
+        CHECK_MSG(a->temporaries == m->temporaries && a->ordered_frees == m->ordered &&
+                      a->lifo_frees == m->lifo && a->fifo_frees == m->fifo,
+                  "stack %u: temporaries %" PRIu64 "/%" PRIu64 ", ordered %" PRIu64
+                  "/%" PRIu64 ", lifo %" PRIu64 "/%" PRIu64 ", fifo %" PRIu64 "/%" PRIu64
+                  ", seed %#llx\n",
+                  id, a->temporaries, m->temporaries, a->ordered_frees, m->ordered,
+                  a->lifo_frees, m->lifo, a->fifo_frees, m->fifo, seed);
     }
+    /* every pair the model saw, and no other */
+    uint64_t model_pairs = 0, replay_pairs = 0;
+    for (uint32_t o = 1; o <= nstacks; o++)
+        for (uint32_t y = 1; y <= nstacks; y++) {
+            const mk_kv_t *e = mk_kv_find(&p->pairs, ((uint64_t)o << 32 | y) + 1);
+            uint64_t got = e ? e->a : 0;
+            model_pairs += model.pairs[o][y];
+            CHECK_MSG(got == model.pairs[o][y],
+                      "pair %u,%u: %" PRIu64 "/%" PRIu64 ", seed %#llx\n", o, y, got,
+                      model.pairs[o][y], seed);
+        }
+    for (size_t i = 0; i < p->pairs.cap; i++)
+        replay_pairs += p->pairs.slots[i].key ? p->pairs.slots[i].a : 0;
+    CHECK_MSG(replay_pairs == model_pairs, "pairs %" PRIu64 "/%" PRIu64 ", seed %#llx\n",
+              replay_pairs, model_pairs, seed);
+    /* the run made each counter large, so the agreement says something */
+    model_stack_t sum = {0};
+    for (uint32_t id = 1; id <= nstacks; id++) {
+        sum.frees += model.stacks[id].frees;
+        sum.ordered += model.stacks[id].ordered;
+        sum.lifo += model.stacks[id].lifo;
+        sum.fifo += model.stacks[id].fifo;
+        sum.temporaries += model.stacks[id].temporaries;
+        sum.tiny += model.stacks[id].tiny;
+    }
+    CHECK_MSG(sum.lifo >= 200 && sum.fifo >= 200 && sum.temporaries >= 200 &&
+                  sum.tiny >= 200 && model_pairs >= 100,
+              "lifo %" PRIu64 ", fifo %" PRIu64 ", temporaries %" PRIu64 ", tiny %" PRIu64
+              ", pairs %" PRIu64 "\n",
+              sum.lifo, sum.fifo, sum.temporaries, sum.tiny, model_pairs);
+    if (nstacks < MAX_STACKS) /* blocks the window forgot: frees it cannot judge */
+        CHECK_MSG(sum.ordered + 1000 < sum.frees, "ordered %" PRIu64 " of %" PRIu64 "\n",
+                  sum.ordered, sum.frees);
     CHECK(p->max_allocated == model.max_bytes);
     CHECK(p->peak_blocks == model.max_blocks);
     CHECK(p->live_blocks == model.live_blocks && p->live_bytes == model.live_bytes);
 }
 
 /* Exact counts: the model's numbers, stack by stack. */
-static void run_exact(unsigned long long seed, int events)
+static void run_exact(unsigned long long seed, int events, uint32_t stacks)
 {
     memset(&model, 0, sizeof model);
+    nstacks = stacks;
     mk_profile_t p;
     mk_profile_init(&p, NULL);
     uint64_t rng = seed | 1, now = 0;
@@ -208,6 +412,7 @@ static void run_exact(unsigned long long seed, int events)
 static void run_sampled(unsigned long long seed, int events)
 {
     memset(&model, 0, sizeof model);
+    nstacks = MAX_STACKS;
     mk_profile_t p;
     mk_profile_init(&p, NULL);
     p.met_trace = true; /* no trace: say it was sampled */
@@ -237,7 +442,9 @@ int main(void)
 {
     unsigned long long seed = test_seed();
     for (unsigned i = 0; i < 4; i++)
-        run_exact(seed + i, 20000);
+        run_exact(seed + i, 20000, MAX_STACKS);
+    for (unsigned i = 0; i < 2; i++) /* more live blocks a stack than the window */
+        run_exact(seed + 10 + i, 20000, 3);
     for (unsigned i = 0; i < 2; i++)
         run_sampled(seed + 100 + i, 10000);
     return check_report("test_profile");

@@ -276,8 +276,12 @@ void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *))
         mk_finding_t *f = &r->findings[i];
         const mk_stack_agg_t *a, *b;
         site_aggs(r, f, &a, &b);
-        /* each removed pair of a `paired` finding is a call at both sites */
-        double per = ns_per_call(a) + ns_per_call(b);
+        /* One block for two removes one call of the two (and its free), and
+         * the block left costs at least what the dearer one did: a pair
+         * saves the cheaper site's time per call. */
+        double per = ns_per_call(a);
+        if (b && ns_per_call(b) < per)
+            per = ns_per_call(b);
         /* No timed call at the site read above the reading's own cost (a
          * few dozen calls, each a fast path): the price says more than 0. */
         f->priced = !(per > 0);

@@ -108,39 +108,99 @@ fifo) findings fifo fifo_site 10000 ;;
 temporary) findings temporary temporary_site 1000 ;;
 hoist) findings hoist hoist_site 1000 ;;
 pool) findings pool pool_site 4000 ;;
-pool_threshold | temporary_threshold | tiny_threshold | cross_thread_threshold)
-    # A finding at its boundary: half of a site's blocks (freed for pool,
-    # freed before the next allocation for temporary, under 32 bytes for
-    # tiny, freed by another thread for cross_thread) fires it, one fewer
-    # does not; its saving is exactly what it removes at the malloc+free
-    # cost given.
+*_threshold)
+    # A finding at its boundary, with patterns just at it and just past it.
+    # Each case is PATTERN:KIND:COUNT:REMOVABLE, the finding the site must
+    # have (KIND none: no finding of the test's kind there, nor another
+    # about how its blocks live); its saving is exactly REMOVABLE at the
+    # malloc+free cost given. The boundaries: half of a site's blocks freed
+    # (pool), freed before the next allocation (temporary), under 32 bytes
+    # (tiny), freed by another thread (cross_thread); 90% of the judged frees
+    # of the youngest (lifo) or oldest (fifo) live block; 80% of the frees
+    # judged (window: in the newest 256 live); one block alive at a time,
+    # of one size (hoist); 80% of the rarer site's calls allocated and freed
+    # together (paired); half of the grows of a block grown before
+    # (realloc_chain); and 100 calls (floor: opts.min_count).
     case $test in
-    pool*) kind=pool site=pool_share_site cases="pool_half:500 pool_under:0 pool_fifth:0" ;;
-    temporary*) kind=temporary site=temp_share_site cases="temp_half:500 temp_under:0" ;;
-    tiny*) kind=tiny site=tiny_share_site cases="tiny_half:500 tiny_under:0" ;;
-    *) kind=cross_thread site=cross_share_site cases="cross_half:500 cross_under:0" ;;
+    pool_*) kind=pool site=pool_share_site
+        cases="pool_half:pool:500:500 pool_under:none pool_fifth:none" ;;
+    temporary_*) kind=temporary site=temp_share_site
+        cases="temp_half:temporary:500:500 temp_under:none" ;;
+    tiny_*) kind=tiny site=tiny_share_site cases="tiny_half:tiny:500:500 tiny_under:none" ;;
+    cross_thread_*) kind=cross_thread site=cross_share_site
+        cases="cross_half:cross_thread:500:500 cross_under:none" ;;
+    lifo_*) kind=lifo site=order_share_site cases="lifo_at:lifo:9000:9000 lifo_under:none" ;;
+    fifo_*) kind=fifo site=order_share_site cases="fifo_at:fifo:9000:9000 fifo_under:none" ;;
+    window_*) kind=lifo site=window_share_site
+        cases="window_at:lifo:1256:1256 window_under:none" ;;
+    hoist_*) kind=hoist site=hoist_share_site
+        cases="hoist_at:hoist:1000:999 hoist_two:lifo:1001:1001 hoist_sizes:none" ;;
+    paired_*) kind=paired site=pair_node_site cases="paired_at:paired:800:800 paired_under:none" ;;
+    realloc_chain_*) kind=realloc_chain site=realloc_share_site
+        cases="realloc_at:realloc_chain:2000:1000 realloc_under:none" ;;
+    floor_*) kind=pool site=floor_site cases="floor_at:pool:100:100 floor_under:none" ;;
+    *) fail "no cases for $test"; cases= ;;
     esac
     for case in $cases; do
-        pattern=${case%%:*} want=${case#*:} # (trace sets $name)
+        pattern=${case%%:*} # (trace sets $name)
         trace "p_$pattern" "$rprogs/patterns" "$pattern"
         "$memkit" report --format json --cost-ns 100 "$work/p_$pattern.mkt" \
             >"$work/p_$pattern.json" || fail "report of $pattern failed"
-        python3 - "$work/p_$pattern.json" "$want" "$kind" "$site" <<'PY' ||
+        python3 - "$work/p_$pattern.json" "$case" "$kind" "$site" <<'PY' ||
 import json, sys
 r = json.load(open(sys.argv[1]))
-want, kind, site = int(sys.argv[2]), sys.argv[3], sys.argv[4]
-def fn(f):
-    return f["site"]["frames"][0]["function"] if f["site"]["frames"] else None
-mine = [f for f in r["findings"] if fn(f) == site and f["kind"] == kind]
-if not want:
-    assert not mine, "%s findings at %s: %s" % (kind, site, [f["count"] for f in mine])
+case, kind, site = sys.argv[2].split(":"), sys.argv[3], sys.argv[4]
+def fn(s):
+    return s["frames"][0]["function"] if s["frames"] else None
+lifetime = {"hoist", "temporary", "lifo", "fifo", "cross_thread", "pool", "tiny"}
+here = [f for f in r["findings"] if fn(f["site"]) == site]
+kinds = [(f["kind"], f["count"]) for f in here]
+if case[1] == "none":
+    bad = [f for f in here if f["kind"] == kind or (kind in lifetime and f["kind"] in lifetime)]
+    assert not bad, "%s: expected no %s finding at %s: %s" % (case[0], kind, site, kinds)
     sys.exit(0)
-assert len(mine) == 1, [(f["kind"], f["count"]) for f in r["findings"] if fn(f) == site]
-assert mine[0]["count"] == want, (mine[0]["count"], want)
-assert mine[0]["estimated_saving_ns"] == want * 100, mine[0]["estimated_saving_ns"]
+want, count, removable = case[1], int(case[2]), int(case[3])
+mine = [f for f in here if f["kind"] == want]
+assert len(mine) == 1, "%s: expected one %s finding at %s: %s" % (case[0], want, site, kinds)
+f = mine[0]
+assert (f["count"], f["removable"]) == (count, removable), (case[0], f["count"], f["removable"])
+assert f["estimated_saving_ns"] == removable * 100, (case[0], f["estimated_saving_ns"])
+assert f["saving_from"] == "price", (case[0], f["saving_from"])
+if want in lifetime:
+    others = [k for k, _ in kinds if k in lifetime and k != want]
+    assert not others, "%s: %s also has %s" % (case[0], site, others)
+if want == "paired":
+    assert fn(f["site2"]) == "pair_payload_site", f["site2"]
 PY
             fail "$kind finding of $pattern"
     done
+    ;;
+ranked)
+    # Findings ranked by the time they save, measured: 100 temporaries of
+    # 64 MiB (mapped and unmapped every time) before 1000 of a fast path;
+    # and a pair saves the cheaper of its two sites' time per call.
+    trace p "$rprogs/patterns" ranked
+    "$memkit" report --format json -o "$work/p.json" "$work/p.mkt" || fail "report failed"
+    python3 - "$work/p.json" <<'PY' || fail "findings by measured saving"
+import json, sys
+r = json.load(open(sys.argv[1]))
+def fn(s):
+    return s["frames"][0]["function"] if s["frames"] else None
+fs = [(f["kind"], fn(f["site"])) for f in r["findings"]]
+costly, cheap = fs.index(("temporary", "few_costly_site")), fs.index(("temporary", "many_cheap_site"))
+assert costly < cheap, "by saving: %s" % fs
+per = {}
+for s in r["sites"]:
+    per[s["stack"]] = s["allocator_ns"] / s["calls"]
+for f in r["findings"]:
+    assert f["saving_from"] == "measured", f
+    want = f["removable"] * per[f["site"]["stack"]]
+    if f["kind"] == "paired":
+        want = f["removable"] * min(per[f["site"]["stack"]], per[f["site2"]["stack"]])
+    assert abs(f["estimated_saving_ns"] - want) <= 1e-5 * want, (f["kind"], f["estimated_saving_ns"], want)
+savings = [f["estimated_saving_ns"] for f in r["findings"]]
+assert savings == sorted(savings, reverse=True), savings
+PY
     ;;
 tiny) findings tiny tiny_site 2000 ;;
 cross_thread) findings cross_thread cross_thread_site 2000 ;;
@@ -224,7 +284,68 @@ html)
         grep -q '<polyline' "$work/dom" || fail "no heap chart"
         grep -qE 'Allocator time</td><td>[0-9.]+ (ns|us|ms) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\)' \
             "$work/dom" || fail "the page does not state the allocator's time first"
+        # what the page shows is the report's data: totals and findings
+        "$memkit" report --format json -o "$work/p.json" "$work/p.mkt" || fail "report --format json"
+        python3 - "$work/dom" "$work/p.json" <<'PY' || fail "the page's figures differ from the report's"
+import html, json, re, sys
+dom, r = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+t = r["totals"]
+rows = dict((html.unescape(k), html.unescape(v)) for k, v in
+            re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", dom))
+for label, key in (("Allocation calls", "allocation_calls"), ("Mallocs", "mallocs"),
+                   ("Frees", "frees"), ("Peak live blocks", "peak_live_blocks"),
+                   ("Temporaries", "temporaries"), ("Tiny (< 32 bytes)", "tiny")):
+    assert rows[label].replace(",", "") == str(t[key]), (label, rows[label], t[key])
+share = re.search(r"CPU \(([0-9.]+)%\)", rows["Allocator time"]).group(1)
+assert share == "%.1f" % (100 * t["allocator_share"]), (share, t["allocator_share"])
+shown = re.findall(r'<span class="kind">(\d+)\. ([a-z_]+)</span>: ([0-9,]+) allocations removable', dom)
+assert [(k, int(n.replace(",", ""))) for _, k, n in shown] == \
+    [(f["kind"], f["removable"]) for f in r["findings"]], (shown, r["findings"])
+PY
     fi
+    ;;
+site_row)
+    # A site's row, every field the analysis counts exactly: 1000 blocks of
+    # 48 bytes, 200 freed in a shuffled order, 800 leaked.
+    trace p "$rprogs/patterns" pool_fifth
+    "$memkit" report --format json -o "$work/p.json" "$work/p.mkt" || fail "report failed"
+    python3 - "$work/p.json" <<'PY' || fail "the site's row"
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = [s for s in r["sites"] if s["frames"] and s["frames"][0]["function"] == "pool_share_site"]
+assert len(rows) == 1, [s["frames"][:1] for s in r["sites"]]
+s = rows[0]
+want = {"calls": 1000, "bytes": 48000, "frees": 200, "min_size": 48, "max_size": 48,
+        "median_size": 48, "peak_bytes": 48000, "peak_blocks": 1000, "leaked_blocks": 800,
+        "leaked_bytes": 38400, "temporaries": 0, "tiny": 0, "cross_thread_frees": 0,
+        "realloc_grows": 0}
+got = {k: s[k] for k in want}
+assert got == want, {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+assert r["totals"]["leaked_bytes"] >= 38400 and r["totals"]["max_allocated"] >= 48000, r["totals"]
+PY
+    status "$memkit" report "$work/p.mkt"
+    expect_re "^Leaks at exit: 800 blocks, 38400 bytes"
+    ;;
+script_safe)
+    # The traced command's text reaches the page's data: no string in it
+    # may end the script element, and the JSON carries < > & escaped.
+    evil='</script><img src=x onerror=alert(1)>&'
+    "$memkit" trace -q -o "$work/e" -- "$rprogs/patterns" "$evil" >/dev/null 2>&1
+    mv "$work"/e.*.mkt "$work/e.mkt" 2>/dev/null || fail "no trace"
+    status "$memkit" report --format html -o "$work/e.html" "$work/e.mkt"
+    expect_status 0
+    [ "$(grep -o '</script' "$work/e.html" | wc -l)" -eq "$(grep -o '<script' "$work/e.html" | wc -l)" ] ||
+        fail "a string of the data ends a script element"
+    grep -q '<img src=x' "$work/e.html" && fail "the command's markup is in the page as markup"
+    status "$memkit" report --format json "$work/e.mkt"
+    grep -q '\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e\\u0026' "$work/out" ||
+        fail "the JSON does not escape < > &: $(grep -o '"command":"[^"]*"' "$work/out")"
+    python3 - "$work/e.html" "$evil" <<'PY' || fail "the page's data"
+import json, re, sys
+page, evil = open(sys.argv[1]).read(), sys.argv[2]
+d = json.loads(re.search(r'id="memkit-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+assert evil in d["input"]["command"], d["input"]["command"]
+PY
     ;;
 symbols)
     # Inlined frames: the allocating call sits in an always_inline function.

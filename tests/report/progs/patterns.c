@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,283 @@ static void tiny_under(void) /* 499 of 1000: none */
     tiny_share();
 }
 
+/* The LIFO and FIFO findings' boundary (90% of the judged frees release
+ * the youngest, or the oldest, live block of the site): 1000 batches of 10
+ * blocks, each freed youngest first (LIFO) or oldest first (FIFO), with
+ * `order_swaps` neighbouring frees swapped in all (at most 4 a batch), each
+ * of which takes one such free away. 10,000 frees: 1000 swaps leave 9000,
+ * the boundary; 1001 leave one fewer. */
+static int order_swaps;
+
+__attribute__((noinline)) static void *order_share_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void order_share(bool youngest_first)
+{
+    int swaps = order_swaps;
+    for (int r = 0; r < ROUNDS; r++) {
+        void *b[10];
+        int order[10];
+        for (int i = 0; i < 10; i++) {
+            b[i] = order_share_site(40 + (size_t)i * 8);
+            order[i] = youngest_first ? 9 - i : i;
+        }
+        /* swap frees 0 and 1, 2 and 3, ...: the second of each pair is then
+         * neither the youngest nor the oldest when it goes first */
+        for (int k = 0; k < 8 && swaps > 0; k += 2, swaps--) {
+            int t = order[k];
+            order[k] = order[k + 1];
+            order[k + 1] = t;
+        }
+        for (int i = 0; i < 10; i++)
+            free(b[order[i]]);
+    }
+}
+
+static void lifo_at(void) /* 9000 of 10,000 youngest: the finding */
+{
+    order_swaps = ROUNDS;
+    order_share(true);
+}
+
+static void lifo_under(void) /* 8999: none */
+{
+    order_swaps = ROUNDS + 1;
+    order_share(true);
+}
+
+static void fifo_at(void) /* 9000 of 10,000 oldest: the finding */
+{
+    order_swaps = ROUNDS;
+    order_share(false);
+}
+
+static void fifo_under(void) /* 8999: none */
+{
+    order_swaps = ROUNDS + 1;
+    order_share(false);
+}
+
+/* The order findings judge a site only when 80% of its frees are of blocks
+ * in its order window (the newest 256 live). 100 batches of 10 freed
+ * youngest first (1000 judged frees), then one batch of 256 + `forgotten`
+ * freed youngest first: its 256 newest are judged, the rest are not. 1256
+ * judged of 1570 frees is 80% (forgotten 314); of 1571 it is not. */
+static int forgotten;
+
+__attribute__((noinline)) static void *window_share_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void window_share(void)
+{
+    static void *b[256 + 400];
+    for (int r = 0; r <= 100; r++) { /* one call of the site: one stack */
+        int n = r < 100 ? 10 : 256 + forgotten;
+        for (int i = 0; i < n; i++)
+            b[i] = window_share_site(40 + (size_t)(i % 50));
+        for (int i = n; i-- > 0;)
+            free(b[i]);
+    }
+}
+
+static void window_at(void) /* a LIFO finding of 1256 */
+{
+    forgotten = 314;
+    window_share();
+}
+
+static void window_under(void) /* not judged: none */
+{
+    forgotten = 315;
+    window_share();
+}
+
+/* The hoist finding's boundary: 1000 blocks of 256 bytes, one alive at a
+ * time (hoist_at); one round where two are alive (hoist_two: a LIFO site
+ * instead, its last round freed youngest first); one block of another size
+ * (hoist_sizes: nothing). Each pattern here calls its site from one place:
+ * two calls are two stacks, two sites. Another site's block lives across each, so none
+ * is a temporary. */
+static int hoist_variant; /* 0: at, 1: two alive once, 2: one size differs */
+
+__attribute__((noinline)) static char *hoist_share_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void hoist_share(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        bool last = r == ROUNDS - 1;
+        char *buf[2] = {NULL, NULL};
+        for (int k = 0; k < (hoist_variant == 1 && last ? 2 : 1); k++) /* one stack */
+            buf[k] = hoist_share_site(hoist_variant == 2 && last ? 257 : 256);
+        char *other = must(malloc(64 + (size_t)(r % 100)));
+        memset(buf[0], 0, 256);
+        free(buf[1]);
+        free(buf[0]);
+        free(other);
+    }
+}
+
+static void hoist_at(void)
+{
+    hoist_share();
+}
+
+static void hoist_two(void)
+{
+    hoist_variant = 1;
+    hoist_share();
+}
+
+static void hoist_sizes(void)
+{
+    hoist_variant = 2;
+    hoist_share();
+}
+
+/* The paired finding's boundary (80% of the rarer site's calls): 1000
+ * rounds of a node and its payload, allocated one after the other with a
+ * third block after them, freed payload first, then the node, then the
+ * third. In `pair_broken` rounds a block allocated at the start is freed
+ * between payload and node, so those two are not freed together. 800
+ * pairs of 1000 is the boundary; 799 is not. */
+static int pair_broken;
+
+__attribute__((noinline)) static void *pair_node_site(void)
+{
+    return must(malloc(24));
+}
+
+__attribute__((noinline)) static void *pair_payload_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void pair_share(void)
+{
+    static void *early[ROUNDS];
+    for (int i = 0; i < pair_broken; i++)
+        early[i] = must(malloc(200 + (size_t)i % 7));
+    for (int r = 0; r < ROUNDS; r++) {
+        void *node = pair_node_site();
+        void *payload = pair_payload_site(40 + (size_t)(r % 50));
+        void *third = must(malloc(100 + (size_t)(r % 3)));
+        free(payload);
+        if (r < pair_broken)
+            free(early[r]);
+        free(node);
+        free(third);
+    }
+}
+
+static void paired_at(void)
+{
+    pair_broken = ROUNDS / 5;
+    pair_share();
+}
+
+static void paired_under(void)
+{
+    pair_broken = ROUNDS / 5 + 1;
+    pair_share();
+}
+
+/* The realloc_chain finding's boundary (half of the grows grow a block
+ * realloc grew before): 1000 rounds of a block grown once (a grow) and, in
+ * `chained` rounds, once more (a grow and a step). All chained: 1000 steps
+ * of 2000 grows; 999 of 1999 is under. */
+static int chained;
+
+__attribute__((noinline)) static char *realloc_share_site(char *p, size_t n)
+{
+    return must(realloc(p, n));
+}
+
+static void realloc_share(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        char *buf = must(malloc(40));
+        for (int k = 0; k < (r < chained ? 2 : 1); k++) /* one call: one stack */
+            buf = realloc_share_site(buf, 80 + 40 * (size_t)k);
+        free(buf);
+    }
+}
+
+static void realloc_at(void)
+{
+    chained = ROUNDS;
+    realloc_share();
+}
+
+static void realloc_under(void)
+{
+    chained = ROUNDS - 1;
+    realloc_share();
+}
+
+/* The floor on a site's calls (100, opts.min_count): `floor_n` blocks of
+ * 48 bytes, all kept, then freed in a shuffled order, a pool site. */
+static int floor_n;
+
+__attribute__((noinline)) static void *floor_site(void)
+{
+    return must(malloc(48));
+}
+
+static void floor_share(void)
+{
+    static void *b[ROUNDS];
+    for (int i = 0; i < floor_n; i++)
+        b[i] = floor_site();
+    free_shuffled(b, floor_n);
+}
+
+static void floor_at(void)
+{
+    floor_n = 100;
+    floor_share();
+}
+
+static void floor_under(void)
+{
+    floor_n = 99;
+    floor_share();
+}
+
+/* Findings ranked by the time they save, not by the calls: 1000 small
+ * temporaries (a fast path each) and 100 temporaries of 64 MiB, which glibc
+ * maps and unmaps every time (above the 32 MiB its mmap threshold rises to
+ * at most): microseconds a call. */
+__attribute__((noinline)) static char *many_cheap_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+__attribute__((noinline)) static char *few_costly_site(size_t n)
+{
+    return must(malloc(n));
+}
+
+static void ranked(void)
+{
+    for (int r = 0; r < ROUNDS; r++) {
+        char *b = many_cheap_site(40 + (size_t)(r % 50));
+        b[0] = 1;
+        free(b);
+        if (r % 10)
+            continue;
+        b = few_costly_site((64u << 20) + (size_t)(r % 50));
+        b[0] = 1;
+        free(b);
+    }
+}
+
 /* 2000 short strings, kept, freed in a shuffled order. */
 __attribute__((noinline)) static char *tiny_site(size_t n)
 {
@@ -450,6 +728,22 @@ static const struct {
     {"tiny_under", tiny_under},
     {"cross_half", cross_half},
     {"cross_under", cross_under},
+    {"lifo_at", lifo_at},
+    {"lifo_under", lifo_under},
+    {"fifo_at", fifo_at},
+    {"fifo_under", fifo_under},
+    {"window_at", window_at},
+    {"window_under", window_under},
+    {"hoist_at", hoist_at},
+    {"hoist_two", hoist_two},
+    {"hoist_sizes", hoist_sizes},
+    {"paired_at", paired_at},
+    {"paired_under", paired_under},
+    {"realloc_at", realloc_at},
+    {"realloc_under", realloc_under},
+    {"floor_at", floor_at},
+    {"floor_under", floor_under},
+    {"ranked", ranked},
     {"tiny", tiny},
     {"cross_thread", cross_thread},
     {"paired", paired},
@@ -466,10 +760,9 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    fprintf(stderr,
-            "usage: patterns lifo|fifo|temporary|hoist|pool|pool_half|pool_under|"
-            "pool_fifth|temp_half|temp_under|tiny_half|tiny_under|cross_half|cross_under|"
-            "tiny|cross_thread|"
-            "paired|realloc_chain|none|inlined\n");
+    fputs("usage: patterns", stderr);
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++)
+        fprintf(stderr, "%c%s", i ? '|' : ' ', patterns[i].name);
+    fputc('\n', stderr);
     return 2;
 }

@@ -68,11 +68,20 @@ else
     skips=1
 fi
 check sort-parallel sort --parallel=2 -S 1M "$work/nums"
-if command -v git >/dev/null 2>&1; then
-    src=$(cd "$(dirname "$0")/../.." && pwd)
-    [ -d "$src/.git" ] && check git-grep git -C "$src" grep -c malloc -- src
+src=$(cd "$(dirname "$0")/../.." && pwd)
+if ! command -v git >/dev/null 2>&1; then
+    echo "SKIP: git-grep: git is not installed (make test installs it)"
+    skips=1
+elif [ ! -d "$src/.git" ]; then
+    echo "SKIP: git-grep: $src is not a git checkout"
+    skips=1
+else
+    check git-grep git -C "$src" grep -c malloc -- src
 fi
-if command -v perl >/dev/null 2>&1; then
+if ! command -v perl >/dev/null 2>&1; then
+    echo "SKIP: perl-hash: perl is not installed"
+    skips=1
+else
     # perl copies its environment into %ENV; a fixed hash seed makes its
     # hash's growth, and so its count, the same run after run
     PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0

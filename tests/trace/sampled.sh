@@ -150,6 +150,7 @@ sed -n 3p "$work/growth" | grep -q 'grow_site' || fail "grow: grow_site is not f
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
     echo "SKIP [sampled html]: no chromium here to load the page (make test installs it)"
+    skipped=1
 else
     timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
         --v=0 --dump-dom "file://$work/g.html" >"$work/dom" 2>"$work/console"
@@ -226,5 +227,7 @@ done
 "$memkit" trace --sample 1M --snapshot-signal HUP -- true >/dev/null 2>"$work/err"
 [ $? -eq 2 ] || fail "--snapshot-signal HUP"
 
-[ $fails -eq 0 ] && echo "sampled: all passed"
-exit $((fails > 0))
+[ $fails -eq 0 ] || exit 1
+# A part left out for a missing tool makes the whole test a skip, never a pass.
+[ -n "${skipped:-}" ] && exit 77
+echo "sampled: all passed"

@@ -104,7 +104,12 @@ if need git; then
         echo "$i" >f && git add f && git -c user.name=t -c user.email=t@t commit -qm "c$i"
     done)
     same git-log "$work/repo" git log --stat --format=%s
-    [ -d "$src/.git" ] && same git-log-memkit "$src" git log --oneline -n 200
+    if [ -d "$src/.git" ]; then
+        same git-log-memkit "$src" git log --oneline -n 200
+    else
+        echo "SKIP: git-log-memkit: $src is not a git checkout"
+        skips=1
+    fi
 fi
 
 if [ "$mode" = long ]; then

@@ -208,7 +208,7 @@ static void test_frees_in_flight(void)
 /* No call takes more steps when the heap holds 10x more blocks. */
 static unsigned long long rng_state = 12345;
 
-static size_t churn_max_steps(size_t live)
+static size_t churn_max_steps(size_t live, int calls)
 {
     mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){.initial_size = 64 << 20});
     void **slot = calloc(live, sizeof *slot);
@@ -216,7 +216,7 @@ static size_t churn_max_steps(size_t live)
 
     for (size_t i = 0; i < live; i++)
         slot[i] = mk_tlsf_malloc(t, 16 + rng_next(&rng_state) % 4081);
-    for (int i = 0; i < 200000; i++) {
+    for (int i = 0; i < calls; i++) {
         size_t k = rng_next(&rng_state) % live;
         mk_tlsf_free(t, slot[k]);
         slot[k] = mk_tlsf_malloc(t, 16 + rng_next(&rng_state) % 4081);
@@ -230,7 +230,7 @@ static size_t churn_max_steps(size_t live)
 
 static void test_bounded_steps(void)
 {
-    size_t small = churn_max_steps(1000), large = churn_max_steps(10000);
+    size_t small = churn_max_steps(1000, 200000), large = churn_max_steps(10000, 200000);
 
     printf("test_tlsf: most steps in one call: %zu with 1,000 live blocks, %zu with "
            "10,000\n",
@@ -398,8 +398,14 @@ static void child_use_after_free(void)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* `test_tlsf churn LIVE CALLS`: the churn alone, for an instrument of
+     * its own to count (tests/unit/tlsf_instructions.sh) */
+    if (argc == 4 && strcmp(argv[1], "churn") == 0) {
+        churn_max_steps(strtoul(argv[2], NULL, 10), atoi(argv[3]));
+        return check_report("test_tlsf churn");
+    }
     test_config_errors();
     test_basics();
     test_realloc();

@@ -242,6 +242,18 @@ assert f["allocator_ns"] == site["allocator_ns"] > 0, (f, site)
 want = f["removable"] * site["allocator_ns"] / site["calls"]
 assert abs(f["estimated_saving_ns"] - want) <= 1e-5 * want, (f["estimated_saving_ns"], want)
 PY
+    # the share is the allocator's time over the run's CPU, alike in JSON
+    # and text
+    status "$memkit" report "$work/p.mkt"
+    python3 - "$work/p.json" "$work/out" <<'PY' || fail "the allocator's share"
+import json, re, sys
+t = json.load(open(sys.argv[1]))["totals"]
+assert t["cpu_ns"] > 0 and t["allocator_ns"] > 0, t
+share = t["allocator_ns"] / t["cpu_ns"]
+assert abs(t["allocator_share"] - share) <= 1e-5 * share, (t["allocator_share"], share)  # 6 digits
+m = re.search(r"^Allocator time: .* CPU \(([0-9.]+)%\)", open(sys.argv[2]).read(), re.M)
+assert m and abs(float(m.group(1)) - 100 * share) <= 0.051, (m and m.group(1), share)
+PY
     # a price where one is asked for
     status "$memkit" report --cost-ns 50 "$work/p.mkt"
     expect_re "^Findings \(1; malloc\+free costs 50(\.0)? ns on this machine\)$"
@@ -261,7 +273,8 @@ collapsed)
     grep -vqE '^[^;]+(;[^;]+)* [0-9]+$' "$work/out" && fail "a line is not 'frames count'"
     ;;
 html)
-    trace p "$rprogs/patterns" paired
+    # (hoist_at: a finding whose count, 1000, is not what it removes, 999)
+    trace p "$rprogs/patterns" hoist_at
     status "$memkit" report --format html -o "$work/p.html" "$work/p.mkt"
     expect_status 0
     grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-report"' \
@@ -280,7 +293,7 @@ html)
         grep -iE 'Uncaught|CONSOLE.*(error|Error)' "$work/console" && fail "console errors"
         n=$(grep -o '<g class="frame">' "$work/dom" | wc -l)
         [ "$n" -ge 5 ] || fail "flame graph has $n frames"
-        grep -q 'paired_payload (patterns.c' "$work/dom" || fail "flame graph lacks paired_payload"
+        grep -q 'hoist_share_site (patterns.c' "$work/dom" || fail "flame graph lacks hoist_share_site"
         grep -q '<polyline' "$work/dom" || fail "no heap chart"
         grep -qE 'Allocator time</td><td>[0-9.]+ (ns|us|ms) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\)' \
             "$work/dom" || fail "the page does not state the allocator's time first"

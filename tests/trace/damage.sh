@@ -101,6 +101,21 @@ head -c $((size - 10)) "$trace" >"$work/x.mkt"
 grep -q "^Mallocs: " "$work/out" || { echo "FAIL: no summary of the prefix"; fails=$((fails + 1)); }
 grep -q "is damaged: cut short" "$work/err" || { echo "FAIL: the cut is not reported"; fails=$((fails + 1)); }
 
+# Each record's head, field by field (thread, anchor ns, anchor tick: an
+# EVENTS record's copies of its own head, which the merge orders and
+# calibrates by): the prefix before the record, or the whole trace where
+# the field is not read.
+for b in $bounds; do
+    for field in 16 24 32; do
+        [ $((b + field + 4)) -le "$size" ] || continue
+        cp "$trace" "$work/x.mkt"
+        printf '\125\252\001\200' |
+            dd of="$work/x.mkt" bs=1 seek=$((b + field)) conv=notrunc status=none
+        check "the head of the record at $b, byte $field" "$work/x.mkt"
+        same "the head of the record at $b, byte $field" "$b" "$size"
+    done
+done
+
 # Overwritten bytes at 60 places, 8 bytes each: the report is the prefix's
 # before the record they fall in, or the whole trace's where no reader needs
 # those bytes (a head's copy of fields the record itself holds).

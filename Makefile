@@ -6,6 +6,9 @@
 # apt-get line to run. NO_INSTALL=1 (or MEMKIT_NO_INSTALL=1) only checks.
 # Also: make test-sanitize (ASan+UBSan, then TSan on the threaded tests),
 #       make test-debug (a Debug build with the invariants asserted),
+#       make test-mutants (tests/mutants/mutants.txt's small bugs, one at a time
+#                          in a copy of the tree, each caught by its part's tests;
+#                          MUTANTS=NAME,... runs some),
 #       make bench (the allocator benchmarks at full size), make install PREFIX=...,
 #       make fuzz (the trace reader, its EVENTS decoder, the curl-log reader and JSON
 #                  escaping under libFuzzer, FUZZ_SECONDS each; needs clang),
@@ -36,7 +39,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-patterns bench-sample fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug test-mutants bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-patterns bench-sample fuzz install format clean
 
 all: build
 
@@ -84,6 +87,11 @@ test-debug:
 	@$(CMAKE) -S . -B $(BUILD)-debug -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@$(CMAKE) --build $(BUILD)-debug -j $(JOBS)
 	@cd $(BUILD)-debug && $(CTEST) --output-on-failure -j $(JOBS) -LE 'valgrind|bench'
+
+# A copy of the tree in $(BUILD)-mutants/src, built in $(BUILD)-mutants/build.
+test-mutants:
+	@$(DEPS) build test
+	@python3 tests/mutants/run.py . $(BUILD)-mutants $(if $(MUTANTS),--only $(MUTANTS)) --jobs $(JOBS)
 
 bench: build
 	@$(BUILD)/memkit bench

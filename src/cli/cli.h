@@ -66,6 +66,10 @@ struct mk_report;
 struct mk_report_opts;
 int mk_load_input(struct mk_report *r, const char *path, const struct mk_report_opts *o);
 
+/* memkit trace --snapshot PID[,PID...] (snapshot.c): a snapshot request to
+ * each; MK_EXIT_OK, or MK_EXIT_USAGE after a line for each it could not ask. */
+int mk_trace_snapshot(const char *pids);
+
 /* Prints "memkit: <message>" on stderr and returns MK_EXIT_USAGE. */
 int mk_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -425,6 +425,14 @@ static int set_snapshot_signal(void *dest, const mk_opt_t *opt, const char *v)
     return -1;
 }
 
+/* --snapshot PID[,PID...]: the request is the whole command. */
+static int ask_snapshot(void *dest, const mk_opt_t *opt, const char *v)
+{
+    (void)dest;
+    (void)opt;
+    return mk_trace_snapshot(v);
+}
+
 static int set_mallopt(void *dest, const mk_opt_t *opt, const char *v)
 {
     trace_opts_t *o = dest;
@@ -493,8 +501,15 @@ static const mk_opt_t trace_options[] = {
      .arg = "S",
      .kind = MK_OPT_CALL,
      .call = set_snapshot_signal,
-     .help = "with --sample: S (USR1, USR2 or none; default USR2) marks\n"
-             "a snapshot, where the program leaves S at its default"},
+     .help = "with --sample: the signal (USR1, USR2 or none; default USR2)\n"
+             "that carries --snapshot's requests, where the program leaves\n"
+             "it at its default (sent by kill, it is still the program's)"},
+    {.name = "--snapshot",
+     .arg = "PID",
+     .kind = MK_OPT_CALL,
+     .call = ask_snapshot,
+     .help = "no command: ask the processes PID[,PID...], traced with\n"
+             "--sample, to mark their live heap now"},
     {.name = "--top",
      .arg = "N",
      .kind = MK_OPT_INT,
@@ -518,7 +533,8 @@ static const mk_opt_t trace_options[] = {
 
 static const mk_command_spec_t trace_spec = {
     .name = "trace",
-    .synopsis = "memkit trace [OPTIONS] -- CMD [ARGS...]",
+    .synopsis = "memkit trace [OPTIONS] -- CMD [ARGS...]\n"
+                "       memkit trace --snapshot PID[,PID...]",
     .about =
         "Runs CMD with every allocation call recorded (malloc family, C++ new/delete),\n"
         "with call stacks, and prints a summary when it exits. Child processes are\n"

@@ -10,9 +10,11 @@
  * default action and lets the signal take it: the process ends as it would
  * have, by the same signal (so with the same status and core dump).
  *
- * With --sample, the snapshot signal (SIGUSR2 by default) is the exception:
- * where the program leaves it at its default, it asks for a snapshot instead
- * of ending the process.
+ * With --sample, the snapshot signal (SIGUSR2 by default) is the exception
+ * when it is a snapshot request (memkit trace --snapshot: sigqueue with
+ * MK_SNAPSHOT_SIGVAL): where the program leaves the signal at its default,
+ * the request marks a snapshot and the process runs on. The same signal sent
+ * by kill (or raise) is the program's, and ends it as untraced.
  *
  * The program is not to see the difference: sigaction() and signal() report
  * the default action while our handler stands in for it; a handler the
@@ -93,10 +95,12 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context)
     struct sigaction dfl;
 
     (void)context;
-    /* --sample's snapshot signal (SIGUSR2 unless told otherwise), where the
-     * program left it at its default: a snapshot at the next sample, and the
-     * program runs on. */
-    if (sig == mk_st.cfg.snapshot_signal && mk_mode_sampled()) {
+    /* A snapshot request on --sample's snapshot signal (SIGUSR2 unless told
+     * otherwise), where the program left it at its default: a snapshot at
+     * the next sample, and the program runs on. Only a request: the signal
+     * from anyone else takes its default action. */
+    if (sig == mk_st.cfg.snapshot_signal && mk_mode_sampled() && info &&
+        info->si_code == SI_QUEUE && info->si_value.sival_int == MK_SNAPSHOT_SIGVAL) {
         mk_snapshot_request();
         return;
     }

@@ -181,6 +181,11 @@ enum mk_samples_reason {
     MK_SAMPLES_END = 2
 };
 
+/* A snapshot request (memkit trace --snapshot PID): the process's snapshot
+ * signal, sent with sigqueue and this value, which kill cannot send. The
+ * same signal from kill keeps the meaning the program gave it. */
+#define MK_SNAPSHOT_SIGVAL 0x6d6b736e /* "mksn" */
+
 /* SUMMARY_PART sites: the calling instruction | kind << MK_SITE_KIND_SHIFT
  * (kinds sit above any user-space address). */
 #define MK_SITE_KIND_SHIFT 56

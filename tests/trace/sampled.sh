@@ -177,7 +177,7 @@ grep -q "no end record" "$work/killed.err" || fail "killed: no word of the missi
 grep -qE '^Growth across [3-9] snapshots' "$work/killed" || fail "killed: $(head -1 "$work/killed")"
 sed -n 3p "$work/killed" | grep -q 'grow_site' || fail "killed: grow_site not first"
 
-# ---- the snapshot signal: a snapshot, and the program runs on ----
+# ---- snapshot requests: a snapshot, and the program runs on ----
 "$memkit" trace -q --sample 64K -o "$work/u" -- "$progs/sampled" usr2 >"$work/out" 2>&1 ||
     fail "usr2: exit status $?"
 grep -q '^alive$' "$work/out" || fail "usr2: the program did not run on"
@@ -188,6 +188,45 @@ grep -q '^alive$' "$work/out" || fail "usr2: the program did not run on"
 "$memkit" trace -q --sample 64K --snapshot-signal none -o "$work/v" -- \
     "$progs/sampled" usr2 >/dev/null 2>&1
 [ $? -eq $((128 + 12)) ] || fail "--snapshot-signal none: SIGUSR2 did not end the program"
+# The signal itself, from kill or raise, is the program's: its default
+# action ends it, as untraced (it once took a snapshot and ran on).
+"$memkit" trace -q --sample 64K -o "$work/r" -- "$progs/sampled" raise2 >"$work/out" 2>&1
+[ $? -eq $((128 + 12)) ] || fail "raise2: SIGUSR2 did not end the program"
+grep -q '^alive$' "$work/out" && fail "raise2: the program ran on"
+# (the pause: the child's tracer is armed, not yet starting, when it comes)
+untraced=$(sh -c 'sleep 5 & sleep 0.5; kill -USR2 $!; wait $!' 2>/dev/null; echo $?)
+traced=$("$memkit" trace -q --sample 64K -o "$work/k" -- \
+    sh -c 'sleep 5 & sleep 0.5; kill -USR2 $!; wait $!' >/dev/null 2>&1; echo $?)
+[ "$traced" = "$untraced" ] || fail "kill -USR2 of a child: status $traced traced, $untraced untraced"
+
+# ---- memkit trace --snapshot PID: the request from outside ----
+"$memkit" trace -q --sample 64K -o "$work/w" -- "$progs/sampled" ready "$work/pid" \
+    >"$work/wout" 2>&1 &
+tracer=$!
+i=0
+while [ ! -s "$work/pid" ] && [ $i -lt 200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+pid=$(cat "$work/pid" 2>/dev/null)
+"$memkit" trace --snapshot "$pid" 2>"$work/err" || fail "--snapshot $pid: $(cat "$work/err")"
+wait $tracer || fail "ready: exit status $?"
+grep -q '^alive$' "$work/wout" || fail "--snapshot: the program did not run on"
+"$memkit" report --format json "$work/w.$pid.mkt" |
+    $py -c 'import json,sys; s=json.load(sys.stdin)["input"]["sampling"]["snapshots"]; assert s==1, s' ||
+    fail "--snapshot: not 1 snapshot"
+# Not traced with --sample: refused in a line, and nothing is sent (the
+# signal would end the process).
+sleep 5 &
+other=$!
+"$memkit" trace --snapshot "$other" 2>"$work/err"
+[ $? -eq 2 ] || fail "--snapshot of an untraced process: not refused"
+[ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "is not traced with --sample" "$work/err" ||
+    fail "--snapshot of an untraced process: $(cat "$work/err")"
+kill -0 "$other" 2>/dev/null || fail "--snapshot signalled an untraced process"
+kill "$other"
+"$memkit" trace --snapshot 12x 2>"$work/err"
+[ $? -eq 2 ] || fail "--snapshot 12x accepted"
 
 # ---- processes: fork and exec, each sampled and readable ----
 "$memkit" trace -q --sample 4K -o "$work/f" -- "$progs/forkexec" >/dev/null 2>&1

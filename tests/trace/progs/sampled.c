@@ -5,7 +5,12 @@
  *                    the estimates can be checked against the truth
  *   sampled grow S   for S seconds: one site keeps 1 MB more every second
  *                    (grow_site), the others churn and hold steady
- *   sampled usr2     raises SIGUSR2 twice between allocations, then exits 0
+ *   sampled usr2     asks for a snapshot twice between allocations (SIGUSR2
+ *                    with memkit's value, as memkit trace --snapshot sends
+ *                    it), then exits 0
+ *   sampled raise2   raises a plain SIGUSR2 between allocations: the
+ *                    program's own, whose default action ends it
+ *   sampled ready F  writes its pid to F, then allocates for 2 s and exits 0
  *   sampled growkill S   grow for S seconds, then SIGKILL itself
  *   sampled jit      registers an (empty) unwind table first, as a JIT
  *                    compiler does, then runs the known sites
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile char sink;
 
@@ -131,11 +137,32 @@ int main(int argc, char **argv)
         raise(SIGKILL);
     }
     if (strcmp(mode, "usr2") == 0) {
+        /* MK_SNAPSHOT_SIGVAL (src/trace/format.h), written out */
+        union sigval request = {.sival_int = 0x6d6b736e};
+        small_site();
+        sigqueue(getpid(), SIGUSR2, request);
+        medium_site();
+        sigqueue(getpid(), SIGUSR2, request);
+        large_site();
+        puts("alive");
+        return 0;
+    }
+    if (strcmp(mode, "raise2") == 0) {
         small_site();
         raise(SIGUSR2);
-        medium_site();
-        raise(SIGUSR2);
-        large_site();
+        puts("alive");
+        return 0;
+    }
+    if (strcmp(mode, "ready") == 0 && argc > 2) {
+        FILE *f = fopen(argv[2], "w");
+        if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0)
+            return 1;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            small_site();
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (t.tv_sec - t0.tv_sec < 2);
         puts("alive");
         return 0;
     }

@@ -10,6 +10,7 @@ not build all fail the run: a stale or broken mutant tests nothing.
 """
 import argparse
 import configparser
+import fcntl
 import os
 import re
 import shutil
@@ -158,6 +159,11 @@ def main():
     work = os.path.abspath(a.work)
     src, build, logs = (os.path.join(work, d) for d in ("src", "build", "logs"))
     os.makedirs(logs, exist_ok=True)
+    lock = open(os.path.join(work, "lock"), "w")
+    try:  # two runs in one copy would apply each other's mutants
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        die("another run uses %s" % work)
     start = time.time()
     copy_tree(source, src)
     if run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],

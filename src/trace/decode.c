@@ -24,12 +24,14 @@ static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
         return false;
     if (!mk_grow((void **)&tr->stacks, &tr->stacks_cap, id + 1, sizeof *tr->stacks))
         return false;
-    uint64_t *frames = malloc((depth ? depth : 1) * sizeof *frames), prev = 0;
+    uint64_t *frames = malloc((depth ? depth : 1) * sizeof *frames), prev = 0, kept = 0;
     if (!frames)
         return false;
     for (uint64_t i = 0; i < depth; i++) {
         prev += (uint64_t)mk_unzigzag(mk_get_varint(c));
-        frames[i] = prev;
+        /* the tracer's frames go (never the first: the hook's caller) */
+        if (i == 0 || prev < tr->own_lo || prev >= tr->own_hi)
+            frames[kept++] = prev;
     }
     if (c->err) {
         free(frames);
@@ -37,7 +39,7 @@ static bool define_stack(mk_trace_t *tr, mk_cursor_t *c)
     }
     free(tr->stacks[id].frames); /* a redefinition (forked child) is identical */
     tr->stacks[id].frames = frames;
-    tr->stacks[id].depth = (uint32_t)depth;
+    tr->stacks[id].depth = (uint32_t)kept;
     return true;
 }
 

@@ -34,6 +34,12 @@ static bool absorb_modules(mk_trace_t *tr, mk_cursor_t *c)
         if (!mk_grow((void **)&tr->modules, &tr->modules_cap, tr->nmodules + 1, sizeof m))
             return false;
         m.path = strndup((const char *)path, path_len);
+        const char *name = m.path ? strrchr(m.path, '/') : NULL;
+        name = name ? name + 1 : m.path;
+        if (name && strncmp(name, "libmemkit-preload", 17) == 0) {
+            tr->own_lo = m.lo;
+            tr->own_hi = m.hi;
+        }
         memcpy(m.build_id, id, id_len);
         m.build_id_len = id_len;
         tr->modules[tr->nmodules++] = m;

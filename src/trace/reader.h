@@ -150,6 +150,9 @@ typedef struct mk_trace {
     size_t nparts, parts_cap;
     mk_module_t *modules; /* every snapshot's modules, newest last */
     size_t nmodules, modules_cap;
+    /* The tracer's own module (libmemkit-preload*): its frames (a hook that
+     * wraps the call, such as dlopen's) are no part of the program's stacks. */
+    uint64_t own_lo, own_hi;
     mk_stack_def_t *stacks; /* indexed by id */
     size_t stacks_cap;
     uint64_t events_read;

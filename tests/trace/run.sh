@@ -506,6 +506,15 @@ dlopen)
     expect_status 0
     expect "Strdups: 25"
     expect_re "^  1\. 25 calls, 650 bytes: dllib_allocate at dllib.c:[0-9]+ \(libdllib.so\)$"
+    # The loader's allocations inside dlopen: their stacks run from main into
+    # glibc's dlopen, with no frame of memkit's dlopen hook between.
+    "$memkit" report --format collapsed "$work"/t.*.mkt >"$work/stacks" 2>&1 ||
+        fail "collapsed report failed"
+    grep -q ';main (dlopen.c:[0-9]*);dlopen@[^;]* (dlopen.c:' "$work/stacks" ||
+        fail "no stack of dlopen's own allocations: $(head -c 300 "$work/stacks")"
+    grep -E 'hooks_proc|hooks\.c|libmemkit-preload' "$work/stacks" &&
+        fail "memkit's own frames in the program's stacks"
+    rm -f "$work"/t.*
     # Loaded by a symlink's path, which the program's maps resolve: the
     # summary's warm-up reads the file by one path while the program runs,
     # the summary looks it up by the other, and the names are the same.

@@ -165,6 +165,10 @@ def main():
     except OSError:
         die("another run uses %s" % work)
     start = time.time()
+    # A fresh build every run: an object left by a run that stopped with a
+    # mutant applied is newer than the restored source, and would stay.
+    if os.path.exists(build):
+        shutil.rmtree(build)
     copy_tree(source, src)
     if run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
            os.path.join(logs, "configure.log")) or \

@@ -16,13 +16,29 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Why a trace has no end record: the ways a process ends unseen by the tracer. */
-#define MK_NO_END_WHY                                                                    \
-    "the process was killed (SIGKILL), ended through an exit_group system call made "    \
-    "without libc (as Go programs end), or is still running"
+/* Why a trace has no end record: the ways a process ends unseen by the
+ * tracer, or the one its parent saw (o->wait_known), in buf. */
+static const char *no_end_why(const mk_report_opts_t *o, char *buf, size_t len)
+{
+    if (o->wait_known && WIFSIGNALED(o->wait_status))
+        snprintf(buf, len, "the process was killed by signal %d (%s)",
+                 WTERMSIG(o->wait_status), strsignal(WTERMSIG(o->wait_status)));
+    else if (o->wait_known && WIFEXITED(o->wait_status))
+        snprintf(buf, len,
+                 "the process exited with status %d, through an exit_group system call "
+                 "made without libc (as Go programs end)",
+                 WEXITSTATUS(o->wait_status));
+    else
+        snprintf(buf, len,
+                 "the process was killed (SIGKILL), ended through an exit_group "
+                 "system call made without libc (as Go programs end), or is "
+                 "still running");
+    return buf;
+}
 
 void mk_report_opts_default(mk_report_opts_t *o)
 {
@@ -396,6 +412,8 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
     if (!r->prof.events && !r->prof.from_summary && !r->prof.oom &&
         (r->opts.thread >= 0 || po.from_ns || po.to_ns))
         return no_event_selected(r, path, err, errlen);
+    const mk_report_opts_t *o = &r->opts;
+    char why[160];
     if (r->tr->damage[0]) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
@@ -405,23 +423,22 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
         /* Counts of 0 would read as a program that made no allocation. */
         snprintf(err, errlen,
                  "%s holds no totals: --summary-only writes them at the process's end "
-                 "and at checkpoints from 1 s in, and it reached neither (" MK_NO_END_WHY
-                 ")",
-                 path);
+                 "and at checkpoints from 1 s in, and it reached neither (%s)",
+                 path, no_end_why(o, why, sizeof why));
         return 2;
     } else if (!r->tr->end.present && r->tr->summary.from_parts) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
-                 "%s has no end record (" MK_NO_END_WHY "); the totals are its threads' "
-                 "last checkpoints, the latest "
-                 "%.1f s into the run",
-                 path, (double)r->tr->summary.parts_at_ns / 1e9);
+                 "%s has no end record (%s); the totals are its threads' last "
+                 "checkpoints, the latest %.1f s into the run",
+                 path, no_end_why(o, why, sizeof why),
+                 (double)r->tr->summary.parts_at_ns / 1e9);
     } else if (!r->tr->end.present) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
-                 "%s has no end record (" MK_NO_END_WHY "); the report covers what was "
-                 "flushed, up to about a second before the end",
-                 path);
+                 "%s has no end record (%s); the report covers what was flushed, up to "
+                 "about a second before the end",
+                 path, no_end_why(o, why, sizeof why));
     }
     note_outside_malloc(r);
     if (r->tr->end.present)

@@ -36,6 +36,9 @@ typedef struct mk_report_opts {
     bool growth;        /* keep each site's live bytes at the growth points
                          * (profile.h), for mk_report_growth */
     int sort;           /* enum mk_sort: the rows' order (--sort) */
+    bool wait_known;    /* the process's end as its parent saw it (memkit trace's
+                         * own child): what a missing end record means */
+    int wait_status;    /* waitpid's status, with wait_known */
 } mk_report_opts_t;
 
 /* The order of the site, function and line rows (--sort): the default is

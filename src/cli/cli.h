@@ -23,10 +23,12 @@ int mk_cmd_diff(int argc, char **argv);
 int mk_cmd_check(int argc, char **argv);
 int mk_cmd_tune(int argc, char **argv);
 
-/* Reads a trace and prints its summary (top call sites: top). Returns
- * MK_EXIT_OK, or MK_EXIT_USAGE when the file is not a trace or is damaged
- * (what came before the damage is still printed). */
-int mk_summarize_trace(const char *path, FILE *out, int top);
+/* Reads a trace and prints its summary (top call sites: top). wait_status:
+ * the process's waitpid status where the caller is its parent (a missing end
+ * record is then said for what it was), else NULL. Returns MK_EXIT_OK, or
+ * MK_EXIT_USAGE when the file is not a trace or is damaged (what came before
+ * the damage is still printed). */
+int mk_summarize_trace(const char *path, FILE *out, int top, const int *wait_status);
 
 /* Reads a trace's totals (no symbols, no findings) into its process row (p
  * keeps path by pointer). Returns as mk_summarize_trace, printing nothing

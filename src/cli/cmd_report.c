@@ -329,12 +329,16 @@ int mk_load_inputs(mk_report_t *r, char *const *paths, size_t n,
                                                                 : MK_EXIT_OK;
 }
 
-int mk_summarize_trace(const char *path, FILE *out, int top)
+int mk_summarize_trace(const char *path, FILE *out, int top, const int *wait_status)
 {
     mk_report_t r;
     mk_report_opts_t o;
     mk_report_opts_default(&o);
     o.summary_first = true; /* the tracer's own summary where it wrote one */
+    if (wait_status) {
+        o.wait_known = true;
+        o.wait_status = *wait_status;
+    }
     int rc = mk_load_input(&r, path, &o);
     if (rc != MK_EXIT_OK && !r.tr)
         return rc;

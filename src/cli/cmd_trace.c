@@ -320,10 +320,10 @@ static void *warm_symbols(void *arg)
 #define MK_TREE_ROWS 20
 
 static void summarize_one(FILE *out, const found_t *t, const char *cmd, pid_t pid,
-                          int top)
+                          int status, int top)
 {
     fprintf(out, "memkit: summary of %s (pid %d)\n", cmd, (int)pid);
-    mk_summarize_trace(t->path, out, top);
+    mk_summarize_trace(t->path, out, top, &status);
     fprintf(out, "Trace: %s\n", t->path);
     fprintf(out, "Next: memkit report %s\n", t->path);
 }
@@ -351,7 +351,8 @@ static void list_traces(FILE *out, const found_t *traces, size_t n, bool with_ca
 
 /* A process tree: the busiest process's summary, then every process's
  * totals, busiest first; "Next:" names the busiest trace. */
-static void summarize_tree(FILE *out, found_t *traces, size_t n, int top)
+static void summarize_tree(FILE *out, found_t *traces, size_t n, pid_t pid, int status,
+                           int top)
 {
     mk_report_process_t *procs = calloc(n, sizeof *procs);
     uint64_t calls = 0, bytes = 0;
@@ -368,7 +369,9 @@ static void summarize_tree(FILE *out, found_t *traces, size_t n, int top)
     mk_report_sort_processes(procs, n);
     fprintf(out, "memkit: summary of %s (pid %u), the busiest of %zu processes\n",
             procs[0].command, procs[0].pid, n);
-    mk_summarize_trace(procs[0].path, out, top);
+    /* the end of memkit's own child is known; the others' are not */
+    mk_summarize_trace(procs[0].path, out, top,
+                       procs[0].pid == (uint32_t)pid ? &status : NULL);
     fprintf(out,
             "Processes: %zu, %" PRIu64 " allocation calls and %" PRIu64
             " bytes allocated in all, busiest first:\n",
@@ -383,15 +386,15 @@ static void summarize_tree(FILE *out, found_t *traces, size_t n, int top)
  * that output of processes the program left running cannot cut into it
  * (and a terminal takes one write, not one a line). */
 static void print_summary(found_t *traces, size_t n, const found_t *main_trace,
-                          const char *cmd, pid_t pid, int top)
+                          const char *cmd, pid_t pid, int status, int top)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     if (n == 1)
-        summarize_one(out ? out : stderr, main_trace, cmd, pid, top);
+        summarize_one(out ? out : stderr, main_trace, cmd, pid, status, top);
     else
-        summarize_tree(out ? out : stderr, traces, n, top);
+        summarize_tree(out ? out : stderr, traces, n, pid, status, top);
     if (out && fclose(out) == 0)
         fwrite(text, 1, len, stderr);
     free(text);
@@ -653,7 +656,7 @@ int mk_cmd_trace(int argc, char **argv)
     else if (o.quiet)
         list_traces(stderr, traces, n, false);
     else
-        print_summary(traces, n, main_trace, cmd[0], pid, o.top);
+        print_summary(traces, n, main_trace, cmd[0], pid, status, o.top);
     free(traces);
     return rc;
 }

@@ -933,8 +933,24 @@ setid)
             expect_re "raised privileges .*the loader ignores LD_PRELOAD"
         fi
     else
-        echo "note [$test]: not root, so no program setuid to another user could be made; only the own-setuid case ran"
+        echo "SKIP [$test]: not root, so no program setuid to another user can be made (the own-setuid case passed)"
+        skipped=1
     fi
+    ;;
+setuidchild)
+    # A child that drops to another user forks one of its own, which cannot
+    # create its trace in root's directory: one line says so, and the
+    # program runs on (the other two processes are traced).
+    if [ "$(id -u)" != 0 ]; then
+        echo "SKIP [$test]: not root, so no child can drop to another user"
+        exit 77
+    fi
+    trace -- "$progs/setuidchild"
+    expect_status 0
+    expect "setuidchild: done"
+    [ "$(grep -c "cannot create trace .*Permission denied; the program runs on untraced" "$out")" -eq 1 ] ||
+        fail "expected one line for the trace that could not be created"
+    [ "$(ls "$work"/t.*.mkt | wc -l)" -eq 2 ] || fail "expected the two other processes' traces"
     ;;
 localbuf)
     # memkit bench's local-array workload, traced: with a local buffer only the

@@ -122,7 +122,7 @@ def ctest(build, names, jobs, log):
     test hang is caught by the timeout, which no test of the parts nears."""
     # plain alternatives: CMake's regular expressions take at most 10 groups
     regex = "|".join("^%s$" % re.escape(n) for n in names)
-    rc = run(["ctest", "-R", regex, "-j", str(jobs), "--timeout", "90",
+    rc = run(["ctest", "-R", regex, "-j", str(jobs), "--timeout", "45",
               "--output-on-failure"], log, cwd=build)
     with open(log, errors="replace") as f:
         m = re.search(r"tests passed, \d+ tests failed out of (\d+)", f.read())

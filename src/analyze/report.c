@@ -152,6 +152,11 @@ enum mk_sort mk_report_sort_of(const mk_report_t *r)
     return (enum mk_sort)s;
 }
 
+double mk_report_time_resolution_ns(const mk_report_t *r)
+{
+    return r->kind == MK_INPUT_TRACE && r->tr ? r->tr->ns_per_tick : 0;
+}
+
 const char *mk_report_sort_title(const mk_report_t *r)
 {
     switch (mk_report_sort_of(r)) {

@@ -57,6 +57,9 @@ void mk_report_opts_default(mk_report_opts_t *o);
 /* The order r's rows are in (never MK_SORT_DEFAULT: time needs times), and
  * its name in headings ("allocator time", "allocations", ...). */
 enum mk_sort mk_report_sort_of(const mk_report_t *r);
+/* The shortest time the input can tell from 0, in ns (a trace's tick:
+ * lifetimes within one read 0); 0 for inputs without times (logs). */
+double mk_report_time_resolution_ns(const mk_report_t *r);
 const char *mk_report_sort_title(const mk_report_t *r);
 
 /* A row: one stack, or every stack with the same allocating function or

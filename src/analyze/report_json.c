@@ -231,6 +231,8 @@ static void input(mk_json *j, mk_report_t *r)
         key_uint(j, "threads", r->prof.threads);
         mk_json_key(j, "duration_s");
         mk_json_double(j, r->duration_s);
+        mk_json_key(j, "time_resolution_ns");
+        mk_json_double(j, mk_report_time_resolution_ns(r));
         mk_json_key(j, "summary_only");
         mk_json_bool(j, r->prof.from_summary);
         mk_json_key(j, "sampling");

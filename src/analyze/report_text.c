@@ -338,10 +338,15 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
     for (size_t i = 0; i < shown; i++) {
         const mk_stack_agg_t *g = rows[i].agg;
         uint64_t life = mk_hist_median_of(&g->life_hist);
-        if (lines)
+        double tick = mk_report_time_resolution_ns(t->r);
+        if (lines) {
             snprintf(e, sizeof e, "%" PRIu64, life);
-        else
+        } else if ((double)life < tick) { /* within one tick: not "0 ns" */
+            char res[24];
+            snprintf(e, sizeof e, "<%s", mk_fmt_ns(tick, res, sizeof res));
+        } else {
             mk_fmt_ns((double)life, e, sizeof e);
+        }
         fprintf(t->out, "%12s %10s %10s %10s %11s %9s",
                 est_of(t, mk_fmt_count(g->calls, a + 1, sizeof a - 1)),
                 est_of(t, mk_fmt_bytes(g->bytes, b + 1, sizeof b - 1)),

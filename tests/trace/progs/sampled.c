@@ -10,7 +10,7 @@
  *                    it), then exits 0
  *   sampled raise2   raises a plain SIGUSR2 between allocations: the
  *                    program's own, whose default action ends it
- *   sampled ready F  writes its pid to F, then allocates for 2 s and exits 0
+ *   sampled ready F  writes its pid to F, then allocates for 3 s and exits 0
  *   sampled growkill S   grow for S seconds, then SIGKILL itself
  *   sampled jit      registers an (empty) unwind table first, as a JIT
  *                    compiler does, then runs the known sites
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
         do {
             small_site();
             clock_gettime(CLOCK_MONOTONIC, &t);
-        } while (t.tv_sec - t0.tv_sec < 2);
+        } while (t.tv_sec - t0.tv_sec < 3);
         puts("alive");
         return 0;
     }

@@ -157,6 +157,68 @@ double mk_report_time_resolution_ns(const mk_report_t *r)
     return r->kind == MK_INPUT_TRACE && r->tr ? r->tr->ns_per_tick : 0;
 }
 
+/* Its path and build-id, from the trace's module map. */
+static void module_facts(const mk_report_t *r, mk_unsymbolized_t *u)
+{
+    for (size_t i = r->tr->nmodules; i-- > 0;) {
+        const mk_module_t *m = &r->tr->modules[i];
+        const char *name = m->path ? strrchr(m->path, '/') : NULL;
+        name = name ? name + 1 : m->path;
+        if (!name || strcmp(name, u->module) != 0)
+            continue;
+        u->path = m->path;
+        for (size_t b = 0; b < m->build_id_len && 2 * b + 2 < sizeof u->build_id; b++)
+            snprintf(u->build_id + 2 * b, 3, "%02x", m->build_id[b]);
+        return;
+    }
+}
+
+static int by_frames(const void *x, const void *y)
+{
+    const mk_unsymbolized_t *a = x, *b = y;
+    return a->frames != b->frames ? (a->frames < b->frames ? 1 : -1)
+                                  : strcmp(a->module, b->module);
+}
+
+size_t mk_report_unsymbolized(mk_report_t *r, size_t top, mk_unsymbolized_t *out,
+                              size_t max)
+{
+    size_t n = 0;
+    if (r->kind != MK_INPUT_TRACE || !r->tr || !r->names || r->opts.no_symbols)
+        return 0;
+    for (size_t i = 0; i < r->nsites && i < top; i++) {
+        uint32_t depth = 0;
+        const mk_frame_t *f = mk_names_stack(r->names, r->sites[i].stack, &depth);
+        for (uint32_t k = 0; f && k < depth; k++) {
+            if (f[k].function || !f[k].module)
+                continue;
+            size_t j = 0;
+            while (j < n && strcmp(out[j].module, f[k].module) != 0)
+                j++;
+            if (j == n) {
+                if (n == max)
+                    continue;
+                out[n] = (mk_unsymbolized_t){.module = f[k].module};
+                module_facts(r, &out[n]);
+                n++;
+            }
+            out[j].frames++;
+        }
+    }
+    qsort(out, n, sizeof *out, by_frames);
+    return n;
+}
+
+const char *mk_debug_file_of(const mk_unsymbolized_t *u, char *buf, size_t len)
+{
+    if (strlen(u->build_id) < 4)
+        snprintf(buf, len, "%s", "");
+    else
+        snprintf(buf, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", u->build_id,
+                 u->build_id + 2);
+    return buf;
+}
+
 const char *mk_report_sort_title(const mk_report_t *r)
 {
     switch (mk_report_sort_of(r)) {

@@ -62,6 +62,22 @@ enum mk_sort mk_report_sort_of(const mk_report_t *r);
 double mk_report_time_resolution_ns(const mk_report_t *r);
 const char *mk_report_sort_title(const mk_report_t *r);
 
+/* A module whose frames the report shows as module+offset: no symbol table
+ * or debug information for it was found here. */
+typedef struct mk_unsymbolized {
+    const char *module, *path; /* base name; the path the trace recorded */
+    char build_id[129];        /* hex, "" if the trace has none */
+    unsigned frames;           /* its frames in the sites looked at */
+} mk_unsymbolized_t;
+
+/* The modules of that kind in the first `top` sites' stacks, the most
+ * frames first, at most max; 0 with --no-symbols (offsets were asked for). */
+size_t mk_report_unsymbolized(mk_report_t *r, size_t top, mk_unsymbolized_t *out,
+                              size_t max);
+/* Where a debugger and memkit look for a module's separate debug file, by
+ * its build-id, in buf ("" when it has none). */
+const char *mk_debug_file_of(const mk_unsymbolized_t *u, char *buf, size_t len);
+
 /* A row: one stack, or every stack with the same allocating function or
  * source line. agg sums its stacks (without their order windows). */
 typedef struct mk_row {

@@ -217,7 +217,7 @@ static void totals(mk_json *j, mk_report_t *r)
     mk_json_end_object(j);
 }
 
-static void input(mk_json *j, mk_report_t *r)
+static void input(mk_json *j, mk_report_t *r, int top)
 {
     mk_json_key(j, "input");
     mk_json_begin_object(j);
@@ -272,6 +272,23 @@ static void input(mk_json *j, mk_report_t *r)
     mk_json_key(j, "partial");
     mk_json_bool(j, r->partial);
     key_str(j, "problem", r->problem[0] ? r->problem : NULL);
+    /* modules the sites' frames show as offsets, and what would name them */
+    mk_unsymbolized_t u[8];
+    size_t nu = mk_report_unsymbolized(r, top > 0 ? (size_t)top : r->nsites, u, 8);
+    mk_json_key(j, "unsymbolized_modules");
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < nu; i++) {
+        char debug[256];
+        mk_json_begin_object(j);
+        key_str(j, "module", u[i].module);
+        key_str(j, "path", u[i].path);
+        key_str(j, "build_id", u[i].build_id[0] ? u[i].build_id : NULL);
+        key_str(j, "debug_file",
+                mk_debug_file_of(&u[i], debug, sizeof debug)[0] ? debug : NULL);
+        key_uint(j, "frames", u[i].frames);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
     mk_json_key(j, "filter");
     mk_json_begin_object(j);
     key_str(j, "module", r->opts.module);
@@ -429,7 +446,7 @@ void mk_render_json(mk_report_t *r, FILE *out, int top)
     mk_json_begin_object(&j);
     key_str(&j, "schema", "memkit-report");
     key_uint(&j, "version", MK_REPORT_SCHEMA_VERSION);
-    input(&j, r);
+    input(&j, r, top);
     totals(&j, r);
     mk_json_key(&j, "malloc_free_ns");
     mk_json_double(&j, mk_report_cost_ns(r));

@@ -633,6 +633,27 @@ static void callers_table(const text_t *t, int top)
     }
 }
 
+/* The modules whose frames above are offsets: why, and what would name them. */
+static void unsymbolized(text_t *t, int top)
+{
+    mk_unsymbolized_t u[3];
+    size_t n = mk_report_unsymbolized(t->r, (size_t)top, u, 3);
+    for (size_t i = 0; i < n; i++) {
+        char debug[256];
+        fprintf(t->out,
+                "No symbols for %s (%u frame%s above shown as an offset): neither a "
+                "symbol table nor debug information for it was found.\n",
+                u[i].module, u[i].frames, u[i].frames == 1 ? "" : "s");
+        fputs("  To name them: build it with -g, or install its debug symbols", t->out);
+        if (u[i].path)
+            fprintf(t->out, " (Debian: the -dbgsym package of `dpkg -S %s`'s package)",
+                    u[i].path);
+        if (mk_debug_file_of(&u[i], debug, sizeof debug)[0])
+            fprintf(t->out, ", or put its debug file at %s", debug);
+        fputs("\n", t->out);
+    }
+}
+
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
 {
     text_t t = {r, out, color};
@@ -657,6 +678,7 @@ void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
     if (r->kind == MK_INPUT_TRACE)
         site_table(&t, title[1], r->functions, r->nfunctions, top);
     site_table(&t, title[2], r->lines, r->nlines, top);
+    unsymbolized(&t, top);
     peak_and_leaks(&t, top);
     findings(&t, top, false);
 }

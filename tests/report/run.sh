@@ -381,9 +381,41 @@ assert f[1]["function"] == "inlined" and f[1]["file"] == "patterns.c", f[:3]
 assert f[2]["function"] == "main", f[:3]
 assert f[0]["line"] != f[1]["line"]
 PY
-    # Without symbols: module+offset only, still one site.
+    # Without symbols: module+offset only, still one site, and no word of
+    # missing debug information (offsets were asked for).
     status "$memkit" report --no-symbols "$work/p.mkt"
     expect_re "^ +10 .* patterns\+0x[0-9a-f]+$"
+    grep -q "^No symbols for" "$work/out" && fail "--no-symbols: a hint about symbols"
+    # A stripped program: its frames are offsets, and the report says why
+    # and what would name them, its build-id's debug file among it.
+    command -v strip >/dev/null && command -v readelf >/dev/null ||
+        { echo "SKIP: no strip or readelf (binutils)"; exit 77; }
+    cp "$rprogs/patterns" "$work/stripped" && strip --strip-all "$work/stripped"
+    trace s "$work/stripped" temporary
+    status "$memkit" report "$work/s.mkt"
+    expect_status 0
+    expect_re "^No symbols for stripped \([0-9]+ frames above shown as an offset\)"
+    id=$(readelf -n "$work/stripped" | sed -n 's/^ *Build ID: *//p')
+    expect_re "build it with -g, or install its debug symbols \(Debian: the -dbgsym package of \`dpkg -S $work/stripped\`'s package\), or put its debug file at /usr/lib/debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-).debug$"
+    status "$memkit" report --format json "$work/s.mkt"
+    python3 - "$work/out" "$id" <<'PY' || fail "unsymbolized_modules"
+import json, sys
+u = json.load(open(sys.argv[1]))["input"]["unsymbolized_modules"]
+assert [m["module"] for m in u] == ["stripped"], u
+assert u[0]["build_id"] == sys.argv[2] and u[0]["frames"] >= 1, u
+assert u[0]["debug_file"] == "/usr/lib/debug/.build-id/%s/%s.debug" % (sys.argv[2][:2], sys.argv[2][2:]), u
+PY
+    browser=$(command -v chromium || command -v chromium-browser || true)
+    if [ -z "$browser" ]; then
+        echo "SKIP [symbols]: no chromium here to load the page (make test installs it)"
+        skipped=1
+    else
+        "$memkit" report --format html -o "$work/s.html" "$work/s.mkt" || fail "html report"
+        timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom \
+            "file://$work/s.html" >"$work/dom" 2>/dev/null
+        grep -q "No symbols for stripped ([0-9]* frames shown as offsets): build it with -g" \
+            "$work/dom" || fail "the page does not say why the frames are offsets"
+    fi
     ;;
 filters)
     trace d "$tprogs/dlopen" "$tprogs/libdllib.so"

@@ -157,6 +157,48 @@ double mk_report_time_resolution_ns(const mk_report_t *r)
     return r->kind == MK_INPUT_TRACE && r->tr ? r->tr->ns_per_tick : 0;
 }
 
+/* What a share of the run's CPU is worth: below 1% no change pays for the
+ * day it takes. */
+static const char *verdict_of(double share)
+{
+    return share < 0.01   ? "not worth a change (under 1% of the run)"
+           : share < 0.05 ? "a small gain at most"
+           : share < 0.20 ? "worth a look"
+                          : "worth a change";
+}
+
+void mk_report_answer(mk_report_t *r, mk_answer_t *a)
+{
+    const mk_profile_t *p = &r->prof;
+    memset(a, 0, sizeof *a);
+    if (r->kind != MK_INPUT_TRACE || !p->allocation_calls)
+        return;
+    a->present = true;
+    a->measured = p->timed && p->timed_calls && p->alloc_ns > 0;
+    if (!a->measured)
+        a->price_ns = mk_report_cost_ns(r);
+    a->ns = a->measured ? p->alloc_ns : (double)p->allocation_calls * a->price_ns;
+    a->cpu_ns = p->cpu_ns > 0 ? (double)p->cpu_ns : 0;
+    a->verdict = a->cpu_ns > 0 ? verdict_of(a->ns / a->cpu_ns) : NULL;
+    /* where the allocator's time goes as a profiler's call graph charges it
+     * (frees to the freeing function); without times, the calls */
+    if (r->ncallers && p->alloc_ns > 0) {
+        a->by_time = true;
+        for (size_t i = 0; i < r->ncallers && a->nwhere < 3; i++, a->nwhere++) {
+            snprintf(a->where[i].name, sizeof a->where[i].name, "%s", r->callers[i].name);
+            a->where[i].share = r->callers[i].ns / p->alloc_ns;
+        }
+    } else {
+        const mk_row_t *rows = r->nfunctions ? r->functions : r->sites;
+        size_t n = r->nfunctions ? r->nfunctions : r->nsites;
+        for (size_t i = 0; i < n && a->nwhere < 3; i++, a->nwhere++) {
+            mk_row_label(r, &rows[i], a->where[i].name, sizeof a->where[i].name);
+            a->where[i].share = (double)rows[i].calls / (double)p->allocation_calls;
+        }
+    }
+    a->first_fix = r->nfindings ? &r->findings[0] : NULL;
+}
+
 /* Its path and build-id, from the trace's module map. */
 static void module_facts(const mk_report_t *r, mk_unsymbolized_t *u)
 {

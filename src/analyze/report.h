@@ -62,6 +62,27 @@ enum mk_sort mk_report_sort_of(const mk_report_t *r);
 double mk_report_time_resolution_ns(const mk_report_t *r);
 const char *mk_report_sort_title(const mk_report_t *r);
 
+/* The answer first: how much the allocator costs the run, what that is
+ * worth, where, and the first fix (mk_report_answer). */
+typedef struct mk_answer_where {
+    char name[512]; /* a calling function, or an allocating row's label */
+    double share;   /* of the allocator's time (by_time), else of the calls */
+} mk_answer_where_t;
+
+typedef struct mk_answer {
+    bool present;        /* a trace with allocation calls */
+    bool measured;       /* ns measured in the run, else priced */
+    double ns, cpu_ns;   /* the allocator's time; the run's CPU (0: unknown) */
+    double price_ns;     /* when priced: one malloc+free's */
+    const char *verdict; /* by ns / cpu_ns; NULL without the CPU time */
+    bool by_time;        /* where: by the allocator's time, else by calls */
+    mk_answer_where_t where[3];
+    size_t nwhere;
+    const struct mk_finding *first_fix; /* the top finding, or NULL */
+} mk_answer_t;
+
+void mk_report_answer(mk_report_t *r, mk_answer_t *a);
+
 /* A module whose frames the report shows as module+offset: no symbol table
  * or debug information for it was found here. */
 typedef struct mk_unsymbolized {

@@ -440,6 +440,46 @@ static void callers(mk_json *j, const mk_report_t *r, int top)
     mk_json_end_array(j);
 }
 
+/* The answer first (mk_report_answer); null for inputs without one. */
+static void answer(mk_json *j, mk_report_t *r)
+{
+    mk_answer_t a;
+    mk_report_answer(r, &a);
+    mk_json_key(j, "answer");
+    if (!a.present) {
+        mk_json_null(j);
+        return;
+    }
+    mk_json_begin_object(j);
+    key_ns(j, "allocator_ns", true, a.ns);
+    key_bool(j, "measured", a.measured);
+    key_ns(j, "price_ns", !a.measured, a.price_ns);
+    key_ns(j, "cpu_ns", a.cpu_ns > 0, a.cpu_ns);
+    mk_json_key(j, "share");
+    if (a.cpu_ns > 0)
+        mk_json_double(j, a.ns / a.cpu_ns);
+    else
+        mk_json_null(j);
+    key_str(j, "verdict", a.verdict);
+    key_str(j, "where_by", a.by_time ? "allocator_time" : "calls");
+    mk_json_key(j, "where");
+    mk_json_begin_array(j);
+    for (size_t i = 0; i < a.nwhere; i++) {
+        mk_json_begin_object(j);
+        key_str(j, "name", a.where[i].name);
+        mk_json_key(j, "share");
+        mk_json_double(j, a.where[i].share);
+        mk_json_end_object(j);
+    }
+    mk_json_end_array(j);
+    mk_json_key(j, "first_fix"); /* an index into findings */
+    if (a.first_fix)
+        mk_json_uint(j, (uint64_t)(a.first_fix - r->findings));
+    else
+        mk_json_null(j);
+    mk_json_end_object(j);
+}
+
 void mk_render_json(mk_report_t *r, FILE *out, int top)
 {
     mk_json j = {.out = out};
@@ -447,6 +487,7 @@ void mk_render_json(mk_report_t *r, FILE *out, int top)
     key_str(&j, "schema", "memkit-report");
     key_uint(&j, "version", MK_REPORT_SCHEMA_VERSION);
     input(&j, r, top);
+    answer(&j, r);
     totals(&j, r);
     mk_json_key(&j, "malloc_free_ns");
     mk_json_double(&j, mk_report_cost_ns(r));

@@ -516,6 +516,48 @@ static void findings(const text_t *t, int top, bool brief)
     }
 }
 
+/* The answer first (mk_report_answer): how much, what it is worth, where,
+ * and the first fix; the counts follow. */
+static void answer(const text_t *t)
+{
+    mk_report_t *r = t->r;
+    mk_answer_t a;
+    char x[32], y[32], where[1024];
+    mk_report_answer(r, &a);
+    if (!a.present)
+        return;
+    fprintf(t->out, "Answer: the allocator %s %s", a.measured ? "took" : "costs about",
+            mk_fmt_ns(a.ns, x, sizeof x));
+    if (!a.measured)
+        fprintf(t->out, " (%s calls at a malloc+free price of %s: not measured)",
+                mk_fmt_count(r->prof.allocation_calls, x, sizeof x),
+                mk_fmt_ns(a.price_ns, y, sizeof y));
+    if (a.verdict)
+        fprintf(t->out, " of %s CPU (%.1f%%): %s", mk_fmt_ns(a.cpu_ns, x, sizeof x),
+                100.0 * a.ns / a.cpu_ns, a.verdict);
+    fputs("\n", t->out);
+    if (a.nwhere) {
+        fputs("Where:", t->out);
+        for (size_t i = 0; i < a.nwhere; i++)
+            fprintf(t->out, "%s %s %.0f%%", i ? "," : "", a.where[i].name,
+                    100.0 * a.where[i].share);
+        fprintf(t->out, " of the %s%s\n",
+                a.by_time ? "allocator's time" : "allocation calls",
+                r->prof.sampled ? " (estimates)" : "");
+    }
+    const mk_finding_t *f = a.first_fix;
+    if (!f)
+        return;
+    mk_frame_t innermost;
+    bool named = mk_names_frame(r->names, f->stack, 0, &innermost);
+    fprintf(t->out, "First fix: %s at %s: %s (saves ~%s", mk_finding_name(f->kind),
+            named ? mk_frame_long(&innermost, where, sizeof where) : "(no stack)", f->fix,
+            mk_fmt_ns(f->saving_ns, x, sizeof x));
+    if (a.measured && !f->priced)
+        fprintf(t->out, ", %.0f%% of the allocator's time", 100.0 * f->saving_ns / a.ns);
+    fputs(")\n", t->out);
+}
+
 /* A merged report's processes, busiest first (all of them: the table is
  * the map of the run). */
 static void processes(const text_t *t)
@@ -657,6 +699,7 @@ static void unsymbolized(text_t *t, int top)
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief)
 {
     text_t t = {r, out, color};
+    answer(&t);
     totals(&t);
     processes(&t);
     if (brief) {

@@ -200,7 +200,36 @@ for f in r["findings"]:
     assert abs(f["estimated_saving_ns"] - want) <= 1e-5 * want, (f["kind"], f["estimated_saving_ns"], want)
 savings = [f["estimated_saving_ns"] for f in r["findings"]]
 assert savings == sorted(savings, reverse=True), savings
+# the answer: the allocator's measured time over the run's CPU, its verdict
+# (under 1%, 5%, 20%: not worth a change, a small gain, worth a look; else
+# worth a change), where by calling function, the top finding first
+a, t = r["answer"], r["totals"]
+assert a["measured"] and a["allocator_ns"] == t["allocator_ns"], (a, t["allocator_ns"])
+share = a["allocator_ns"] / a["cpu_ns"]
+assert abs(a["share"] - share) <= 1e-5 * share, (a["share"], share)
+want = ("not worth a change (under 1% of the run)" if share < 0.01 else
+        "a small gain at most" if share < 0.05 else
+        "worth a look" if share < 0.2 else "worth a change")
+assert a["verdict"] == want, (a["verdict"], share)
+assert a["where_by"] == "allocator_time", a
+assert [w["name"] for w in a["where"]] == [c["function"] for c in r["callers"][:3]], (a["where"], r["callers"][:3])
+assert a["first_fix"] == 0, a
 PY
+    # The text report opens with that answer, in three lines.
+    status "$memkit" report "$work/p.mkt"
+    expect_status 0
+    head -1 "$work/out" | grep -qE "^Answer: the allocator took [0-9.]+ (us|ms|s) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\): (not worth a change|a small gain at most|worth a look|worth a change)" ||
+        fail "line 1: $(head -1 "$work/out")"
+    sed -n 2p "$work/out" | grep -qE "^Where: few_costly_site [0-9]+%, .* of the allocator's time$" ||
+        fail "line 2: $(sed -n 2p "$work/out")"
+    sed -n 3p "$work/out" | grep -qE "^First fix: temporary at few_costly_site at patterns.c:[0-9]+ \(patterns\): use a local buffer .*\(saves ~[0-9.]+ (us|ms|s), [0-9]+% of the allocator's time\)$" ||
+        fail "line 3: $(sed -n 3p "$work/out")"
+    # Without times the answer is a price, and says so.
+    "$memkit" trace -q --no-times -o "$work/n" -- "$rprogs/patterns" ranked >/dev/null 2>&1
+    status "$memkit" report --cost-ns 50 "$work"/n.*.mkt
+    head -1 "$work/out" | grep -qE "^Answer: the allocator costs about 55.0 us \(1,100 calls at a malloc\+free price of 50 ns: not measured\)" ||
+        fail "priced: $(head -1 "$work/out")"
+    sed -n 2p "$work/out" | grep -qE "^Where: .* of the allocation calls$" || fail "priced where: $(sed -n 2p "$work/out")"
     ;;
 tiny) findings tiny tiny_site 2000 ;;
 cross_thread) findings cross_thread cross_thread_site 2000 ;;
@@ -318,6 +347,9 @@ for label, key in (("Allocation calls", "allocation_calls"), ("Mallocs", "malloc
     assert rows[label].replace(",", "") == str(t[key]), (label, rows[label], t[key])
 share = re.search(r"CPU \(([0-9.]+)%\)", rows["Allocator time"]).group(1)
 assert share == "%.1f" % (100 * t["allocator_share"]), (share, t["allocator_share"])
+ans = re.search(r'<div class="answer" id="answer"><p>([^<]*)</p>', dom)
+assert ans and ans.group(1).startswith("Answer: the allocator took ") and \
+    ans.group(1).endswith("%): " + r["answer"]["verdict"]), (ans and ans.group(1), r["answer"])
 shown = re.findall(r'<span class="kind">(\d+)\. ([a-z_]+)</span>: ([0-9,]+) allocations removable', dom)
 assert [(k, int(n.replace(",", ""))) for _, k, n in shown] == \
     [(f["kind"], f["removable"]) for f in r["findings"]], (shown, r["findings"])

@@ -114,6 +114,13 @@ for b in $bounds; do
         check "the head of the record at $b, byte $field" "$work/x.mkt"
         same "the head of the record at $b, byte $field" "$b" "$size"
     done
+    # the anchor tick's top byte: taken on trust, a tick far past the end
+    # would set the clock's slope, and every time in the report with it
+    [ $((b + 40)) -le "$size" ] || continue
+    cp "$trace" "$work/x.mkt"
+    printf '\177' | dd of="$work/x.mkt" bs=1 seek=$((b + 39)) conv=notrunc status=none
+    check "the anchor tick of the record at $b" "$work/x.mkt"
+    same "the anchor tick of the record at $b" "$b" "$size"
 done
 
 # Overwritten bytes at 60 places, 8 bytes each: the report is the prefix's

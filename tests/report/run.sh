@@ -193,10 +193,17 @@ per = {}
 for s in r["sites"]:
     per[s["stack"]] = s["allocator_ns"] / s["calls"]
 for f in r["findings"]:
-    assert f["saving_from"] == "measured", f
-    want = f["removable"] * per[f["site"]["stack"]]
+    per_call = per[f["site"]["stack"]]
     if f["kind"] == "paired":
-        want = f["removable"] * min(per[f["site"]["stack"]], per[f["site2"]["stack"]])
+        per_call = min(per_call, per[f["site2"]["stack"]])
+    # a site whose few timed fast calls all read under an empty reading's
+    # cost is priced, and says so; the mapped blocks' never are
+    if per_call > 0:
+        assert f["saving_from"] == "measured", f
+        want = f["removable"] * per_call
+    else:
+        assert f["saving_from"] == "price" and fn(f["site"]) != "few_costly_site", f
+        want = f["removable"] * r["malloc_free_ns"]
     assert abs(f["estimated_saving_ns"] - want) <= 1e-5 * want, (f["kind"], f["estimated_saving_ns"], want)
 savings = [f["estimated_saving_ns"] for f in r["findings"]]
 assert savings == sorted(savings, reverse=True), savings
@@ -259,17 +266,23 @@ text)
     expect_re "^Findings \(1; savings: the allocator's time measured at each site\)$"
     expect_re "^  1\. lifo: 8,000 allocations, saves ~.*: lifo_site at patterns.c:[0-9]+ \(patterns\)$"
     expect_re "fix: allocate from an mk_stack frame"
-    # measured savings: the removed calls' share of the site's measured time
+    # measured savings: the removed calls' share of the site's measured time;
+    # a site whose timed calls all read under an empty reading's cost (a few
+    # dozen fast calls on a loaded machine) is priced instead, and says so
     status "$memkit" report --format json -o "$work/p.json" "$work/p.mkt"
     python3 - "$work/p.json" <<'PY' || fail "measured saving"
 import json, sys
 d = json.load(open(sys.argv[1]))
 f = d["findings"][0]
 site = next(s for s in d["sites"] if s["stack"] == f["site"]["stack"])
-assert f["saving_from"] == "measured", f
-assert f["allocator_ns"] == site["allocator_ns"] > 0, (f, site)
+assert f["allocator_ns"] == site["allocator_ns"], (f, site)
 assert 100 < d["input"]["time_resolution_ns"] < 100000, d["input"]["time_resolution_ns"]
-want = f["removable"] * site["allocator_ns"] / site["calls"]
+if site["allocator_ns"] > 0:
+    assert f["saving_from"] == "measured", f
+    want = f["removable"] * site["allocator_ns"] / site["calls"]
+else:
+    assert f["saving_from"] == "price", f
+    want = f["removable"] * d["malloc_free_ns"]
 assert abs(f["estimated_saving_ns"] - want) <= 1e-5 * want, (f["estimated_saving_ns"], want)
 PY
     # the share is the allocator's time over the run's CPU, alike in JSON
@@ -278,7 +291,7 @@ PY
     python3 - "$work/p.json" "$work/out" <<'PY' || fail "the allocator's share"
 import json, re, sys
 t = json.load(open(sys.argv[1]))["totals"]
-assert t["cpu_ns"] > 0 and t["allocator_ns"] > 0, t
+assert t["cpu_ns"] > 0 and t["allocator_ns"] is not None, t
 share = t["allocator_ns"] / t["cpu_ns"]
 assert abs(t["allocator_share"] - share) <= 1e-5 * share, (t["allocator_share"], share)  # 6 digits
 m = re.search(r"^Allocator time: .* CPU \(([0-9.]+)%\)", open(sys.argv[2]).read(), re.M)

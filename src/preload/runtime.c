@@ -322,16 +322,24 @@ static void resolve_real(void)
 static void calibrate_timing(void)
 {
     enum { PAIRS = 256 };
-    uint64_t sum = 0;
+    uint64_t pair[PAIRS];
     const char *v = getenv("MEMKIT_TRACE_TIMES");
     mk_st.timing = mk_st.use_tsc && mk_mode_full() && !(v && strcmp(v, "0") == 0);
     if (!mk_st.timing)
         return;
+    /* The median empty reading: one pair preempted (milliseconds, millions
+     * of cycles) made the mean exceed every fast call, and each then read
+     * as 0. An insertion sort: nothing allocates here. */
     for (int i = 0; i < PAIRS; i++) {
-        uint64_t t0 = mk_fenced_begin();
-        sum += mk_fenced_end() - t0;
+        uint64_t t0 = mk_fenced_begin(), d = mk_fenced_end() - t0;
+        int k = i;
+        for (; k > 0 && pair[k - 1] > d; k--)
+            pair[k] = pair[k - 1];
+        pair[k] = d;
     }
-    mk_st.cost_overhead_x16 = (uint32_t)(sum * 16 / PAIRS);
+    uint64_t median = pair[PAIRS / 2];
+    mk_st.cost_overhead_x16 =
+        (uint32_t)(median > UINT32_MAX / 16 ? UINT32_MAX : median * 16);
     /* A slow call (format.h): about a microsecond at this decade's clock
      * rates, a dozen times a fast malloc's cost, read unfenced. Cycles,
      * not ns: the tracer does not know the TSC's rate, the reader does. */

@@ -191,9 +191,23 @@ void mk_report_answer(mk_report_t *r, mk_answer_t *a)
     } else {
         const mk_row_t *rows = r->nfunctions ? r->functions : r->sites;
         size_t n = r->nfunctions ? r->nfunctions : r->nsites;
-        for (size_t i = 0; i < n && a->nwhere < 3; i++, a->nwhere++) {
-            mk_row_label(r, &rows[i], a->where[i].name, sizeof a->where[i].name);
-            a->where[i].share = (double)rows[i].calls / (double)p->allocation_calls;
+        /* rows that read the same (a summary's calling instructions on one
+         * line) are one place to the reader: their shares add up, over the
+         * busiest rows (labelling all of a compiler's 30,000 would
+         * symbolize them all; the rest hold little each) */
+        for (size_t i = 0; i < n && i < 64; i++) {
+            char name[sizeof a->where[0].name];
+            mk_row_label(r, &rows[i], name, sizeof name);
+            size_t k = 0;
+            while (k < a->nwhere && strcmp(a->where[k].name, name) != 0)
+                k++;
+            if (k == a->nwhere) {
+                if (a->nwhere == 3)
+                    continue;
+                snprintf(a->where[k].name, sizeof a->where[k].name, "%s", name);
+                a->nwhere++;
+            }
+            a->where[k].share += (double)rows[i].calls / (double)p->allocation_calls;
         }
     }
     a->first_fix = r->nfindings ? &r->findings[0] : NULL;

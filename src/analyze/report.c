@@ -196,8 +196,9 @@ void mk_report_answer(mk_report_t *r, mk_answer_t *a)
          * busiest rows (labelling all of a compiler's 30,000 would
          * symbolize them all; the rest hold little each) */
         for (size_t i = 0; i < n && i < 64; i++) {
-            char name[sizeof a->where[0].name];
-            mk_row_label(r, &rows[i], name, sizeof name);
+            char buf[sizeof a->where[0].name];
+            /* the label is buf, or the row's own name */
+            const char *name = mk_row_label(r, &rows[i], buf, sizeof buf);
             size_t k = 0;
             while (k < a->nwhere && strcmp(a->where[k].name, name) != 0)
                 k++;

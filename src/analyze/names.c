@@ -151,8 +151,7 @@ static void module_of(const mk_trace_t *tr, uint64_t pc, mk_symbol_t *s)
 {
     const mk_module_t *m = mk_trace_module_at(tr, pc);
     if (m) {
-        const char *slash = strrchr(m->path, '/');
-        s->module = slash ? slash + 1 : m->path;
+        s->module = m->name;
         s->offset = pc - m->base;
     }
 }

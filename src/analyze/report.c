@@ -219,9 +219,7 @@ static void module_facts(const mk_report_t *r, mk_unsymbolized_t *u)
 {
     for (size_t i = r->tr->nmodules; i-- > 0;) {
         const mk_module_t *m = &r->tr->modules[i];
-        const char *name = m->path ? strrchr(m->path, '/') : NULL;
-        name = name ? name + 1 : m->path;
-        if (!name || strcmp(name, u->module) != 0)
+        if (!m->name || strcmp(m->name, u->module) != 0)
             continue;
         u->path = m->path;
         for (size_t b = 0; b < m->build_id_len && 2 * b + 2 < sizeof u->build_id; b++)

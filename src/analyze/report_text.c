@@ -335,10 +335,10 @@ static void site_table(const text_t *t, const char *title, const mk_row_t *rows,
     fprintf(t->out, "  site\n");
     size_t shown = n < (size_t)top ? n : (size_t)top;
     label_t *labels = shown_labels(t, rows, shown);
+    double tick = mk_report_time_resolution_ns(t->r);
     for (size_t i = 0; i < shown; i++) {
         const mk_stack_agg_t *g = rows[i].agg;
         uint64_t life = mk_hist_median_of(&g->life_hist);
-        double tick = mk_report_time_resolution_ns(t->r);
         if (lines) {
             snprintf(e, sizeof e, "%" PRIu64, life);
         } else if ((double)life < tick) { /* within one tick: not "0 ns" */

@@ -325,7 +325,7 @@ static module_file_t *locate(const mk_symbolizer_t *s, uint64_t addr, uint64_t *
     const mk_module_t *m = mk_trace_module_at(s->tr, addr);
     if (!m)
         return NULL;
-    out->module = base_name(m->path);
+    out->module = m->name;
     out->offset = return_addr - m->base;
     if (m->path[0] != '/')
         return NULL; /* the vdso and such have no file */

@@ -376,10 +376,10 @@ static void get_head(mk_cursor_t *c, mk_trace_t *tr, events_head_t *h)
 {
     uint32_t version = tr->header.version;
     memset(h, 0, sizeof *h);
-    h->thread = (uint32_t)mk_get_varint(c);
-    (void)mk_get_varint(c); /* tid */
-    (void)mk_get_u64(c);    /* anchor_ns: used for calibration, from the record head */
-    h->tick = mk_get_u64(c);
+    /* (its anchor_ns is calibration's, read from the record's head) */
+    mk_events_anchor_t anchor = mk_get_events_anchor(c);
+    h->thread = (uint32_t)anchor.thread;
+    h->tick = anchor.anchor_tick;
     int count = stream_count(version);
     if (mk_get_varint(c) != (uint64_t)count)
         c->err = 1;

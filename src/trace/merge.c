@@ -91,11 +91,9 @@ static void stream_done(stream_t *s)
 static bool head_agrees(const mk_record_head_t *h, const uint8_t *raw, size_t len)
 {
     mk_cursor_t c = {raw, raw + len, 0};
-    uint64_t thread = mk_get_varint(&c);
-    (void)mk_get_varint(&c); /* tid */
-    uint64_t anchor_ns = mk_get_u64(&c), anchor_tick = mk_get_u64(&c);
-    return !c.err && thread == h->thread && anchor_ns == h->anchor_ns &&
-           anchor_tick == h->anchor_tick;
+    mk_events_anchor_t a = mk_get_events_anchor(&c);
+    return !c.err && a.thread == h->thread && a.anchor_ns == h->anchor_ns &&
+           a.anchor_tick == h->anchor_tick;
 }
 
 /* Pass one: EVENTS records by thread from their heads; the other (small)

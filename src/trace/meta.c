@@ -34,9 +34,9 @@ static bool absorb_modules(mk_trace_t *tr, mk_cursor_t *c)
         if (!mk_grow((void **)&tr->modules, &tr->modules_cap, tr->nmodules + 1, sizeof m))
             return false;
         m.path = strndup((const char *)path, path_len);
-        const char *name = m.path ? strrchr(m.path, '/') : NULL;
-        name = name ? name + 1 : m.path;
-        if (name && strncmp(name, "libmemkit-preload", 17) == 0) {
+        const char *slash = m.path ? strrchr(m.path, '/') : NULL;
+        m.name = slash ? slash + 1 : m.path;
+        if (m.name && strncmp(m.name, "libmemkit-preload", 17) == 0) {
             tr->own_lo = m.lo;
             tr->own_hi = m.hi;
         }

@@ -38,6 +38,7 @@ typedef struct mk_trace_header {
 typedef struct mk_module {
     uint64_t base, lo, hi; /* load bias; lowest and highest mapped address */
     char *path;
+    const char *name; /* path's base name (within path) */
     uint8_t build_id[64];
     size_t build_id_len;
 } mk_module_t;

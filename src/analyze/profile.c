@@ -995,8 +995,12 @@ static void take_end(mk_profile_t *p, const mk_trace_t *tr)
 {
     if (tr && tr->end.present) /* all its threads', the tracer's work too */
         p->cpu_ns = (double)(tr->end.utime_us + tr->end.stime_us) * 1e3;
-    if (tr && p->timed)
+    if (tr && p->timed) {
         p->slow_bound_ns = (double)tr->slow_cycles * p->ns_per_cycle;
+        p->switched_calls = tr->end.switched_calls;
+        p->switched_clocked = tr->end.switched_clocked;
+        p->switches_unseen = !tr->end.switches_seen;
+    }
     p->site_times = p->timed && !p->from_summary;
 }
 

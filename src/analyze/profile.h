@@ -157,8 +157,14 @@ typedef struct mk_profile {
     uint64_t slow_calls;  /* those calls */
     double slow_bound_ns; /* a call at least this long was slow (0: unknown) */
     double cpu_ns;        /* the process's CPU time, user and system (0: unknown) */
-    double ns_per_cycle;  /* the trace's TSC cycles to ns */
-    bool from_summary;    /* a --summary-only trace: no per-event data */
+    /* Read calls whose thread was switched out during them (trace/reader.h):
+     * those whose time the tracer dropped, and those it took from the thread's
+     * CPU clock; switches_unseen: a timed process whose tracer could not see
+     * switches, whose calls keep their time off the CPU. */
+    uint64_t switched_calls, switched_clocked;
+    bool switches_unseen;
+    double ns_per_cycle; /* the trace's TSC cycles to ns */
+    bool from_summary;   /* a --summary-only trace: no per-event data */
     /* A --sample trace: each event stands for 1/p like it (p = 1 - exp(-size
      * / sample_mean)), so the per-stack numbers, the peak and leaks are
      * estimates; calls and bytes by kind are the exact counts. */

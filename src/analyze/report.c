@@ -941,6 +941,9 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
     d->slow_ns += s->slow_ns;
     d->slow_calls += s->slow_calls;
     d->cpu_ns += s->cpu_ns;
+    d->switched_calls += s->switched_calls;
+    d->switched_clocked += s->switched_clocked;
+    d->switches_unseen |= s->timed && s->switches_unseen;
     if (s->slow_bound_ns > d->slow_bound_ns)
         d->slow_bound_ns = s->slow_bound_ns;
     if (s->sampled && !d->sampled) { /* any sampled process makes the sum an estimate */

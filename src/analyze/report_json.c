@@ -173,6 +173,20 @@ static void totals(mk_json *j, mk_report_t *r)
     key_uint(j, "allocator_slow_calls", p->slow_calls);
     key_ns(j, "allocator_slow_bound_ns", p->timed && p->slow_bound_ns > 0,
            p->slow_bound_ns);
+    /* Read calls switched out of the CPU, and of them those whose time was
+     * dropped (the rest keep their time on the CPU); null: the tracer could
+     * not see switches, and such calls keep their time off the CPU. */
+    bool seen = p->timed && !p->switches_unseen;
+    mk_json_key(j, "allocator_switched_calls");
+    if (seen)
+        mk_json_uint(j, p->switched_calls + p->switched_clocked);
+    else
+        mk_json_null(j);
+    mk_json_key(j, "allocator_switched_dropped");
+    if (seen)
+        mk_json_uint(j, p->switched_calls);
+    else
+        mk_json_null(j);
     key_bool(j, "outside_malloc", r->outside[0] != 0);
     key_str(j, "outside_malloc_note", r->outside[0] ? r->outside : NULL);
     key_bool(j, "leaks_unknown", r->leaks_unknown);

@@ -96,6 +96,18 @@ static void totals(const text_t *t)
                     100.0 * p->slow_ns / p->alloc_ns, p->slow_calls,
                     mk_fmt_ns(p->slow_bound_ns, bound, sizeof bound));
         fputc('\n', out);
+        if (p->switches_unseen)
+            fprintf(out,
+                    "Allocator time note: the tracer could not see its threads switched "
+                    "out (no rseq); calls preempted or blocked count their time off "
+                    "the CPU\n");
+        else if (p->switched_calls + p->switched_clocked)
+            fprintf(out,
+                    "Allocator time note: %" PRIu64
+                    " calls switched out of the CPU: %" PRIu64
+                    " timed by their thread's CPU clock, %" PRIu64 " not counted\n",
+                    p->switched_calls + p->switched_clocked, p->switched_clocked,
+                    p->switched_calls);
     } else if (p->timed) {
         fprintf(out, "Allocator time: not measured (1 call in %d is timed)\n",
                 MK_COST_STRIDE);

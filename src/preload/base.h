@@ -117,6 +117,7 @@ typedef struct mk_state {
     bool timing;      /* calls are timed (format.h): a TSC, and every event written */
     uint32_t cost_overhead_x16; /* 16 x the cycles an empty span reads (runtime.c) */
     uint64_t slow_cycles;       /* a call this long is slow (runtime.c; 0: none) */
+    bool switches;              /* a thread's switches show in its rseq word (below) */
     uint64_t tick_start;
     atomic_ullong bytes_written; /* to the trace: the process's I/O minus ours */
     atomic_uint next_thread;
@@ -279,6 +280,30 @@ typedef struct mk_span {
 } mk_span_t;
 
 #define MK_NO_SPAN ((mk_span_t){0, 0, false})
+
+/* Was the thread switched out during a read call? The kernel clears a
+ * thread's rseq_cs word (in the rseq area glibc registers for each thread)
+ * on its way back to user space after the thread was switched out
+ * (preempted, blocked, migrated) or handed a signal, whenever the word
+ * names a critical section the thread is not in: mk_switch_cs spans no
+ * instruction at all. A read call arms the word before the real call; found
+ * cleared after it, the call's cycles hold time off the CPU (a preemption
+ * reads as milliseconds), which is not the allocator's CPU time the run's
+ * share divides by: record.h drops that time and counts the call. Where
+ * the kernel or glibc gives no rseq (valgrind, glibc.pthread.rseq=0), a
+ * thread's word is a field of its own that nothing clears (runtime.c's
+ * mk_switch_word). */
+MK_HIDDEN extern uint64_t mk_switch_cs_at; /* the address of mk_switch_cs */
+
+static inline void mk_switch_arm(volatile uint64_t *word)
+{
+    *word = mk_switch_cs_at;
+}
+
+static inline bool mk_switched(const volatile uint64_t *word)
+{
+    return *word == 0;
+}
 
 static inline uint64_t mk_fenced_begin(void)
 {

@@ -99,7 +99,7 @@ MK_EXPORT MK_HOT_ALIGN void *malloc(size_t n)
  * the time it began: a reuse of p is later in time all the same, and at an
  * equal time frees come first (merge.c). */
 static __attribute__((noinline)) void read_free(mk_thread_t *t, void *p, uintptr_t ra,
-                                                mk_index_slot_t *s, bool read)
+                                                mk_index_slot_t *s, unsigned read)
 {
     mk_span_t span;
     TIMED_CALL(t, span, read, mk_real.free(p));
@@ -118,7 +118,8 @@ static __attribute__((noinline)) void general_free(void *p, uintptr_t ra)
     }
     if (record_free_begin(t, MK_K_FREE, p)) {
         mk_index_slot_t *s = mk_writer_free_slot(&t->w, (uintptr_t)p);
-        bool read = mk_st.timing && read_slot(p, s); /* before the free: it asks */
+        unsigned read =
+            mk_st.timing ? read_slot(p, s) : READ_NO; /* before the free: it asks */
         if (MK_UNLIKELY(read || mk_writer_cost_due(&t->w))) {
             read_free(t, p, ra, s, read);
             return;

@@ -420,7 +420,7 @@ delete_general(cxx_op_t *op, int shape, unsigned kind, uintptr_t ra, void *p, si
         return;
     }
     mk_index_slot_t *s = mk_writer_free_slot(&t->w, (uintptr_t)p);
-    bool read = mk_st.timing && read_delete(p, s, n);
+    unsigned read = mk_st.timing ? read_delete(p, s, n) : READ_NO;
     if (MK_UNLIKELY(read || mk_writer_cost_due(&t->w))) { /* as general_free */
         mk_span_t span;
         TIMED_CALL(t, span, read, cxx_free_or_delete(op, next, shape, p, n, al, nt));

@@ -28,50 +28,93 @@
  * from its per-thread caches and small bins; its slow paths (consolidating, growing or
  * trimming the heap, mapping) come with large requests and frees, or are spread over many
  * calls, which the timed stride weighs without bias. Reading every call costs a TSC read
- * more per call: 14% on the churn loop. */
-#define READ_MIN_SIZE 1024
+ * more per call: 14% on the churn loop.
+ * Calls on blocks of CLOCKED_MIN_SIZE bytes or more (glibc's first mmap threshold) are
+ * clocked too: the thread's CPU clock and the monotonic clock are read around them,
+ * which costs two system calls (half a microsecond) on calls that map, unmap or touch
+ * that many bytes (tens of microseconds). A clocked call its thread was switched out
+ * in keeps its time on the CPU (SWITCH_CHECK); the milliseconds a long munmap spends
+ * preempted are not its own, its milliseconds of work are. */
+#define READ_MIN_SIZE    1024
+#define CLOCKED_MIN_SIZE (128u << 10)
 
-static inline bool read_size(size_t n)
+enum { READ_NO, READ_TSC, READ_CLOCKED }; /* how a call is read */
+
+static inline unsigned read_size(size_t n)
 {
-    return n >= READ_MIN_SIZE;
+    return n >= CLOCKED_MIN_SIZE ? READ_CLOCKED : n >= READ_MIN_SIZE ? READ_TSC : READ_NO;
 }
 
 /* A block the thread's index knows (slot s, mk_writer_free_slot): its size
- * class says its size. */
-static inline bool read_class(const mk_index_slot_t *s)
+ * class says its size, up to the last class, whose blocks' sizes the
+ * allocator's header says (usable: may p be asked about?). */
+static inline unsigned read_class(const void *p, const mk_index_slot_t *s, bool usable)
 {
-    return mk_slot_cls(s) >= mk_size_class(READ_MIN_SIZE);
+    unsigned c = mk_slot_cls(s);
+    if (c < mk_size_class(READ_MIN_SIZE))
+        return READ_NO;
+    if (c < 255 || !usable || !mk_real.malloc_usable_size)
+        return READ_TSC;
+    return read_size(mk_real.malloc_usable_size((void *)p)) == READ_CLOCKED ? READ_CLOCKED
+                                                                            : READ_TSC;
 }
 
 /* A free of p, slot s: a block the index does not know (another thread's,
  * or evicted: a program holding a million blocks frees mostly those) asks
  * the allocator, whose malloc_usable_size reads the block's header (NULL
  * when it is not free's own: then read). */
-static inline bool read_slot(const void *p, const mk_index_slot_t *s)
+static inline unsigned read_slot(const void *p, const mk_index_slot_t *s)
 {
     if (s)
-        return read_class(s);
-    return p && (!mk_real.malloc_usable_size ||
-                 read_size(mk_real.malloc_usable_size((void *)p)));
+        return read_class(p, s, true);
+    if (!p)
+        return READ_NO;
+    return mk_real.malloc_usable_size ? read_size(mk_real.malloc_usable_size((void *)p))
+                                      : READ_TSC;
 }
 
 /* A delete of p (slot s), whose operator new may not be malloc: unknown to
  * the index, only a sized delete's n (0: none) says its size. */
-static inline bool read_delete(const void *p, const mk_index_slot_t *s, size_t n)
+static inline unsigned read_delete(const void *p, const mk_index_slot_t *s, size_t n)
 {
-    return s ? read_class(s) : p && read_size(n);
+    if (s) {
+        unsigned level = read_class(p, s, false);
+        return level && read_size(n) == READ_CLOCKED ? READ_CLOCKED : level;
+    }
+    return p ? read_size(n) : READ_NO;
 }
 
-/* Runs stmt, a real call, between unfenced TSC reads when the run times
- * calls and read_it says this one is read (the later read is then the
- * event's tick), else with no reads at all. */
-#define READ_CALL(span, read_it, stmt)                                                   \
+/* The clocks a clocked call is read between: the thread's CPU time and the
+ * monotonic clock, in ns, by system call (never a hooked function). */
+typedef struct mk_clocks {
+    uint64_t cpu, wall;
+} mk_clocks_t;
+
+static inline mk_clocks_t read_clocks(void)
+{
+    struct timespec c = {0, 0}, w = {0, 0};
+    mk_syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &c);
+    mk_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &w);
+    return (mk_clocks_t){(uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec,
+                         (uint64_t)w.tv_sec * 1000000000u + (uint64_t)w.tv_nsec};
+}
+
+/* Runs stmt, a real call of thread t, between unfenced TSC reads when the
+ * run times calls and read_it (a READ_* level) says this one is read (the
+ * later read is then the event's tick), else with no reads at all. */
+#define READ_CALL(t, span, read_it, stmt)                                                \
     do {                                                                                 \
-        if (MK_LIKELY(mk_st.timing) && (read_it)) {                                      \
+        unsigned level_ = MK_LIKELY(mk_st.timing) ? (read_it) : READ_NO;                 \
+        if (level_) {                                                                    \
+            mk_clocks_t c0_ = {0, 0};                                                    \
+            if (MK_UNLIKELY(level_ == READ_CLOCKED))                                     \
+                c0_ = read_clocks();                                                     \
+            mk_switch_arm((t)->switch_word);                                             \
             (span).t0 = __rdtsc();                                                       \
             stmt;                                                                        \
             (span).t1 = __rdtsc();                                                       \
             (span).read = true;                                                          \
+            SWITCH_CHECK(t, span, level_, c0_);                                          \
         } else {                                                                         \
             (span) = MK_NO_SPAN;                                                         \
             stmt;                                                                        \
@@ -86,15 +129,52 @@ static inline bool read_delete(const void *p, const mk_index_slot_t *s, size_t n
 #define TIMED_CALL(t, span, read_it, stmt)                                               \
     do {                                                                                 \
         if (MK_UNLIKELY(mk_writer_cost_due(&(t)->w))) {                                  \
-            bool read_ = (read_it);                                                      \
+            unsigned level_ = (read_it);                                                 \
+            mk_clocks_t c0_ = {0, 0};                                                    \
+            if (MK_UNLIKELY(level_ == READ_CLOCKED))                                     \
+                c0_ = read_clocks();                                                     \
+            mk_switch_arm((t)->switch_word);                                             \
             (span).t0 = mk_fenced_begin();                                               \
             stmt;                                                                        \
             (span).t1 = mk_fenced_end();                                                 \
-            (span).read = read_;                                                         \
+            (span).read = level_ != READ_NO;                                             \
+            SWITCH_CHECK(t, span, level_, c0_);                                          \
         } else {                                                                         \
-            READ_CALL(span, read_it, stmt);                                              \
+            READ_CALL(t, span, read_it, stmt);                                           \
         }                                                                                \
     } while (0)
+
+/* A call the thread was switched out in (base.h's mk_switched): a clocked
+ * one keeps the share of its cycles its CPU clock ran for; any other keeps
+ * its end as the event's time and has no time of its own: a timed one
+ * weighs 0 (one sample of its stride lost, against milliseconds off the
+ * CPU counted 64 times), a read one is not slow. */
+#define SWITCH_CHECK(t, span, level, c0)                                                 \
+    do {                                                                                 \
+        if (MK_UNLIKELY(mk_switched((t)->switch_word))) {                                \
+            if ((level) == READ_CLOCKED) {                                               \
+                (span).t0 = (span).t1 - on_cpu_cycles((span).t1 - (span).t0, (c0));      \
+                (t)->w.switched_clocked++;                                               \
+            } else {                                                                     \
+                (span).t0 = (span).t1;                                                   \
+                (span).read = false;                                                     \
+                (t)->w.switched++;                                                       \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
+
+/* The cycles of a clocked call that its thread spent on the CPU: its
+ * cycles times the CPU clock's advance over the monotonic clock's, since
+ * c0 (out of line: switches are rare). */
+static __attribute__((noinline, unused)) uint64_t on_cpu_cycles(uint64_t cycles,
+                                                                mk_clocks_t c0)
+{
+    mk_clocks_t c1 = read_clocks();
+    uint64_t cpu = c1.cpu - c0.cpu, wall = c1.wall - c0.wall;
+    if (wall == 0 || cpu >= wall)
+        return cycles;
+    return (uint64_t)((double)cycles * (double)cpu / (double)wall);
+}
 
 /* Was the call slow (format.h): read, and at least the run's slow bound? */
 static inline bool span_slow(mk_span_t span)

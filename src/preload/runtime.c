@@ -183,7 +183,20 @@ static void write_end(int reason)
         p = mk_put_varint(p, MK_HEAP_VIEW_FIELDS);
         for (int i = 0; i < MK_HEAP_VIEW_FIELDS; i++)
             p = mk_put_varint(p, view[i]);
+    } else {
+        p = mk_put_varint(p, 0);
     }
+    /* Added later, so optional: whether switches were seen (base.h), the
+     * read calls whose time was dropped for one, and the clocked calls
+     * whose time on the CPU was taken (record.h). */
+    uint64_t switched = 0, clocked = 0;
+    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
+        switched += t->w.switched;
+        clocked += t->w.switched_clocked;
+    }
+    p = mk_put_varint(p, mk_st.switches);
+    p = mk_put_varint(p, switched);
+    p = mk_put_varint(p, clocked);
     mk_output_record(NULL, MK_REC_END, raw, (size_t)(p - raw));
 }
 

@@ -134,7 +134,7 @@ void mk_summary_after_fork_child(void)
         memset(t->bytes, 0, sizeof t->bytes);
         mk_summary_of(t)->frees_unseen = 0;
         t->w.slow_sum = t->w.timed_sum = 0;
-        t->w.slow_calls = t->w.timed_calls = 0;
+        t->w.slow_calls = t->w.timed_calls = t->w.switched = t->w.switched_clocked = 0;
         if (mk_summary_of(t)->sites) {
             memset(mk_summary_of(t)->sites->t.slots, 0,
                    mk_summary_of(t)->sites->t.cap * sizeof(mk_kv_t));

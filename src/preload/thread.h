@@ -34,7 +34,10 @@ struct mk_thread {
     uint32_t index;     /* thread number within the process, from 1 */
     MK_ROOM(sample, 64);
     pid_t tid;
-    int *errno_at;         /* the owner thread's errno */
+    int *errno_at;                  /* the owner thread's errno */
+    volatile uint64_t *switch_word; /* the owner's rseq_cs word (base.h's
+                                     * mk_switched), or switch_none */
+    uint64_t switch_none;
     atomic_bool dead;      /* no owner (a forked child's other threads) */
     atomic_int exited_tid; /* the owner's key destructor ran: reuse once
                             * this thread is gone (threads.c) */

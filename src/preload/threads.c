@@ -13,6 +13,7 @@
 #include "summary.h"
 
 #include <linux/membarrier.h>
+#include <sys/rseq.h>
 #include <string.h>
 
 static pthread_key_t thread_key;
@@ -133,6 +134,49 @@ static mk_thread_t *no_thread_state(void)
     return NULL;
 }
 
+/* ---- switches (base.h's mk_switched) ---- */
+
+/* A critical section of no instruction: its abort address follows the
+ * signature the kernel checks before it, as glibc registered it. */
+static const struct {
+    uint32_t sig, after;
+} switch_abort = {RSEQ_SIG, 0};
+static struct rseq_cs switch_cs __attribute__((aligned(32)));
+uint64_t mk_switch_cs_at = 1; /* any non-zero: switch_none, armed, stays armed */
+
+static volatile uint64_t *rseq_word(void)
+{
+    struct rseq *rs = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+    /* a thread whose registration failed reads RSEQ_CPU_ID_REGISTRATION_FAILED */
+    return __rseq_size > 0 && (int32_t)rs->cpu_id >= 0
+               ? (volatile uint64_t *)(void *)&rs->rseq_cs
+               : NULL;
+}
+
+static volatile uint64_t *switch_word(mk_thread_t *t)
+{
+    volatile uint64_t *w = mk_st.switches ? rseq_word() : NULL;
+    return w ? w : &t->switch_none;
+}
+
+/* Does the kernel clear the word here? A sleep switches the thread out;
+ * without rseq, or with a kernel that keeps the word, calls switched out
+ * keep their time (the END record says which). 60 us at start-up, most of
+ * it the sleep's timer slack. */
+static void detect_switches(void)
+{
+    volatile uint64_t *w = mk_st.timing ? rseq_word() : NULL;
+    if (!w)
+        return;
+    switch_cs = (struct rseq_cs){.start_ip = (uintptr_t)&switch_abort.after,
+                                 .abort_ip = (uintptr_t)&switch_abort.after};
+    mk_switch_cs_at = (uintptr_t)&switch_cs;
+    mk_switch_arm(w);
+    struct timespec nap = {0, 1000};
+    nanosleep(&nap, NULL);
+    mk_st.switches = mk_switched(w);
+}
+
 mk_thread_t *mk_thread_get(void)
 {
     mk_thread_t *t = claim_state();
@@ -165,6 +209,7 @@ mk_thread_t *mk_thread_get(void)
     t->index = atomic_fetch_add(&mk_st.next_thread, 1);
     t->tid = (pid_t)mk_syscall(SYS_gettid);
     t->errno_at = &errno;
+    t->switch_word = switch_word(t);
     mk_stacks_thread_start(t);
     /* The stride of timed calls (format.h), from the run's seed where one
      * is given (MEMKIT_SAMPLE_SEED: a run repeats its choices), else the
@@ -264,6 +309,7 @@ void mk_threads_init(void)
     membarrier_ok =
         mk_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     pthread_key_create(&thread_key, thread_exit);
+    detect_switches();
 }
 
 void mk_threads_after_fork_child(void)

@@ -85,6 +85,12 @@ static bool absorb_end(mk_trace_t *tr, mk_cursor_t *c)
         }
         e->has_heap_view = !c->err && n >= sizeof view / sizeof view[0];
     }
+    if (!c->err && c->p < c->end) { /* then whether switches were seen */
+        e->switches_seen = mk_get_varint(c) != 0;
+        e->switched_calls = mk_get_varint(c);
+        e->switched_clocked = mk_get_varint(c);
+        e->switches_seen = e->switches_seen && !c->err;
+    }
     return !c->err;
 }
 

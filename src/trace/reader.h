@@ -59,6 +59,12 @@ typedef struct mk_trace_end {
      * RSS of the [heap] mapping */
     bool has_heap_view;
     uint64_t glibc_arena, glibc_in_use, glibc_free, glibc_mmapped, heap_rss;
+    /* Did the tracer see its threads' switches (preload/base.h: absent in
+     * older traces and untimed runs)? The read calls whose time it dropped
+     * for one (the thread was off the CPU during them), and the clocked ones
+     * whose time on the CPU it took (preload/record.h). */
+    bool switches_seen;
+    uint64_t switched_calls, switched_clocked;
 } mk_trace_end_t;
 
 typedef struct mk_summary_site {

@@ -74,6 +74,9 @@ typedef struct mk_writer {
      * the slow calls and their count, and of the timed ones as weighed. */
     double slow_sum, timed_sum;
     uint64_t slow_calls, timed_calls;
+    /* Read calls the thread was switched out in (preload/base.h): their
+     * time dropped, or clocked ones' taken from the thread's CPU clock. */
+    uint64_t switched, switched_clocked;
     uint64_t events;      /* events in the current record */
     mk_reuse_t *reuse;    /* recent frees by size class (reuse.h) */
     mk_addr_index_t live; /* blocks allocated, across records */

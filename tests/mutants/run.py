@@ -185,6 +185,10 @@ def main():
     union = sorted({n for p in used for n in tests[p]})
     base_log = os.path.join(logs, "unmutated.log")
     if ctest(build, union, a.jobs, base_log):
+        # what failed, where CI shows it: the log stays in the copy
+        with open(base_log, errors="replace") as f:
+            lines = [l for l in f if "FAIL" in l or "Error" in l or "assert" in l.lower()]
+        sys.stderr.writelines(lines[-20:])
         die("the mutants' tests fail without a mutant (%s): %s"
             % (", ".join(failed_tests(base_log)) or "see the log", base_log))
     with open(base_log, errors="replace") as f:

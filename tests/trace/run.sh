@@ -1000,6 +1000,43 @@ assert abs(total - t["allocator_ns"]) <= 1e-4 * t["allocator_ns"], (total, t["al
 assert t["cpu_ns"] > 0 and abs(t["allocator_share"] - t["allocator_ns"] / t["cpu_ns"]) < 1e-4, t
 PY
     ;;
+switched)
+    # libslowlib.so's malloc sleeps 2 ms in each of 50 calls: 100 ms off the
+    # CPU inside the allocator. The tracer sees each of those calls switched
+    # out (preload/base.h) and drops its time: the allocator's time stays
+    # far below the sleeps. Without rseq (glibc.pthread.rseq=0) it cannot
+    # see them, keeps the sleeps in, and says so.
+    if [ -n "${MEMKIT_SANITIZED:-}" ]; then
+        echo "SKIP [$test]: a sanitizer build of memkit cannot run with another allocator preloaded"
+        exit 77
+    fi
+    LD_PRELOAD=$progs/libslowlib.so trace -q -- "$progs/switched"
+    expect_status 0
+    expect "switched: done"
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/seen.json" 2>&1 ||
+        fail "report --format json failed"
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    expect_re "^Allocator time note: [0-9]+ calls switched out of the CPU: [0-9]+ timed by their thread's CPU clock, [0-9]+ not counted$"
+    rm -f "$work"/t.*.mkt
+    GLIBC_TUNABLES=glibc.pthread.rseq=0 LD_PRELOAD=$progs/libslowlib.so trace -q -- "$progs/switched"
+    expect_status 0
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/unseen.json" 2>&1 ||
+        fail "report --format json failed (no rseq)"
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed (no rseq)"
+    expect_re "^Allocator time note: the tracer could not see its threads switched out"
+    python3 - "$work/seen.json" "$work/unseen.json" <<'PY' || fail "switched calls (above)"
+import json, sys
+seen, unseen = (json.load(open(f))["totals"] for f in sys.argv[1:])
+sleeps = 50 * 2e6
+assert seen["allocator_switched_dropped"] >= 50, seen  # 100 KiB: read, not clocked
+assert seen["allocator_switched_calls"] >= seen["allocator_switched_dropped"], seen
+assert seen["allocator_ns"] < 0.25 * sleeps, seen
+assert seen["allocator_share"] < 1, seen
+assert unseen["allocator_switched_calls"] is None, unseen
+assert unseen["allocator_switched_dropped"] is None, unseen
+assert unseen["allocator_ns"] >= sleeps, unseen
+PY
+    ;;
 costs_slow)
     # A handful of slow calls hold the allocator's time: one_slow()'s four
     # callocs, each clearing 16 MiB of a dirty heap, against many_cheap()'s

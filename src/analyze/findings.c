@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #include "report.h"
 
+#include "../mk_assert.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +61,9 @@ static bool add(mk_report_t *r, size_t *cap, mk_finding_t f)
     if (!mk_grow((void **)&r->findings, cap, r->nfindings + 1, sizeof *r->findings))
         return false;
     f.fix = fixes[f.kind];
-    r->findings[r->nfindings++] = f; /* priced at the end */
+    f.stacks[0] = f.stack;
+    f.nstacks = 1;
+    r->findings[r->nfindings++] = f; /* priced at the end, merged after */
     return true;
 }
 
@@ -256,6 +260,7 @@ void mk_findings_price(mk_report_t *r, double cost_ns)
         site_aggs(r, f, &a, &b);
         f->saving_ns = (double)f->removable * cost_ns;
         f->priced = true;
+        f->npriced = 1;
         f->alloc_ns = agg_ns(a) + agg_ns(b);
     }
     r->savings_measured = false;
@@ -285,10 +290,114 @@ void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *))
         /* No timed call at the site read above the reading's own cost (a
          * few dozen calls, each a fast path): the price says more than 0. */
         f->priced = !(per > 0);
+        f->npriced = f->priced;
         f->saving_ns = (double)f->removable * (f->priced ? price_ns(r) : per);
         f->alloc_ns = agg_ns(a) + agg_ns(b);
     }
     if (r->nfindings > 1)
         qsort(r->findings, r->nfindings, sizeof *r->findings, by_saving_ns);
     r->savings_measured = true;
+}
+
+/* ---- one finding per fix ---- */
+
+/* A stack's allocation site, as the merge tells sites apart: the innermost
+ * frame's label (function and line, or module+offset). */
+static const char *site_of(mk_report_t *r, uint32_t stack, char *buf, size_t cap)
+{
+    mk_frame_t f;
+    if (!mk_names_innermost(r->names, stack, &f))
+        return "(no stack)";
+    return mk_frame_label(&f, buf, cap);
+}
+
+static uint64_t finding_key(mk_report_t *r, const mk_finding_t *f)
+{
+    char a[1024], b[1024];
+    const char *s = site_of(r, f->stack, a, sizeof a);
+    uint64_t h =
+        mk_hash_bytes(s, strlen(s)) ^ ((uint64_t)f->kind * 0x9e3779b97f4a7c15ull);
+    if (f->kind == MK_F_PAIRED) {
+        const char *t = site_of(r, f->stack2, b, sizeof b);
+        h ^= mk_hash_bytes(t, strlen(t)) * 31;
+    }
+    return h | 1; /* 0 is an empty slot */
+}
+
+static bool same_fix(mk_report_t *r, const mk_finding_t *x, const mk_finding_t *y)
+{
+    char a[1024], b[1024];
+    if (x->kind != y->kind)
+        return false;
+    if (strcmp(site_of(r, x->stack, a, sizeof a), site_of(r, y->stack, b, sizeof b)) != 0)
+        return false;
+    return x->kind != MK_F_PAIRED || strcmp(site_of(r, x->stack2, a, sizeof a),
+                                            site_of(r, y->stack2, b, sizeof b)) == 0;
+}
+
+/* Into the finding into, which saves at least as much as f (the findings
+ * are ranked): f's counts and savings, and its stack while there is room. */
+static void absorb(mk_finding_t *into, const mk_finding_t *f)
+{
+    MK_ASSERT(into->saving_ns >= f->saving_ns || into->removable >= f->removable);
+    into->count += f->count;
+    into->removable += f->removable;
+    into->saving_ns += f->saving_ns;
+    into->alloc_ns += f->alloc_ns;
+    into->npriced += f->npriced;
+    into->priced = into->npriced > 0;
+    if (into->nstacks < MK_FINDING_STACKS)
+        into->stacks[into->nstacks] = f->stack;
+    into->nstacks++;
+}
+
+bool mk_findings_merge(mk_report_t *r)
+{
+    if (r->nfindings < 2)
+        return true;
+    mk_kv_table_t index = mk_kv_heap_table(); /* key -> the first finding's index */
+    size_t n = 0;
+    bool ok = true;
+    for (size_t i = 0; i < r->nfindings; i++) {
+        mk_finding_t *f = &r->findings[i];
+        bool fresh;
+        mk_kv_t *e = ok ? mk_kv_put(&index, finding_key(r, f), &fresh) : NULL;
+        if (!e) {
+            ok = false; /* out of memory: the rest stay as they are */
+            r->findings[n++] = *f;
+            continue;
+        }
+        size_t j = n;
+        if (!fresh && same_fix(r, &r->findings[e->a], f))
+            j = e->a;
+        else if (!fresh) /* a hash shared by two fixes: search */
+            for (j = 0; j < n && !same_fix(r, &r->findings[j], f); j++)
+                ;
+        if (j < n) {
+            absorb(&r->findings[j], f);
+            continue;
+        }
+        if (fresh)
+            e->a = n;
+        r->findings[n++] = *f;
+    }
+    free(index.slots);
+    r->nfindings = n;
+    if (n > 1)
+        qsort(r->findings, n, sizeof *r->findings,
+              r->savings_measured ? by_saving_ns : by_saving);
+    return ok;
+}
+
+size_t mk_findings_shown(const mk_report_t *r, size_t limit)
+{
+    double total = 0, held = 0;
+    if (!limit)
+        limit = 10;
+    for (size_t i = 0; i < r->nfindings; i++)
+        total += r->findings[i].saving_ns;
+    size_t n = 0;
+    while (n < r->nfindings && n < limit && (n == 0 || held < 0.9 * total))
+        held += r->findings[n++].saving_ns;
+    return n;
 }

@@ -771,6 +771,9 @@ static void finish(mk_report_t *r, const char *path)
         mk_findings_measure(r, mk_report_cost_ns);
     else if (r->nfindings)
         mk_findings_price(r, mk_report_cost_ns(r));
+    if (!mk_findings_merge(r) && !r->problem[0])
+        snprintf(r->problem, sizeof r->problem,
+                 "%s: out of memory merging the findings; some are per stack", path);
     /* The rows and findings hold what is left to show (the site rows point at
      * the profile's aggregates): the replay's own state goes. */
     mk_profile_release_replay(&r->prof);

@@ -39,6 +39,11 @@ typedef struct mk_report_opts {
     bool wait_known;    /* the process's end as its parent saw it (memkit trace's
                          * own child): what a missing end record means */
     int wait_status;    /* waitpid's status, with wait_known */
+    /* How the text and the page show it: the findings shown (0: those that
+     * hold 90% of the saving, at most 10; SIZE_MAX: all; JSON has every
+     * one), and the frames of each stack in text (0: each table's own). */
+    size_t findings_shown;
+    int depth_shown;
 } mk_report_opts_t;
 
 /* The order of the site, function and line rows (--sort): the default is
@@ -129,15 +134,23 @@ enum mk_finding_kind {
 /* The JSON and text name of a finding kind ("lifo", "temporary", ...). */
 const char *mk_finding_name(enum mk_finding_kind k);
 
+/* A finding is one fix: one kind at one allocation site (the allocating
+ * frame's function and line, or module+offset), with the stacks that reach
+ * it merged (mk_findings_merge); the busiest few are its evidence. */
+#define MK_FINDING_STACKS 3
+
 typedef struct mk_finding {
     enum mk_finding_kind kind;
-    uint32_t stack, stack2; /* stack2: the other site of a pair */
-    uint64_t count;         /* allocations showing the pattern */
-    uint64_t removable;     /* malloc/free pairs the fix removes */
-    double saving_ns;       /* removable x the measured malloc+free cost */
-    double alloc_ns;        /* the allocator's time at its site (and stack2's) */
-    bool priced;            /* saving_ns from the price, not measured times */
-    char evidence[256];
+    uint32_t stack, stack2; /* the busiest stack; stack2: the other site of a pair */
+    uint32_t stacks[MK_FINDING_STACKS]; /* the busiest stacks, stacks[0] == stack */
+    uint32_t nstacks;                   /* stacks merged (1: a single one) */
+    uint32_t npriced;                   /* of them, those priced */
+    uint64_t count;                     /* allocations showing the pattern */
+    uint64_t removable;                 /* malloc/free pairs the fix removes */
+    double saving_ns;                   /* removable x the measured malloc+free cost */
+    double alloc_ns;    /* the allocator's time at its site (and stack2's) */
+    bool priced;        /* saving_ns from the price, not measured times */
+    char evidence[256]; /* the busiest stack's */
     const char *fix;
 } mk_finding_t;
 
@@ -237,6 +250,12 @@ void mk_findings_price(mk_report_t *r, double cost_ns);
  * trace with site times): the removed calls' share of it; findings are then
  * ordered by saving. */
 void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *));
+/* One finding per fix: those of one kind at one site (and a pair's second
+ * site) become one, their counts and savings summed, ranked again. */
+bool mk_findings_merge(mk_report_t *r);
+/* How many findings a reader is shown by default: those that hold 90% of
+ * the total saving, at most limit (0: the default, 10; SIZE_MAX: all). */
+size_t mk_findings_shown(const mk_report_t *r, size_t limit);
 
 /* A row's median request size: its histogram's, kept within its min and max
  * (exact when every request had one size). */

@@ -371,9 +371,24 @@ static void findings(mk_json *j, mk_report_t *r)
         key_str(j, "saving_from", f->priced ? "price" : "measured");
         key_str(j, "evidence", f->evidence);
         key_str(j, "fix", f->fix);
+        /* one fix: the stacks that reach its site, the busiest first */
+        key_uint(j, "stack_count", f->nstacks);
+        key_uint(j, "priced_stacks", f->npriced);
+        mk_json_key(j, "other_sites");
+        mk_json_begin_array(j);
+        for (uint32_t k = 1; k < f->nstacks && k < MK_FINDING_STACKS; k++) {
+            mk_json_begin_object(j);
+            key_uint(j, "stack", f->stacks[k]);
+            mk_json_key(j, "frames");
+            frames(j, r, f->stacks[k]);
+            mk_json_end_object(j);
+        }
+        mk_json_end_array(j);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);
+    /* how many the text and the page show (--findings) */
+    key_uint(j, "findings_shown", mk_findings_shown(r, r->opts.findings_shown));
 }
 
 static void timeline(mk_json *j, const mk_profile_t *p)

@@ -268,10 +268,13 @@ static void top_list(const text_t *t, int top)
     }
 }
 
+/* A stack's first frames: --depth-shown's, else max_frames. */
 static void stack_lines(const text_t *t, uint32_t stack, int max_frames,
                         const char *indent)
 {
     uint32_t depth;
+    if (t->r->opts.depth_shown > 0)
+        max_frames = t->r->opts.depth_shown;
     const mk_frame_t *f = mk_names_stack(t->r->names, stack, &depth);
     for (uint32_t i = 0; i < depth && i < (uint32_t)max_frames; i++) {
         char where[1024];
@@ -468,6 +471,37 @@ static void peak_and_leaks(const text_t *t, int top)
     free(rows);
 }
 
+/* Frames two stacks share from the innermost on. */
+static uint32_t shared_frames(const text_t *t, uint32_t a, uint32_t b)
+{
+    uint32_t da, db, n = 0;
+    const mk_frame_t *fa = mk_names_stack(t->r->names, a, &da);
+    const mk_frame_t *fb = mk_names_stack(t->r->names, b, &db);
+    char x[1024], y[1024];
+    while (n < da && n < db &&
+           strcmp(mk_frame_label(&fa[n], x, sizeof x),
+                  mk_frame_label(&fb[n], y, sizeof y)) == 0)
+        n++;
+    return n;
+}
+
+/* Another stack of a finding, from where it parts from the busiest one:
+ * the frames both share are said, not repeated. */
+static void other_stack(const text_t *t, uint32_t busiest, uint32_t stack)
+{
+    uint32_t depth, shared = shared_frames(t, busiest, stack), shown = 0;
+    const mk_frame_t *f = mk_names_stack(t->r->names, stack, &depth);
+    int max = t->r->opts.depth_shown > 0 ? t->r->opts.depth_shown : 2;
+    fprintf(t->out, "     and from (its first %u frame%s the busiest stack's):\n", shared,
+            shared == 1 ? "" : "s");
+    for (uint32_t i = shared; i < depth && shown < (uint32_t)max; i++, shown++) {
+        char where[1024];
+        fprintf(t->out, "       from %s\n", mk_frame_long(&f[i], where, sizeof where));
+    }
+    if (depth > shared + shown)
+        fprintf(t->out, "       ... %u more frames\n", depth - shared - shown);
+}
+
 static void findings(const text_t *t, int top, bool brief)
 {
     mk_report_t *r = t->r;
@@ -503,28 +537,53 @@ static void findings(const text_t *t, int top, bool brief)
                  mk_fmt_ns(mk_report_cost_ns(r), c, sizeof c));
         heading(t, head);
     }
-    for (size_t i = 0; i < r->nfindings && i < (size_t)top; i++) {
+    size_t shown = brief ? (r->nfindings < (size_t)top ? r->nfindings : (size_t)top)
+                         : mk_findings_shown(r, r->opts.findings_shown);
+    for (size_t i = 0; i < shown; i++) {
         const mk_finding_t *f = &r->findings[i];
         uint32_t depth;
         const mk_frame_t *fr = mk_names_stack(r->names, f->stack, &depth);
-        char where[1024];
+        char where[1024], stacks[48] = "";
+        if (f->nstacks > 1)
+            snprintf(stacks, sizeof stacks, " from %u stacks", f->nstacks);
+        const char *priced = "";
+        if (r->savings_measured && f->npriced == f->nstacks)
+            priced = " (priced: no call measured there)";
+        else if (r->savings_measured && f->npriced)
+            priced = " (in part priced: no call measured at some stacks)";
         fprintf(t->out,
-                t->color ? "  %zu. \033[1m%s\033[0m: %s allocations, saves ~%s%s: %s\n"
-                         : "  %zu. %s: %s allocations, saves ~%s%s: %s\n",
+                t->color ? "  %zu. \033[1m%s\033[0m: %s allocations%s, saves ~%s%s: %s\n"
+                         : "  %zu. %s: %s allocations%s, saves ~%s%s: %s\n",
                 i + 1, mk_finding_name(f->kind), mk_fmt_count(f->removable, a, sizeof a),
-                mk_fmt_ns(f->saving_ns, b, sizeof b),
-                r->savings_measured && f->priced ? " (priced: no call measured there)"
-                                                 : "",
+                stacks, mk_fmt_ns(f->saving_ns, b, sizeof b), priced,
                 depth ? mk_frame_long(fr, where, sizeof where) : "(no stack)");
         if (brief)
             continue;
-        fprintf(t->out, "     %s\n", f->evidence);
+        fprintf(t->out, "     %s%s\n", f->nstacks > 1 ? "at the busiest stack: " : "",
+                f->evidence);
         fprintf(t->out, "     fix: %s\n", f->fix);
         stack_lines(t, f->stack, 4, "       ");
         if (f->kind == MK_F_PAIRED) {
             fprintf(t->out, "     paired with:\n");
             stack_lines(t, f->stack2, 4, "       ");
         }
+        for (uint32_t k = 1; k < f->nstacks && k < MK_FINDING_STACKS; k++)
+            other_stack(t, f->stack, f->stacks[k]);
+        if (f->nstacks > MK_FINDING_STACKS)
+            fprintf(t->out, "     and %u more stacks\n", f->nstacks - MK_FINDING_STACKS);
+    }
+    if (!brief && shown < r->nfindings) {
+        double rest = 0, all = 0;
+        for (size_t i = 0; i < r->nfindings; i++) {
+            all += r->findings[i].saving_ns;
+            rest += i >= shown ? r->findings[i].saving_ns : 0;
+        }
+        bool one = r->nfindings - shown == 1;
+        fprintf(t->out,
+                "  %zu more finding%s ~%s in all (%.0f%% of the findings' "
+                "saving): --findings all shows them\n",
+                r->nfindings - shown, one ? " saves" : "s save",
+                mk_fmt_ns(rest, b, sizeof b), all > 0 ? 100.0 * rest / all : 0);
     }
 }
 

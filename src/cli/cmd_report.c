@@ -368,10 +368,27 @@ int mk_read_process(const char *path, mk_report_process_t *p)
 enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED };
 
 typedef struct report_cli {
-    int top, color, memanalyze, format, weight;
+    int top, color, memanalyze, format, weight, depth_shown;
     bool growth;
+    size_t findings;
     const char *out;
 } report_cli_t;
+
+/* --findings N or all: how many findings text and the page show. */
+static int set_findings(void *dest, const mk_opt_t *opt, const char *v)
+{
+    report_cli_t *c = dest;
+    uint64_t n;
+    (void)opt;
+    if (strcmp(v, "all") == 0)
+        c->findings = SIZE_MAX;
+    else if (mk_parse_count(v, &n) && n > 0 && n < SIZE_MAX)
+        c->findings = (size_t)n;
+    else
+        return mk_usage_error(
+            "report: --findings: a count of at least 1 or 'all', not '%s'", v);
+    return -1;
+}
 
 static int set_memanalyze(void *dest, const mk_opt_t *opt, const char *v)
 {
@@ -410,6 +427,20 @@ static const mk_opt_t report_opts[] = {
      .at = REPORT(top),
      .hi = 1000000,
      .help = "rows per table (default 10; json: all unless given)"},
+    {.name = "--findings",
+     .arg = "N|all",
+     .kind = MK_OPT_CALL,
+     .call = set_findings,
+     .help = "findings text and html show (default: those that hold\n"
+             "90% of the saving, at most 10; json: all)"},
+    {.name = "--depth-shown",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = REPORT(depth_shown),
+     .lo = 1,
+     .hi = 1000,
+     .help = "frames of each stack in text (default: 6 for sites,\n"
+             "4 for findings)"},
     {.name = "--weight",
      .arg = "W",
      .kind = MK_OPT_CHOICE,
@@ -467,6 +498,8 @@ int mk_cmd_report(int argc, char **argv)
     int top = c.top, color = c.color, memanalyze = c.memanalyze;
     bool growth_only = c.growth;
     enum format fmt = (enum format)c.format;
+    o.findings_shown = c.findings;
+    o.depth_shown = c.depth_shown;
     enum mk_weight weight = (enum mk_weight)c.weight;
     const char *outpath = c.out;
     if (!ninputs)

@@ -555,6 +555,64 @@ memdebug)
     expect_status 0
     expect_line "Lines not understood: 2" # BT lines are known (back-traces)
     ;;
+merged)
+    # One allocation site reached from three stacks is one finding (one fix),
+    # its counts and savings the three's sums, the busiest stack first; the
+    # same churn at a site of its own stays a finding of its own.
+    trace m "$rprogs/patterns" merged
+    "$memkit" report --format json "$work/m.mkt" >"$work/m.json" || fail "report --format json failed"
+    python3 - "$work/m.json" <<'PY' || fail "merged findings (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+def fn(frames):
+    return frames[0]["function"] if frames else None
+at = {}
+for f in r["findings"]:
+    at.setdefault((f["kind"], fn(f["site"]["frames"])), []).append(f)
+m, apart = at.get(("pool", "merged_site")), at.get(("pool", "merged_apart"))
+assert m and apart, sorted(at)
+assert len(m) == 1 and len(apart) == 1, (len(m), len(apart))
+m, apart = m[0], apart[0]
+assert m["stack_count"] == 3 and apart["stack_count"] == 1, (m["stack_count"], apart["stack_count"])
+# the first 64 of each caller come from another line of churn_from: too few
+assert m["count"] == 6000 and m["removable"] == m["count"], m
+assert apart["count"] == 1000, apart
+# the busiest stack first (merged_a's), then the others, each once
+callers = [s["frames"][2]["function"] for s in [m["site"]] + m["other_sites"]]
+assert callers == ["merged_a", "merged_b", "merged_c"], callers
+assert len(m["other_sites"]) == 2 and m["priced_stacks"] <= 3
+# no two findings of one kind at one site
+keys = [(f["kind"], json.dumps(f["site"]["frames"][:1])) for f in r["findings"]]
+assert len(keys) == len(set(keys)), keys
+assert 1 <= r["findings_shown"] <= min(10, len(r["findings"])), r["findings_shown"]
+PY
+    status "$memkit" report --top 5 "$work/m.mkt"
+    expect_status 0
+    expect_re "^  [0-9]+\. pool: 6,000 allocations from 3 stacks, saves ~[0-9.]+ (ns|us|ms).*: merged_site at patterns\.c:[0-9]+ \(patterns\)$"
+    expect_re "^     at the busiest stack: 3000 allocations, all of 40 bytes, 3000 freed again: fixed-size churn$"
+    expect_re "^     and from \(its first 2 frames the busiest stack's\):$"
+    expect_re "^       from merged_b at patterns\.c:[0-9]+ \(patterns\)$"
+    # --findings: how many are shown; the rest are said in one line
+    status "$memkit" report --findings 1 "$work/m.mkt"
+    expect_status 0
+    [ "$(grep -cE '^  [0-9]+\. ' "$work/out")" -eq 1 ] || fail "--findings 1 showed another number"
+    expect_re "^  1 more finding saves ~[0-9.]+ (ns|us|ms) in all \([0-9]+% of the findings' saving\): --findings all shows them$"
+    status "$memkit" report --findings all "$work/m.mkt"
+    expect_status 0
+    grep -q "more finding" "$work/out" && fail "--findings all left some out"
+    for bad in 0 -1 x 2.5; do
+        status "$memkit" report --findings "$bad" "$work/m.mkt"
+        expect_status 2
+        expect_re "^memkit: report: --findings: a count of at least 1 or 'all', not '$bad'$"
+    done
+    # --depth-shown: the frames of each stack
+    status "$memkit" report --depth-shown 1 "$work/m.mkt"
+    expect_status 0
+    grep -q "^       from churn_from" "$work/out" && fail "--depth-shown 1 showed a second frame"
+    expect_re "^       at   merged_site at patterns\.c:[0-9]+ \(patterns\)$"
+    status "$memkit" report --depth-shown 0 "$work/m.mkt"
+    expect_status 2
+    ;;
 diff)
     trace before "$rprogs/patterns" lifo
     trace after "$rprogs/patterns" none

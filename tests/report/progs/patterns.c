@@ -118,6 +118,58 @@ static void pool(void)
         free(slot[(i * 37) % 64]);
 }
 
+/* One allocation site reached through three callers, each churning 64
+ * slots of 40 bytes of its own (n x ROUNDS replacements, at a line of
+ * their own): one fix, an mk_pool of 40 bytes at merged_site, from three
+ * stacks. And
+ * merged_apart, the same churn at a site of its own: a fix of its own. */
+__attribute__((noinline)) static void *merged_site(void)
+{
+    return must(malloc(40));
+}
+
+__attribute__((noinline)) static void *merged_apart(void)
+{
+    return must(malloc(40));
+}
+
+__attribute__((noinline)) static void churn_from(void *(*site)(void), int rounds)
+{
+    void *slot[64];
+    for (int i = 0; i < 64; i++)
+        slot[i] = site();
+    for (int r = 0; r < rounds; r++) {
+        unsigned i = next_random() % 64;
+        free(slot[i]);
+        slot[i] = site();
+    }
+    for (int i = 0; i < 64; i++)
+        free(slot[(i * 37) % 64]);
+}
+
+__attribute__((noinline)) static void merged_a(void)
+{
+    churn_from(merged_site, 3 * ROUNDS);
+}
+
+__attribute__((noinline)) static void merged_b(void)
+{
+    churn_from(merged_site, 2 * ROUNDS);
+}
+
+__attribute__((noinline)) static void merged_c(void)
+{
+    churn_from(merged_site, ROUNDS);
+}
+
+static void merged(void)
+{
+    merged_a();
+    merged_b();
+    merged_c();
+    churn_from(merged_apart, ROUNDS);
+}
+
 /* The pool finding's boundary (it fires when at least half of one size's
  * blocks are freed): 1000 blocks of 48 bytes, `pool_share_freed` of them
  * freed in a shuffled order, the rest kept to the end. */
@@ -719,6 +771,7 @@ static const struct {
     {"temporary", temporary},
     {"hoist", hoist},
     {"pool", pool},
+    {"merged", merged},
     {"pool_half", pool_half},
     {"pool_under", pool_under},
     {"pool_fifth", pool_fifth},

@@ -216,18 +216,10 @@ static void totals(mk_json *j, mk_report_t *r)
         mk_json_double(j, (double)p->allocation_calls / r->duration_s);
     else
         mk_json_null(j);
+    /* Always null: the program's I/O is not measured (trace/reader.h); the
+     * key stays for readers of version 1. */
     mk_json_key(j, "allocations_per_mb_io");
-    const mk_trace_t *tr = r->tr;
-    uint64_t io = 0;
-    if (tr && tr->end.present) {
-        uint64_t own =
-            tr->end.trace_bytes < tr->end.wchar ? tr->end.trace_bytes : tr->end.wchar;
-        io = tr->end.rchar + tr->end.wchar - own;
-    }
-    if (io)
-        mk_json_double(j, (double)p->allocation_calls / ((double)io / 1e6));
-    else
-        mk_json_null(j);
+    mk_json_null(j);
     mk_json_end_object(j);
 }
 

@@ -153,20 +153,6 @@ static void totals(const text_t *t)
     fprintf(out, "Peak RSS: %" PRIu64 " KB\n", tr->end.maxrss_kb);
     fprintf(out, "Page faults: %" PRIu64 " minor, %" PRIu64 " major\n", tr->end.minflt,
             tr->end.majflt);
-    /* The tracer's own trace writes are not the program's I/O. */
-    uint64_t wrote =
-        tr->end.wchar -
-        (tr->end.trace_bytes < tr->end.wchar ? tr->end.trace_bytes : tr->end.wchar);
-    uint64_t io = tr->end.rchar + wrote;
-    fprintf(out, "I/O bytes: %" PRIu64 " read, %" PRIu64 " written", tr->end.rchar,
-            wrote);
-    if (p->allocation_calls && io >= p->allocation_calls)
-        fprintf(out, " (one allocation per %.1f bytes)",
-                (double)io / (double)p->allocation_calls);
-    else if (io && p->allocation_calls)
-        fprintf(out, " (%.1f allocations per byte)",
-                (double)p->allocation_calls / (double)io);
-    fputc('\n', out);
     glibc_heap(&tr->end, out);
 }
 

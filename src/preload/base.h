@@ -6,9 +6,9 @@
  *
  * The layers (docs/ARCHITECTURE.md): hooks (hooks*.c, signals.c, fds.c's
  * interposers) call the core (runtime.c, threads.c, summary.c), which calls
- * the services (output.c, stacks.c, modules.c, proc_io.c, ...), which call
+ * the services (output.c, stacks.c, modules.c, ...), which call
  * only this base. What a lower layer must run of a higher one (the end of
- * the trace from a fatal signal, a thread's end from /proc scans) is passed
+ * the trace from a fatal signal) is passed
  * down as a callback.
  *
  * Invariants:
@@ -119,7 +119,6 @@ typedef struct mk_state {
     uint64_t slow_cycles;       /* a call this long is slow (runtime.c; 0: none) */
     bool switches;              /* a thread's switches show in its rseq word (below) */
     uint64_t tick_start;
-    atomic_ullong bytes_written; /* to the trace: the process's I/O minus ours */
     atomic_uint next_thread;
     atomic_uintptr_t threads; /* mk_thread_t list head */
     atomic_ullong events_written;

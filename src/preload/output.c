@@ -364,8 +364,6 @@ static bool append_record(mk_thread_t *t, unsigned type, const uint8_t *rec, siz
     errno = 0;
     bool ok = trace_fd_ready() && write_trace(mk_st.fd, rec, n);
     int err = errno ? errno : ENOSPC;
-    if (ok)
-        atomic_fetch_add(&mk_st.bytes_written, n);
     mk_output_unlock();
     if (!ok)
         fail("cannot write trace", err);

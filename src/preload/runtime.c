@@ -9,7 +9,6 @@
 #include "glibc_heap.h"
 #include "modules.h"
 #include "output.h"
-#include "proc_io.h"
 #include "sampling.h"
 #include "signals.h"
 #include "stacks.h"
@@ -152,10 +151,7 @@ static void write_end(int reason)
 {
     uint8_t raw[256], *p = raw;
     struct rusage ru;
-    mk_io_t io;
-    uint64_t trace_bytes;
 
-    mk_io_end(&io, &trace_bytes); /* first: the reads below are ours */
     getrusage(RUSAGE_SELF, &ru);
     p = mk_put_varint(p, (uint64_t)reason);
     p = mk_put_varint(p, atomic_load(&mk_st.events_written));
@@ -168,11 +164,12 @@ static void write_end(int reason)
                              (uint64_t)ru.ru_utime.tv_usec);
     p = mk_put_varint(p, (uint64_t)ru.ru_stime.tv_sec * 1000000u +
                              (uint64_t)ru.ru_stime.tv_usec);
-    for (int i = 0; i < MK_IO_FIELDS; i++)
-        p = mk_put_varint(p, io.v[i]);
+    /* The I/O counters' places (trace/reader.h): 0, not measured. */
+    for (int i = 0; i < 4; i++)
+        p = mk_put_varint(p, 0);
     p = mk_put_varint(p, mk_now() - mk_st.t_start);
     p = mk_put_varint(p, mk_ticks());
-    p = mk_put_varint(p, trace_bytes); /* ours, to subtract from wchar */
+    p = mk_put_varint(p, 0); /* the trace bytes to subtract from them */
     /* Added later, so optional: glibc's view of its heap. Not after _exit,
      * which is often called from a signal handler, nor from ours: either may
      * have interrupted malloc holding the arena lock mallinfo2 takes. */
@@ -284,8 +281,6 @@ static void fork_child(void)
         if (mk_mode_sampled())
             mk_samples_write(MK_SAMPLES_START);
     }
-    mk_io_start(
-        mk_thread_ended); /* the child's counts began at 0 with it; the head is ours */
     mk_guard--;
 }
 
@@ -402,7 +397,6 @@ void mk_init(void)
     mk_shadowed_write();
     if (mk_mode_sampled())
         mk_samples_write(MK_SAMPLES_START);
-    mk_io_start(mk_thread_ended); /* after the head: its reads and writes are ours */
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     mk_st.path = path_of(&mk_st.cfg);
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);

@@ -31,7 +31,6 @@
 #include "stacks.h"
 
 #include "elf_sym.h"
-#include "proc_io.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -674,10 +673,6 @@ static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     if (initial_stack(t, here))
         return;
-    /* For the main thread glibc reads /proc/self/maps: ours, not the
-     * program's I/O. */
-    bool main_thread = t->tid == mk_st.pid;
-    uint64_t mark = main_thread ? mk_io_mark() : MK_IO_NO_MARK;
     pthread_attr_t attr;
     void *lo;
     size_t len;
@@ -690,8 +685,6 @@ static void learn_stack(mk_thread_t *t, const uintptr_t *frames, int n)
         pthread_attr_destroy(&attr);
     }
     mk_cancel_restore(cancel);
-    if (main_thread)
-        mk_io_own_since(mark);
 }
 
 /* Walks the stack with libunwind: frames from the hook's caller (the frame

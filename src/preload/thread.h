@@ -70,8 +70,6 @@ MK_HIDDEN void mk_threads_flush_all(void);
 MK_HIDDEN void mk_quiesce_others(void);
 /* The live-block index ran out of memory: tracing stops, said once. */
 MK_HIDDEN void mk_index_failed(void);
-/* Has thread tid of this process run its state's key destructor? */
-MK_HIDDEN bool mk_thread_ended(pid_t tid);
 /* At start-up: the key whose destructor flushes an exiting thread's state,
  * and the membarrier flushes rely on. */
 MK_HIDDEN void mk_threads_init(void);

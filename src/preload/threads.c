@@ -8,7 +8,6 @@
 #include "sampling.h"
 
 #include "output.h"
-#include "proc_io.h"
 #include "stacks.h"
 #include "summary.h"
 
@@ -72,7 +71,6 @@ static void thread_exit(void *arg)
     atomic_store(&t->in_hook, 1); /* seq_cst: a flusher waits for us, or we see it */
     if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
         mk_thread_flush(t);
-    mk_io_thread_ended(); /* before exited_tid: the end's scan skips it then */
     atomic_store_explicit(&t->exited_tid, t->tid, memory_order_release);
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);
     mk_guard = guarded;
@@ -86,14 +84,6 @@ static bool thread_gone(pid_t tid)
     bool gone = mk_syscall(SYS_tgkill, mk_st.pid, tid, 0) != 0 && errno == ESRCH;
     errno = saved_errno;
     return gone;
-}
-
-bool mk_thread_ended(pid_t tid)
-{
-    for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next)
-        if (atomic_load_explicit(&t->exited_tid, memory_order_acquire) == tid)
-            return true;
-    return false;
 }
 
 /* A state for reuse: one whose thread ended (its last events, recorded after

@@ -47,13 +47,12 @@ typedef struct mk_trace_end {
     bool present;
     uint64_t reason, events_written, events_lost, threads;
     uint64_t maxrss_kb, minflt, majflt, utime_us, stime_us;
-    /* rchar..write_bytes: /proc's I/O counters for the program's own threads
-     * while traced (preload/proc_io.c): not its waited-for children's, not
-     * the tracer's reads. Traces written before 2026-11-23 hold the whole
-     * process's, from its start and with its children. */
+    /* rchar..write_bytes and trace_bytes: /proc's I/O counters, which
+     * traces written from 2026-12-02 on hold as 0 and readers ignore: read
+     * at the end they missed stdio flushed after it, and a process that
+     * dropped its privileges could not read them. */
     uint64_t rchar, wchar, read_bytes, write_bytes, duration_ns;
-    uint64_t end_tick, trace_bytes; /* trace_bytes: written by the tracer itself
-                                     * in that time, for readers to take off wchar */
+    uint64_t end_tick, trace_bytes;
     /* glibc's view of its heap at the end (absent after _exit and in older
      * traces): mallinfo2's arena, in use, free and mmapped bytes, and the
      * RSS of the [heap] mapping */

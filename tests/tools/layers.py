@@ -26,7 +26,7 @@ TRACER_LAYERS = [
     ("services", False, ["stacks", "modules", "shadowed", "sampling", "glibc_heap",
                          "child_env"]),
     ("output", False, ["output"]),
-    ("leaves", False, ["fds", "raw_frame", "elf_sym", "live_sizes", "proc_io"]),
+    ("leaves", False, ["fds", "raw_frame", "elf_sym", "live_sizes"]),
     ("base", False, ["base"]),
 ]
 

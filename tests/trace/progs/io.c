@@ -1,11 +1,10 @@
 /*
- * io.c - known I/O bytes, for the END record's counts: the main thread
- * reads 20,000 bytes and writes 30,000; a second thread (which allocates, so
- * the tracer knows it) reads 1,000 and writes 2,000 and ends before the
- * process does; a forked child, waited for, reads 3,000 and writes 7,000.
- * The parent's trace must show 21,000 read and 32,000 written (its threads,
- * not its child, and not the tracer's own reads and writes); the child's
- * 3,000 and 7,000. Only read() and write(): stdio would add its own.
+ * io.c - a program that does I/O: the main thread reads 20,000 bytes and
+ * writes 30,000; a second thread (which allocates, so the tracer knows it)
+ * reads 1,000 and writes 2,000 and ends before the process does; a forked
+ * child, waited for, reads 3,000 and writes 7,000. No report may show an
+ * I/O figure for it: the tracer does not measure I/O (tests/trace/run.sh,
+ * io).
  */
 #include <fcntl.h>
 #include <pthread.h>

@@ -392,6 +392,8 @@ bool mk_findings_merge(mk_report_t *r)
 size_t mk_findings_shown(const mk_report_t *r, size_t limit)
 {
     double total = 0, held = 0;
+    if (limit == SIZE_MAX) /* --findings all */
+        return r->nfindings;
     if (!limit)
         limit = 10;
     for (size_t i = 0; i < r->nfindings; i++)

@@ -537,8 +537,9 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
     if (r->tr->damage[0]) {
         r->partial = true;
         snprintf(r->problem, sizeof r->problem,
-                 "%s is damaged: %s; the report covers what came before", path,
-                 r->tr->damage);
+                 r->tr->bounded ? "%s: %s; the report covers what came before"
+                                : "%s is damaged: %s; the report covers what came before",
+                 path, r->tr->damage);
     } else if ((r->tr->header.flags & MK_TF_SUMMARY_ONLY) && !r->tr->summary.present) {
         /* Counts of 0 would read as a program that made no allocation. */
         snprintf(err, errlen,

@@ -253,8 +253,8 @@ void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *));
 /* One finding per fix: those of one kind at one site (and a pair's second
  * site) become one, their counts and savings summed, ranked again. */
 bool mk_findings_merge(mk_report_t *r);
-/* How many findings a reader is shown by default: those that hold 90% of
- * the total saving, at most limit (0: the default, 10; SIZE_MAX: all). */
+/* How many findings a reader is shown: those that hold 90% of the total
+ * saving, at most limit (0: the default, 10); SIZE_MAX: all of them. */
 size_t mk_findings_shown(const mk_report_t *r, size_t limit);
 
 /* A row's median request size: its histogram's, kept within its min and max

@@ -146,9 +146,9 @@ static inline mk_clocks_t read_clocks(void)
 
 /* A call the thread was switched out in (base.h's mk_switched): a clocked
  * one keeps the share of its cycles its CPU clock ran for; any other keeps
- * its end as the event's time and has no time of its own: a timed one
- * weighs 0 (one sample of its stride lost, against milliseconds off the
- * CPU counted 64 times), a read one is not slow. */
+ * its end as the event's time and has no time of its own (0 cycles: never
+ * slow; a timed one weighs 0, one sample of its stride lost against
+ * milliseconds off the CPU counted 64 times). */
 #define SWITCH_CHECK(t, span, level, c0)                                                 \
     do {                                                                                 \
         if (MK_UNLIKELY(mk_switched((t)->switch_word))) {                                \
@@ -157,7 +157,6 @@ static inline mk_clocks_t read_clocks(void)
                 (t)->w.switched_clocked++;                                               \
             } else {                                                                     \
                 (span).t0 = (span).t1;                                                   \
-                (span).read = false;                                                     \
                 (t)->w.switched++;                                                       \
             }                                                                            \
         }                                                                                \

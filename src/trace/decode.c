@@ -398,120 +398,183 @@ static void get_head(mk_cursor_t *c, mk_trace_t *tr, events_head_t *h)
     }
 }
 
-bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
-                            size_t len, mk_event_fn fn, void *ctx)
-{
-    mk_cursor_t c = {raw, raw + len, 0}, st[MK_S_COUNT];
-    mk_event_t ev = {0};
-    addr_state_t *a = d->addr; /* per record: reset below */
-    bool cut = false;
+/* A record being decoded an event at a time: what the decoding loop keeps
+ * between two events. The record's bytes must stay as they are meanwhile. */
+struct mk_event_cursor {
+    mk_cursor_t c, st[MK_S_COUNT];
+    record_state_t rs;
+    uint64_t tick;
+    mk_event_t ev; /* the thread's, and the fields each event sets */
+    bool done;     /* at the end, or the record is malformed */
+    bool ok;       /* done without fault (a record cut inside its last item is
+                    * the end of a process that exited inside a hook) */
+};
 
+mk_event_cursor_t *mk_events_new(void)
+{
+    return calloc(1, sizeof(mk_event_cursor_t));
+}
+
+void mk_events_free(mk_event_cursor_t *ec)
+{
+    free(ec);
+}
+
+void mk_events_open(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
+                    const uint8_t *raw, size_t len)
+{
+    addr_state_t *a = d->addr; /* per record: reset here */
+    memset(ec, 0, sizeof *ec);
+    ec->c = (mk_cursor_t){raw, raw + len, 0};
     a->prev = 0;
     mk_reuse_reset(&a->reuse);
     if (!d->live.max) /* the index's bound: once (a test may set its own) */
         mk_index_set_version(&d->live, tr->header.version);
 
     events_head_t h;
-    get_head(&c, tr, &h);
-    ev.thread = h.thread;
-    uint64_t tick = h.tick, *lens = h.lens;
-    record_state_t rs = {.version = tr->header.version,
-                         .event_at = UINT64_MAX,
-                         .timed = h.timed,
-                         .cost_left = h.cost_left,
-                         .cost_rng = h.cost_rng,
-                         .overhead = h.overhead};
-    const uint8_t *p = c.p;
-    for (int i = 0; i < MK_S_COUNT && !c.err; i++) { /* lens[i] = 0 past count */
-        if (lens[i] > (uint64_t)(c.end - p)) {
-            c.err = 1;
+    get_head(&ec->c, tr, &h);
+    ec->ev.thread = h.thread;
+    ec->tick = h.tick;
+    ec->rs = (record_state_t){.version = tr->header.version,
+                              .event_at = UINT64_MAX,
+                              .timed = h.timed,
+                              .cost_left = h.cost_left,
+                              .cost_rng = h.cost_rng,
+                              .overhead = h.overhead};
+    const uint8_t *p = ec->c.p;
+    for (int i = 0; i < MK_S_COUNT && !ec->c.err; i++) { /* lens[i] = 0 past count */
+        if (h.lens[i] > (uint64_t)(ec->c.end - p)) {
+            ec->c.err = 1;
             break;
         }
-        st[i] = (mk_cursor_t){p, p + lens[i], 0};
-        p += lens[i];
+        ec->st[i] = (mk_cursor_t){p, p + h.lens[i], 0};
+        p += h.lens[i];
     }
-    rs.slow_at = c.err ? UINT64_MAX : next_slow(&st[MK_S_SLOW], 0);
-    mk_cursor_t *tags = &st[MK_S_TAG], *addrs = &st[MK_S_ADDR];
-    while (!c.err && tags->p < tags->end) {
+    ec->rs.slow_at = ec->c.err ? UINT64_MAX : next_slow(&ec->st[MK_S_SLOW], 0);
+    ec->ok = true;
+    if (ec->c.err)
+        ec->done = true, ec->ok = false;
+}
+
+/* The record's next event into *out; false at its end (ec->done). */
+static bool next_event(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
+                       mk_event_t *out)
+{
+    addr_state_t *a = d->addr;
+    mk_cursor_t *st = ec->st, *tags = &st[MK_S_TAG], *addrs = &st[MK_S_ADDR];
+    record_state_t *rs = &ec->rs;
+    mk_event_t *ev = &ec->ev;
+    bool cut = false;
+    if (ec->done)
+        return false;
+    while (!ec->c.err && tags->p < tags->end) {
         unsigned tag = *tags->p++;
         if (tag == MK_ITEM_STACK) {
             if (!define_stack(tr, &st[MK_S_DEFS]))
-                c.err = 1;
+                ec->c.err = 1;
             continue;
         }
         enum mk_kind_class cls = mk_kind_class(tag);
         if (cls == MK_CLASS_NONE) {
-            c.err = 1;
+            ec->c.err = 1;
             break;
         }
-        ev.kind = (uint8_t)tag;
-        rs.event_at++; /* from UINT64_MAX: the first is 0 */
-        tick += get_ticks(&st[MK_S_TIME], &rs);
-        ev.time = mk_trace_tick_ns(tr, tick);
-        ev.size = ev.align = ev.old_addr = ev.addr = 0;
-        ev.stack = 0;
+        ev->kind = (uint8_t)tag;
+        rs->event_at++; /* from UINT64_MAX: the first is 0 */
+        ec->tick += get_ticks(&st[MK_S_TIME], rs);
+        ev->time = mk_trace_tick_ns(tr, ec->tick);
+        ev->size = ev->align = ev->old_addr = ev->addr = 0;
+        ev->stack = 0;
         double cost = 0;
         bool slow = false;
-        ev.timed = cls != MK_CLASS_SYSMAP && get_cost(st, &rs, &cost, &slow);
-        ev.slow = slow;
-        ev.cost = (float)cost;
+        ev->timed = cls != MK_CLASS_SYSMAP && get_cost(st, rs, &cost, &slow);
+        ev->slow = slow;
+        ev->cost = (float)cost;
         mk_index_slot_t *slot;
         switch (cls) {
         case MK_CLASS_ALLOC:
-            ev.size = get_split(st, MK_S_SIZE_LO);
+            ev->size = get_split(st, MK_S_SIZE_LO);
             if (mk_kind_has_align(tag))
-                ev.align = mk_get_varint(&st[MK_S_SIZE_HI]);
-            ev.addr = get_newaddr(st, a, d, ev.size, &rs, true);
-            ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
+                ev->align = mk_get_varint(&st[MK_S_SIZE_HI]);
+            ev->addr = get_newaddr(st, a, d, ev->size, rs, true);
+            ev->stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_FREE:
-            ev.addr = get_freeref(st, a, d, &slot);
+            ev->addr = get_freeref(st, a, d, &slot);
             if (slot) {
-                note_free(a, ev.addr, slot);
+                note_free(a, ev->addr, slot);
                 mk_index_remove_slot(&d->live, slot);
             }
-            if (ev.timed && rs.version >= 6) /* the caller's stack (format.h) */
-                ev.stack = (uint32_t)mk_get_varint(&st[MK_S_FREE_STACK]);
+            if (ev->timed && rs->version >= 6) /* the caller's stack (format.h) */
+                ev->stack = (uint32_t)mk_get_varint(&st[MK_S_FREE_STACK]);
             break;
         case MK_CLASS_REALLOC:
-            ev.size = get_split(st, MK_S_SIZE_LO);
-            ev.old_addr = get_freeref(st, a, d, &slot);
+            ev->size = get_split(st, MK_S_SIZE_LO);
+            ev->old_addr = get_freeref(st, a, d, &slot);
             /* The new address's code decides whether the old block was freed. */
             {
-                bool freed = ev.old_addr && (next_code_nonzero(st, &rs) || ev.size == 0);
+                bool freed = ev->old_addr && (next_code_nonzero(st, rs) || ev->size == 0);
                 if (freed && slot) {
-                    note_free(a, ev.old_addr, slot);
+                    note_free(a, ev->old_addr, slot);
                     mk_index_remove_slot(&d->live, slot);
                 }
             }
-            ev.addr = get_newaddr(st, a, d, ev.size, &rs, false);
-            ev.stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
+            ev->addr = get_newaddr(st, a, d, ev->size, rs, false);
+            ev->stack = (uint32_t)mk_get_varint(&st[MK_S_STACK]);
             break;
         case MK_CLASS_SYSMAP:
-            ev.size = get_split(st, MK_S_SIZE_LO);
-            ev.addr = get_raw_addr(addrs, a);
+            ev->size = get_split(st, MK_S_SIZE_LO);
+            ev->addr = get_raw_addr(addrs, a);
             if (tag == MK_K_MREMAP)
-                ev.old_addr = get_raw_addr(addrs, a);
+                ev->old_addr = get_raw_addr(addrs, a);
             break;
         default:
             break;
         }
         for (int i = 0; i < MK_S_COUNT; i++)
-            c.err |= st[i].err;
-        if (c.err) {
+            ec->c.err |= st[i].err;
+        if (ec->c.err) {
             /* A stream ran dry inside the last item: a process that exited
              * inside a hook. The end, not damage. */
             cut = tags->p == tags->end;
             break;
         }
         tr->events_read++;
-        if (!fn(ctx, &ev))
-            return true;
+        *out = *ev;
+        return true;
     }
-    if (c.err && !cut)
+    ec->done = true;
+    ec->ok = !ec->c.err || cut;
+    if (!ec->ok)
         mk_trace_damage(tr, "malformed events in the record ending at offset %" PRIu64,
                         tr->offset);
-    return !c.err || cut;
+    return false;
+}
+
+size_t mk_events_read(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
+                      mk_event_t *out, size_t max)
+{
+    size_t n = 0;
+    while (n < max && next_event(tr, d, ec, &out[n]))
+        n++;
+    return n;
+}
+
+bool mk_events_ok(const mk_event_cursor_t *ec)
+{
+    return ec->ok;
+}
+
+bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
+                            size_t len, mk_event_fn fn, void *ctx)
+{
+    mk_event_cursor_t ec;
+    mk_event_t ev;
+    mk_events_open(tr, d, &ec, raw, len);
+    while (next_event(tr, d, &ec, &ev))
+        if (!fn(ctx, &ev))
+            return true;
+    return ec.ok;
 }
 
 bool mk_trace_decode_stacks(mk_trace_t *tr, const uint8_t *raw, size_t len)

@@ -608,6 +608,11 @@ PY
     status "$memkit" report --findings all "$work/m.mkt"
     expect_status 0
     grep -q "more finding" "$work/out" && fail "--findings all left some out"
+    "$memkit" report --format json --findings all "$work/m.mkt" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["findings_shown"] == len(r["findings"]), (r["findings_shown"], len(r["findings"]))' ||
+        fail "--findings all: findings_shown is not every finding"
     for bad in 0 -1 x 2.5; do
         status "$memkit" report --findings "$bad" "$work/m.mkt"
         expect_status 2

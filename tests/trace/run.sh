@@ -435,6 +435,14 @@ threads)
     expect "Mallocs: 41020"
     expect_threads_balance
     expect_re "^  1\. 40000 calls, .*: churn at threads.c"
+    # The merge holds one record per thread that has begun, within a bound
+    # (merge.c's HELD_MAX): past it the report stops there, said in one line.
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    expect "Mallocs: 41020"
+    MEMKIT_MERGE_MAX_BYTES=2000 "$memkit" report "$work"/t.*.mkt >"$out" 2>&1
+    status=$?
+    expect_status 2
+    expect_re "[0-9]+ threads' records at once need more than 0.00191 MB \(the report's bound\): reported up to here"
     ;;
 formats)
     # Traces that earlier format versions wrote read as they did when they

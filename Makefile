@@ -101,6 +101,7 @@ bench-trace: build
 
 bench-report: build
 	@sh bench/report/run.sh $(BUILD)
+	@sh bench/report/threads.sh $(BUILD)
 
 bench-real:
 	@$(DEPS) build test

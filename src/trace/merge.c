@@ -204,8 +204,13 @@ static bool load_next(merge_t *m, stream_t *s)
                             open + !s->bytes, (double)m->held_max / 1048576);
             return false;
         }
-        if (!mk_grow((void **)&s->bytes, &s->bytes_cap, len ? len : 1, 1))
-            return false;
+        if (len > s->bytes_cap) { /* exactly: doubling held twice the bytes */
+            uint8_t *b = realloc(s->bytes, len);
+            if (!b)
+                return false;
+            s->bytes = b;
+            s->bytes_cap = len;
+        }
         m->held += s->bytes_cap - had;
         memcpy(s->bytes, raw, len);
         mk_events_open(m->tr, &s->dec, s->cur, s->bytes, len);

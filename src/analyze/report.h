@@ -288,7 +288,8 @@ double mk_measure_malloc_free_ns(void);
  * never has one, and `memkit trace` prints its summary after every run. */
 double mk_report_cost_ns(mk_report_t *r);
 
-/* Renderers (report_text.c, report_json.c, report_html.c, report_collapsed.c). */
+/* Renderers (report_text.c, report_json.c, report_html.c, report_collapsed.c,
+ * report_pprof.c). */
 /* brief: the summary `memkit trace` prints (totals, top sites, top findings). */
 void mk_render_text(mk_report_t *r, FILE *out, int top, bool color, bool brief);
 /* The growth ranking (memkit report --growth): its points, then the sites
@@ -302,5 +303,8 @@ void mk_render_json(mk_report_t *r, FILE *out, int top);
 bool mk_render_html(mk_report_t *r, FILE *out, int top);
 enum mk_weight { MK_WEIGHT_CALLS, MK_WEIGHT_BYTES, MK_WEIGHT_PEAK, MK_WEIGHT_LEAKED };
 void mk_render_collapsed(mk_report_t *r, FILE *out, enum mk_weight w);
+/* A gzipped pprof profile (report_pprof.c): false when out of memory or the
+ * write failed. */
+bool mk_render_pprof(mk_report_t *r, FILE *out);
 
 #endif /* MEMKIT_ANALYZE_REPORT_H */

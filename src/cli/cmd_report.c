@@ -365,7 +365,7 @@ int mk_read_process(const char *path, mk_report_process_t *p)
     return rc;
 }
 
-enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED };
+enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED, FMT_PPROF };
 
 typedef struct report_cli {
     int top, color, memanalyze, format, weight, depth_shown;
@@ -403,7 +403,7 @@ static int set_memanalyze(void *dest, const mk_opt_t *opt, const char *v)
     return -1;
 }
 
-static const char *const formats[] = {"text", "json", "html", "collapsed", NULL};
+static const char *const formats[] = {"text", "json", "html", "collapsed", "pprof", NULL};
 static const char *const weights[] = {"calls", "bytes", "peak", "leaked", NULL};
 
 #define REPORT(field) offsetof(report_cli_t, field)
@@ -414,7 +414,8 @@ static const mk_opt_t report_opts[] = {
      .kind = MK_OPT_CHOICE,
      .at = REPORT(format),
      .choices = formats,
-     .help = "text (default), json, html or collapsed (folded stacks)"},
+     .help = "text (default), json, html, collapsed (folded stacks)\n"
+             "or pprof (profile.proto, gzipped: go tool pprof)"},
     {.name = "--output",
      .alias = "-o",
      .arg = "FILE",
@@ -505,7 +506,11 @@ int mk_cmd_report(int argc, char **argv)
     if (!ninputs)
         return free(inputs),
                mk_usage_error("report: no input given (memkit report TRACE)");
-    if (growth_only && (fmt == FMT_COLLAPSED || memanalyze))
+    if (fmt == FMT_PPROF && !outpath && isatty(STDOUT_FILENO))
+        return free(inputs),
+               mk_usage_error(
+                   "report: a pprof profile is binary: write it with -o FILE.pb.gz");
+    if (growth_only && (fmt == FMT_COLLAPSED || fmt == FMT_PPROF || memanalyze))
         return free(inputs), mk_usage_error("report: --growth is text, json or html");
     /* JSON and the page carry growth whenever the trace has snapshots. */
     o.growth = growth_only || fmt == FMT_JSON || fmt == FMT_HTML;
@@ -555,6 +560,15 @@ int mk_cmd_report(int argc, char **argv)
                 break;
             case FMT_COLLAPSED:
                 mk_render_collapsed(&r, out, weight);
+                break;
+            case FMT_PPROF:
+                if (!mk_render_pprof(&r, out)) {
+                    fprintf(stderr,
+                            "memkit: report: cannot write the pprof profile: %s\n",
+                            ferror(out) ? "write failed" : "out of memory");
+                    rc = MK_EXIT_USAGE;
+                    wrote = false;
+                }
                 break;
             }
             mk_report_free(&r);

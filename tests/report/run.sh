@@ -626,6 +626,69 @@ assert r["findings_shown"] == len(r["findings"]), (r["findings_shown"], len(r["f
     status "$memkit" report --depth-shown 0 "$work/m.mkt"
     expect_status 2
     ;;
+pprof)
+    # The report as a pprof profile, read back by an instrument of its own
+    # (go tool pprof): each sample type's total is the JSON report's, the
+    # sites are its sites, with their frames, lines and modules.
+    if ! command -v go >/dev/null 2>&1; then
+        echo "SKIP [pprof]: go is not installed (make test installs golang-go)"
+        exit 77
+    fi
+    # merged: several sites and stacks; pool_fifth: blocks live at the end
+    trace m "$rprogs/patterns" merged
+    trace l "$rprogs/patterns" pool_fifth
+    for t in m l; do
+    "$memkit" report --format pprof -o "$work/$t.pb.gz" "$work/$t.mkt" || fail "report --format pprof failed"
+    "$memkit" report --format json "$work/$t.mkt" >"$work/$t.json" || fail "report --format json failed"
+    [ "$(head -c 2 "$work/$t.pb.gz" | od -An -tx1 | tr -d ' ')" = "1f8b" ] || fail "not gzipped"
+    HOME=$work GOCACHE=$work/gocache go tool pprof -raw "$work/$t.pb.gz" >"$work/raw" 2>&1 ||
+        fail "go tool pprof -raw failed: $(cat "$work/raw")"
+    python3 - "$work/raw" "$work/$t.json" <<'PY' || fail "pprof against the JSON report ($t, above)"
+import json, re, sys
+raw, r = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+head = re.search(r"^Samples:\n(.*)\n", raw, re.M).group(1).split()
+types = [t.replace("[dflt]", "") for t in head]
+assert types == ["alloc_objects/count", "alloc_space/bytes", "inuse_objects/count",
+                 "inuse_space/bytes", "alloc_time/nanoseconds"], types
+samples = re.findall(r"^\s+((?:\d+\s+)+)?(\d+): ([\d ]+)$", raw, re.M)
+rows = []
+for line in raw.split("Samples:\n", 1)[1].split("Locations", 1)[0].splitlines()[1:]:
+    vals, locs = line.split(":")
+    rows.append(([int(v) for v in vals.split()], [int(l) for l in locs.split()]))
+sites = r["sites"]
+assert len(rows) == len(sites), (len(rows), len(sites))
+total = [sum(v[i] for v, _ in rows) for i in range(5)]
+want = [sum(s["calls"] for s in sites), sum(s["bytes"] for s in sites),
+        sum(s["leaked_blocks"] for s in sites), sum(s["leaked_bytes"] for s in sites)]
+assert total[:4] == want, (total, want)
+assert total[0] == r["totals"]["allocation_calls"], (total[0], r["totals"]["allocation_calls"])
+assert total[3] == r["totals"]["leaked_bytes"], (total[3], r["totals"]["leaked_bytes"])
+ns = sum(s["allocator_ns"] for s in sites)
+assert abs(total[4] - ns) <= len(sites), (total[4], ns)
+# every site's stack: its frames by function and line, leaf first
+locs = dict((int(i), (f, l)) for i, f, l in
+            re.findall(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+) (\S*:\d+)", raw, re.M))
+got = sorted(tuple(locs[l][0] for l in ls[:3]) for _, ls in rows)
+exp = sorted(tuple(f["function"] for f in s["frames"][:3]) for s in sites)
+assert got == exp, (got, exp)
+assert any(v in ("merged_site", "pool_share_site") for v, _ in locs.values()), locs
+maps = re.findall(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) ([0-9a-f]*) ", raw, re.M)
+assert maps and maps[0][0].endswith("/patterns") and len(maps[0][1]) == 40, maps
+PY
+    done
+    HOME=$work GOCACHE=$work/gocache go tool pprof -top -sample_index=inuse_objects "$work/l.pb.gz" >"$work/out" 2>&1
+    expect_re "^ +800 +100% +100% +800 +100% +pool_share_site$"
+    HOME=$work GOCACHE=$work/gocache go tool pprof -top -sample_index=alloc_objects "$work/m.pb.gz" >"$work/out" 2>&1 ||
+        fail "go tool pprof -top failed"
+    expect_re "^ +6192 +[0-9.]+% +[0-9.]+% +6192 +[0-9.]+% +merged_site$"
+    # a sampled trace's estimates, and the filters, apply as in the other formats
+    "$memkit" report --format pprof --function merged_b -o "$work/b.pb.gz" "$work/m.mkt" ||
+        fail "report --format pprof --function failed"
+    HOME=$work GOCACHE=$work/gocache go tool pprof -top -sample_index=alloc_objects "$work/b.pb.gz" >"$work/out" 2>&1
+    expect_re "Total samples = 2064 *$"
+    status "$memkit" report --format pprof --growth "$work/m.mkt"
+    expect_status 2
+    ;;
 diff)
     trace before "$rprogs/patterns" lifo
     trace after "$rprogs/patterns" none

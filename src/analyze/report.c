@@ -100,7 +100,7 @@ static bool filter_stack(void *ctx, uint32_t stack)
 
 /* ---- rows ---- */
 
-static void agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
+void mk_agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
 {
     if (s->calls && (!d->calls || s->min_size < d->min_size))
         d->min_size = s->min_size;
@@ -385,7 +385,7 @@ static size_t rollup(mk_report_t *r, bool by_line, mk_row_t **out,
                 e->a = n;
             n++;
         }
-        agg_add(&sums[j], r->sites[i].agg);
+        mk_agg_add(&sums[j], r->sites[i].agg);
         if (joined)
             joined[i] = (uint32_t)j;
     }
@@ -834,7 +834,7 @@ static uint32_t merged_id(mk_report_t *m, mk_report_t *one, uint32_t stack)
  * only a process's own replay keeps (its live blocks, its threads). */
 static void merge_agg(mk_stack_agg_t *to, const mk_stack_agg_t *a)
 {
-    agg_add(to, a);
+    mk_agg_add(to, a);
     to->live_blocks += a->live_blocks;
     to->live_bytes += a->live_bytes;
     to->multi_thread |= a->multi_thread;

@@ -35,6 +35,7 @@ typedef struct mk_report_opts {
     bool counts_only;   /* with summary_first: totals only (a process table) */
     bool growth;        /* keep each site's live bytes at the growth points
                          * (profile.h), for mk_report_growth */
+    bool growth_asked;  /* --growth: the page carries them without snapshots */
     int sort;           /* enum mk_sort: the rows' order (--sort) */
     bool wait_known;    /* the process's end as its parent saw it (memkit trace's
                          * own child): what a missing end record means */
@@ -257,6 +258,10 @@ bool mk_findings_merge(mk_report_t *r);
  * saving, at most limit (0: the default, 10); SIZE_MAX: all of them. */
 size_t mk_findings_shown(const mk_report_t *r, size_t limit);
 
+/* Adds s's counts to d's, as a roll-up sums its stacks (without their order
+ * windows and growth). */
+void mk_agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s);
+
 /* A row's median request size: its histogram's, kept within its min and max
  * (exact when every request had one size). */
 uint64_t mk_agg_median_size(const mk_stack_agg_t *a);
@@ -300,6 +305,10 @@ void mk_render_growth(mk_report_t *r, FILE *out, int top, bool color);
 void mk_render_processes(FILE *out, const mk_report_process_t *procs, size_t n,
                          size_t max_rows);
 void mk_render_json(mk_report_t *r, FILE *out, int top);
+/* The HTML page's data: the JSON report with each frame once ("frame_table")
+ * and stacks as indices into it, rows under 0.1% of every weight folded
+ * into one "other" row, growth only from snapshots or --growth. */
+void mk_render_page_json(mk_report_t *r, FILE *out, int top);
 bool mk_render_html(mk_report_t *r, FILE *out, int top);
 enum mk_weight { MK_WEIGHT_CALLS, MK_WEIGHT_BYTES, MK_WEIGHT_PEAK, MK_WEIGHT_LEAKED };
 void mk_render_collapsed(mk_report_t *r, FILE *out, enum mk_weight w);

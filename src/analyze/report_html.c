@@ -25,7 +25,7 @@ bool mk_render_html(mk_report_t *r, FILE *out, int top)
         return false;
     (void)top;
     fwrite(page, 1, (size_t)(at - page), out);
-    mk_render_json(r, out, MK_HTML_MAX_SITES);
+    mk_render_page_json(r, out, MK_HTML_MAX_SITES);
     const char *rest = at + sizeof marker - 1;
     fwrite(rest, 1, mk_report_page_len - (size_t)(rest - page), out);
     return !ferror(out);

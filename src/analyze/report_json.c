@@ -35,19 +35,94 @@ static void key_bool(mk_json *j, const char *k, bool v)
     mk_json_bool(j, v);
 }
 
+/* The writer: the JSON report, or the HTML page's form of it (page_t). */
+typedef struct page page_t;
+typedef struct jout {
+    mk_json j;    /* first: every function's mk_json * is its jout_t's */
+    page_t *page; /* NULL: the JSON report */
+} jout_t;
+
+/* The page's form (mk_render_page_json): the same keys, but each frame once,
+ * in "frame_table", and stacks as indices into it (a compiler's 5,000 stacks
+ * of 20-30 frames repeat the same few thousand frames); rows below 0.1% of
+ * every weight folded into one "other" row. */
+struct page {
+    mk_kv_table_t ids; /* hash of a frame -> a: its index + 1 */
+    mk_frame_t *table;
+    size_t n, cap;
+    bool oom;
+};
+
+static void frame_object(mk_json *j, const mk_frame_t *f)
+{
+    mk_json_begin_object(j);
+    key_str(j, "function", f->function);
+    key_str(j, "file", f->file);
+    key_uint(j, "line", f->file ? (uint64_t)f->line : 0);
+    key_str(j, "module", f->module);
+    key_uint(j, "offset", f->module ? f->offset : 0);
+    mk_json_end_object(j);
+}
+
+static uint64_t hash_s(const char *s)
+{
+    return s ? mk_hash_bytes(s, strlen(s)) : 0x2545f491;
+}
+
+static bool same_s(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_frame(const mk_frame_t *a, const mk_frame_t *b)
+{
+    return a->line == b->line && a->offset == b->offset &&
+           same_s(a->function, b->function) && same_s(a->file, b->file) &&
+           same_s(a->module, b->module);
+}
+
+/* The frame's index in the page's table, added on first use (-1: out of
+ * memory: the page then says so). */
+static long long frame_index(page_t *pg, const mk_frame_t *f)
+{
+    uint64_t h = (hash_s(f->function) * 31 + hash_s(f->file)) * 31 + hash_s(f->module);
+    h = (h ^ (uint64_t)f->line * 0x9e3779b97f4a7c15ull ^
+         f->offset * 0xbf58476d1ce4e5b9ull) |
+        1;
+    for (;; h = (h + 0x94d049bb133111ebull) | 1) { /* another frame there: probe on */
+        bool fresh;
+        mk_kv_t *e = mk_kv_put(&pg->ids, h, &fresh);
+        if (!e)
+            break;
+        if (!fresh) {
+            if (same_frame(&pg->table[e->a - 1], f))
+                return (long long)e->a - 1;
+            continue;
+        }
+        if (!mk_grow((void **)&pg->table, &pg->cap, pg->n + 1, sizeof *pg->table)) {
+            mk_kv_remove(&pg->ids, e);
+            break;
+        }
+        pg->table[pg->n] = *f; /* its strings are the report's: they outlive the page */
+        e->a = ++pg->n;
+        return (long long)pg->n - 1;
+    }
+    pg->oom = true;
+    return -1;
+}
+
 static void frames(mk_json *j, mk_report_t *r, uint32_t stack)
 {
     uint32_t depth;
     const mk_frame_t *f = mk_names_stack(r->names, stack, &depth);
+    page_t *pg = ((jout_t *)j)->page;
     mk_json_begin_array(j);
     for (uint32_t i = 0; i < depth; i++) {
-        mk_json_begin_object(j);
-        key_str(j, "function", f[i].function);
-        key_str(j, "file", f[i].file);
-        key_uint(j, "line", f[i].file ? (uint64_t)f[i].line : 0);
-        key_str(j, "module", f[i].module);
-        key_uint(j, "offset", f[i].module ? f[i].offset : 0);
-        mk_json_end_object(j);
+        long long k = pg ? frame_index(pg, &f[i]) : -1;
+        if (k >= 0)
+            mk_json_uint(j, (uint64_t)k);
+        else
+            frame_object(j, &f[i]);
     }
     mk_json_end_array(j);
 }
@@ -313,12 +388,34 @@ static void input(mk_json *j, mk_report_t *r, int top)
     mk_json_end_object(j);
 }
 
+/* Does a row hold at least 0.1% of one of the page's weights (calls,
+ * bytes, allocator time, at the peak, leaked) of all rows'? */
+static bool page_worthy(const mk_stack_agg_t *a, const mk_stack_agg_t *all)
+{
+    return a->calls * 1000 >= all->calls && all->calls                ? true
+           : a->bytes * 1000 >= all->bytes && all->bytes              ? true
+           : a->alloc_ns * 1000 >= all->alloc_ns && all->alloc_ns > 0 ? true
+           : a->peak_bytes * 1000 >= all->peak_bytes && all->peak_bytes
+               ? true
+               : a->leaked_bytes * 1000 >= all->leaked_bytes && all->leaked_bytes;
+}
+
 static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, size_t n,
                  int top)
 {
+    page_t *pg = ((jout_t *)j)->page;
+    mk_stack_agg_t all = {0}, other = {0};
+    size_t folded = 0;
+    for (size_t i = 0; pg && i < n; i++)
+        mk_agg_add(&all, rw[i].agg);
     mk_json_key(j, k);
     mk_json_begin_array(j);
-    for (size_t i = 0; i < n && (top <= 0 || i < (size_t)top); i++) {
+    for (size_t i = 0; i < n && (pg || top <= 0 || i < (size_t)top); i++) {
+        if (pg && ((top > 0 && i >= (size_t)top) || !page_worthy(rw[i].agg, &all))) {
+            mk_agg_add(&other, rw[i].agg);
+            folded++;
+            continue;
+        }
         mk_json_begin_object(j);
         if (rw[i].name)
             key_str(j, "name", rw[i].name);
@@ -328,6 +425,20 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
             frames(j, r, rw[i].stack);
         }
         agg_fields(j, rw[i].agg, r->prof.sampled, r->prof.site_times);
+        mk_json_end_object(j);
+    }
+    if (folded) { /* the page's "other": one row, named, without frames */
+        char name[96];
+        snprintf(name, sizeof name, "other: %zu %s under 0.1%% of every weight", folded,
+                 strcmp(k, "sites") == 0 ? "sites" : k);
+        mk_json_begin_object(j);
+        key_str(j, "name", name);
+        key_uint(j, "other", folded);
+        key_uint(j, "stack", 0);
+        mk_json_key(j, "frames");
+        mk_json_begin_array(j);
+        mk_json_end_array(j);
+        agg_fields(j, &other, r->prof.sampled, r->prof.site_times);
         mk_json_end_object(j);
     }
     mk_json_end_array(j);
@@ -411,7 +522,10 @@ static void growth(mk_json *j, mk_report_t *r, int top)
 {
     const mk_growth_t *g = &r->prof.growth;
     mk_json_key(j, "growth");
-    if (g->n < 2) {
+    /* the page: only what the trace's snapshots show, or --growth asks for
+     * (a compiler's eight even points were 18 MB of its 50) */
+    page_t *pg = ((jout_t *)j)->page;
+    if (g->n < 2 || (pg && !g->snapshots && !r->opts.growth_asked)) {
         mk_json_null(j);
         return;
     }
@@ -501,28 +615,49 @@ static void answer(mk_json *j, mk_report_t *r)
     mk_json_end_object(j);
 }
 
+static void render(mk_report_t *r, FILE *out, int top, page_t *pg)
+{
+    jout_t o = {.j = {.out = out}, .page = pg};
+    mk_json *j = &o.j;
+    mk_json_begin_object(j);
+    key_str(j, "schema", "memkit-report");
+    key_uint(j, "version", MK_REPORT_SCHEMA_VERSION);
+    input(j, r, top);
+    answer(j, r);
+    totals(j, r);
+    mk_json_key(j, "malloc_free_ns");
+    mk_json_double(j, mk_report_cost_ns(r));
+    mk_json_key(j, "histograms");
+    mk_json_begin_object(j);
+    hist(j, "size", r->prof.size_hist);
+    hist(j, "lifetime", r->prof.life_hist);
+    mk_json_end_object(j);
+    timeline(j, &r->prof);
+    callers(j, r, top);
+    rows(j, r, "sites", r->sites, r->nsites, top);
+    rows(j, r, "functions", r->functions, r->nfunctions, top);
+    rows(j, r, "lines", r->lines, r->nlines, top);
+    findings(j, r);
+    growth(j, r, top);
+    if (pg) { /* every frame the stacks above name, by index */
+        mk_json_key(j, "frame_table");
+        mk_json_begin_array(j);
+        for (size_t i = 0; i < pg->n; i++)
+            frame_object(j, &pg->table[i]);
+        mk_json_end_array(j);
+    }
+    mk_json_end_object(j);
+}
+
 void mk_render_json(mk_report_t *r, FILE *out, int top)
 {
-    mk_json j = {.out = out};
-    mk_json_begin_object(&j);
-    key_str(&j, "schema", "memkit-report");
-    key_uint(&j, "version", MK_REPORT_SCHEMA_VERSION);
-    input(&j, r, top);
-    answer(&j, r);
-    totals(&j, r);
-    mk_json_key(&j, "malloc_free_ns");
-    mk_json_double(&j, mk_report_cost_ns(r));
-    mk_json_key(&j, "histograms");
-    mk_json_begin_object(&j);
-    hist(&j, "size", r->prof.size_hist);
-    hist(&j, "lifetime", r->prof.life_hist);
-    mk_json_end_object(&j);
-    timeline(&j, &r->prof);
-    callers(&j, r, top);
-    rows(&j, r, "sites", r->sites, r->nsites, top);
-    rows(&j, r, "functions", r->functions, r->nfunctions, top);
-    rows(&j, r, "lines", r->lines, r->nlines, top);
-    findings(&j, r);
-    growth(&j, r, top);
-    mk_json_end_object(&j);
+    render(r, out, top, NULL);
+}
+
+void mk_render_page_json(mk_report_t *r, FILE *out, int top)
+{
+    page_t pg = {.ids = mk_kv_heap_table()};
+    render(r, out, top, &pg);
+    free(pg.ids.slots);
+    free(pg.table);
 }

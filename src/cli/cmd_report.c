@@ -514,6 +514,7 @@ int mk_cmd_report(int argc, char **argv)
         return free(inputs), mk_usage_error("report: --growth is text, json or html");
     /* JSON and the page carry growth whenever the trace has snapshots. */
     o.growth = growth_only || fmt == FMT_JSON || fmt == FMT_HTML;
+    o.growth_asked = growth_only;
     char **paths;
     size_t npaths;
     if (mk_expand_inputs(inputs, (size_t)ninputs, o.pid, &paths, &npaths) != MK_EXIT_OK)

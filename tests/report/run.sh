@@ -333,6 +333,47 @@ html)
     grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-report"' \
         "$work/p.html" || fail "no report data in the page"
     grep -qE '<(script|link)[^>]* (src|href)=' "$work/p.html" && fail "the page loads something"
+    # The page's data: each frame once, stacks as indices, rows under 0.1% of
+    # every weight folded into one "other" whose sums keep the totals whole;
+    # no growth series without snapshots unless --growth asks. folded: five
+    # sites of 3 calls beside one of 20,000.
+    trace g "$rprogs/patterns" folded
+    "$memkit" report --format html -o "$work/g.html" "$work/g.mkt" || fail "report --format html failed"
+    "$memkit" report --format html --growth -o "$work/gg.html" "$work/g.mkt" || fail "report --format html --growth failed"
+    "$memkit" report --format json -o "$work/g.json" "$work/g.mkt" || fail "report --format json failed"
+    python3 - "$work/g.html" "$work/gg.html" "$work/g.json" <<'PY' || fail "the page's data (above)"
+import html, json, re, sys
+def data(path):
+    m = re.search(r'<script id="memkit-data" type="application/json">(.*?)</script>', open(path).read(), re.S)
+    return json.loads(m.group(1))
+page, asked, r = data(sys.argv[1]), data(sys.argv[2]), json.load(open(sys.argv[3]))
+ft = page["frame_table"]
+assert ft and len(ft) == len({json.dumps(f, sort_keys=True) for f in ft}), "a frame twice"
+for k in ("sites", "functions", "lines"):
+    rows, full = page[k], r[k]
+    for w in ("calls", "bytes", "peak_bytes", "leaked_bytes", "frees"):
+        assert sum(x[w] for x in rows) == sum(x[w] for x in full), (k, w)
+    other = [x for x in rows if "other" in x]
+    assert len(other) <= 1 and (not other or rows[-1] is other[0]), k
+    kept = [x for x in rows if "other" not in x]
+    assert len(kept) + (other[0]["other"] if other else 0) == len(full), (k, len(kept), len(full))
+    total = sum(x["calls"] for x in full)
+    for x in kept:
+        assert x["calls"] * 1000 >= total or x["bytes"] * 1000 >= sum(y["bytes"] for y in full) or \
+            (x["allocator_ns"] or 0) * 1000 >= sum(y["allocator_ns"] or 0 for y in full) or \
+            x["peak_bytes"] * 1000 >= sum(y["peak_bytes"] for y in full) or \
+            x["leaked_bytes"] * 1000 >= sum(y["leaked_bytes"] for y in full), (k, x.get("name"))
+for x in page["sites"]:
+    assert all(isinstance(f, int) and 0 <= f < len(ft) for f in x["frames"]), x["frames"]
+by_stack = dict((x["stack"], x) for x in r["sites"])
+for x in page["sites"]:
+    if "other" not in x:
+        assert [ft[i] for i in x["frames"]] == by_stack[x["stack"]]["frames"], x["stack"]
+other = [x for x in page["sites"] if "other" in x]
+# (the first calls of a run can hold 0.1% of its time: the heap's setup)
+assert other and other[0]["other"] >= 3 and other[0]["calls"] == 3 * other[0]["other"], other
+assert page["growth"] is None and r["growth"] is not None and asked["growth"] is not None
+PY
     browser=$(command -v chromium || command -v chromium-browser || true)
     if [ -z "$browser" ]; then
         echo "SKIP [html]: no chromium here to load the page (make test installs it)"

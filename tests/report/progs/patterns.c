@@ -170,6 +170,36 @@ static void merged(void)
     churn_from(merged_apart, ROUNDS);
 }
 
+/* Many calls at one site and a few at each of five others, all freed at
+ * once: the five hold under 0.1% of every weight (the page folds them). */
+__attribute__((noinline)) static void *folded_big(void)
+{
+    return must(malloc(64));
+}
+
+#define FOLDED_SMALL(n)                                                                  \
+    __attribute__((noinline)) static void folded_small_##n(void)                         \
+    {                                                                                    \
+        for (int i = 0; i < 3; i++)                                                      \
+            free(must(malloc(16)));                                                      \
+    }
+FOLDED_SMALL(1)
+FOLDED_SMALL(2)
+FOLDED_SMALL(3)
+FOLDED_SMALL(4)
+FOLDED_SMALL(5)
+
+static void folded(void)
+{
+    folded_small_1();
+    folded_small_2();
+    folded_small_3();
+    folded_small_4();
+    folded_small_5();
+    for (int i = 0; i < 20 * ROUNDS; i++)
+        free(folded_big());
+}
+
 /* The pool finding's boundary (it fires when at least half of one size's
  * blocks are freed): 1000 blocks of 48 bytes, `pool_share_freed` of them
  * freed in a shuffled order, the rest kept to the end. */
@@ -772,6 +802,7 @@ static const struct {
     {"hoist", hoist},
     {"pool", pool},
     {"merged", merged},
+    {"folded", folded},
     {"pool_half", pool_half},
     {"pool_under", pool_under},
     {"pool_fifth", pool_fifth},

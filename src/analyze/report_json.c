@@ -442,6 +442,10 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
         mk_json_end_object(j);
     }
     mk_json_end_array(j);
+    mk_hist_free(&all.size_hist); /* the sums' histograms may have spilled */
+    mk_hist_free(&all.life_hist);
+    mk_hist_free(&other.size_hist);
+    mk_hist_free(&other.life_hist);
 }
 
 /* "key": {"stack": id, "frames": [...]} */

@@ -420,6 +420,42 @@ if n < len(r["findings"]):
 else:
     assert not more, "a button with no finding behind it"
 PY
+        # The flame graph as a tool, driven through the page's address
+        # (#search=, #bottom-up, #sort=): search marks the frames that match
+        # and says their share of the total, counted once per stack; bottom-up
+        # puts the allocating frames on the first row; the sites table sorts.
+        for view in "search=hoist_share" "bottom-up" "sort=bytes"; do
+            "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
+                --v=0 --dump-dom "file://$work/p.html#$view" >"$work/dom-$view" 2>"$work/console-$view"
+            grep -q 'data-rendered="yes"' "$work/dom-$view" || fail "the page did not render ($view)"
+            grep -iE "Uncaught|console\.error|SyntaxError" "$work/console-$view" && fail "console errors ($view)"
+        done
+        python3 - "$work/dom-search=hoist_share" "$work/dom-bottom-up" "$work/dom-sort=bytes" "$work/p.json" <<'PY' || fail "the flame graph's tools (above)"
+import html, json, re, sys
+search, flip, sort, r = [open(p).read() for p in sys.argv[1:4]] + [json.load(open(sys.argv[4]))]
+calls = sum(s["calls"] for s in r["sites"])
+mine = sum(s["calls"] for s in r["sites"] if any("hoist_share" in (f["function"] or "") for f in s["frames"]))
+m = re.search(r'<span id="flame-found" class="sub">([0-9,]+) matching frames: ([0-9.]+)% of the total</span>', search)
+assert m, re.search(r'<span id="flame-found"[^<]*</span>', search)
+assert m.group(2) == "%.1f" % (100 * mine / calls), (m.group(2), mine, calls)
+assert len(re.findall(r'<g class="frame match">', search)) == int(m.group(1).replace(",", "")), m.group(1)
+def row(dom, y):
+    return sorted(set(html.unescape(t).split("\n")[0] for t in
+                      re.findall(r'<rect x="[^"]*" y="%d"[^>]*><title>([^<]*)</title>' % y, dom)))
+def label(f):
+    if f["function"] and f["file"]:
+        return "%s (%s:%d)" % (f["function"], f["file"], f["line"])
+    return f["function"] + (" (%s)" % f["module"] if f["module"] else "")
+inner = sorted(set(label(s["frames"][0]) for s in r["sites"] if s["calls"]))
+assert row(flip, 18) == inner, (row(flip, 18), inner)
+assert row(search, 18) != inner, "top-down shows the allocating frames first"
+cells = re.findall(r'<tr><td>([^<]*)</td><td>([^<]*)</td><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td><td class="l frames">', sort)
+def num(b):
+    v, u = re.match(r"([0-9.]+) ?(\w*)", b.replace(",", "")).groups()
+    return float(v) * {"": 1, "B": 1, "KB": 1024, "MB": 1 << 20, "GB": 1 << 30}.get(u, 1)
+got = [num(b) for _, b in cells]
+assert len(got) >= 2 and got == sorted(got, reverse=True), got
+PY
     fi
     ;;
 site_row)

@@ -284,15 +284,15 @@ typedef struct mk_span {
  * thread's rseq_cs word (in the rseq area glibc registers for each thread)
  * on its way back to user space after the thread was switched out
  * (preempted, blocked, migrated) or handed a signal, whenever the word
- * names a critical section the thread is not in: mk_switch_cs spans no
+ * names a critical section the thread is not in: threads.c's switch_cs spans no
  * instruction at all. A read call arms the word before the real call; found
  * cleared after it, the call's cycles hold time off the CPU (a preemption
  * reads as milliseconds), which is not the allocator's CPU time the run's
- * share divides by: record.h drops that time and counts the call. Where
- * the kernel or glibc gives no rseq (valgrind, glibc.pthread.rseq=0), a
- * thread's word is a field of its own that nothing clears (runtime.c's
- * mk_switch_word). */
-MK_HIDDEN extern uint64_t mk_switch_cs_at; /* the address of mk_switch_cs */
+ * share divides by: record.h's SWITCH_CHECK keeps a clocked call's time on
+ * the CPU, drops any other's, and counts the call. Where the kernel or
+ * glibc gives no rseq (valgrind, glibc.pthread.rseq=0), a thread's word is
+ * a field of its own that nothing clears (threads.c's switch_word). */
+MK_HIDDEN extern uint64_t mk_switch_cs_at; /* switch_cs's address (threads.c) */
 
 static inline void mk_switch_arm(volatile uint64_t *word)
 {

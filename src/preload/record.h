@@ -99,6 +99,22 @@ static inline mk_clocks_t read_clocks(void)
                          (uint64_t)w.tv_sec * 1000000000u + (uint64_t)w.tv_nsec};
 }
 
+/* Runs stmt, a real call of thread t read at level (READ_*), between the
+ * TSC reads begin and end: the clocks around it too when it is clocked,
+ * the thread's switch word armed (SWITCH_CHECK). */
+#define READ_AROUND(t, span, level, begin, end, stmt)                                    \
+    do {                                                                                 \
+        mk_clocks_t c0_ = {0, 0};                                                        \
+        if (MK_UNLIKELY((level) == READ_CLOCKED))                                        \
+            c0_ = read_clocks();                                                         \
+        mk_switch_arm((t)->switch_word);                                                 \
+        (span).t0 = (begin);                                                             \
+        stmt;                                                                            \
+        (span).t1 = (end);                                                               \
+        (span).read = (level) != READ_NO;                                                \
+        SWITCH_CHECK(t, span, level, c0_);                                               \
+    } while (0)
+
 /* Runs stmt, a real call of thread t, between unfenced TSC reads when the
  * run times calls and read_it (a READ_* level) says this one is read (the
  * later read is then the event's tick), else with no reads at all. */
@@ -106,15 +122,7 @@ static inline mk_clocks_t read_clocks(void)
     do {                                                                                 \
         unsigned level_ = MK_LIKELY(mk_st.timing) ? (read_it) : READ_NO;                 \
         if (level_) {                                                                    \
-            mk_clocks_t c0_ = {0, 0};                                                    \
-            if (MK_UNLIKELY(level_ == READ_CLOCKED))                                     \
-                c0_ = read_clocks();                                                     \
-            mk_switch_arm((t)->switch_word);                                             \
-            (span).t0 = __rdtsc();                                                       \
-            stmt;                                                                        \
-            (span).t1 = __rdtsc();                                                       \
-            (span).read = true;                                                          \
-            SWITCH_CHECK(t, span, level_, c0_);                                          \
+            READ_AROUND(t, span, level_, __rdtsc(), __rdtsc(), stmt);                    \
         } else {                                                                         \
             (span) = MK_NO_SPAN;                                                         \
             stmt;                                                                        \
@@ -130,15 +138,7 @@ static inline mk_clocks_t read_clocks(void)
     do {                                                                                 \
         if (MK_UNLIKELY(mk_writer_cost_due(&(t)->w))) {                                  \
             unsigned level_ = (read_it);                                                 \
-            mk_clocks_t c0_ = {0, 0};                                                    \
-            if (MK_UNLIKELY(level_ == READ_CLOCKED))                                     \
-                c0_ = read_clocks();                                                     \
-            mk_switch_arm((t)->switch_word);                                             \
-            (span).t0 = mk_fenced_begin();                                               \
-            stmt;                                                                        \
-            (span).t1 = mk_fenced_end();                                                 \
-            (span).read = level_ != READ_NO;                                             \
-            SWITCH_CHECK(t, span, level_, c0_);                                          \
+            READ_AROUND(t, span, level_, mk_fenced_begin(), mk_fenced_end(), stmt);      \
         } else {                                                                         \
             READ_CALL(t, span, read_it, stmt);                                           \
         }                                                                                \

@@ -452,8 +452,6 @@ void mk_events_open(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
     }
     ec->rs.slow_at = ec->c.err ? UINT64_MAX : next_slow(&ec->st[MK_S_SLOW], 0);
     ec->ok = true;
-    if (ec->c.err)
-        ec->done = true, ec->ok = false;
 }
 
 /* The record's next event into *out; false at its end (ec->done). */
@@ -467,6 +465,8 @@ static bool next_event(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
     bool cut = false;
     if (ec->done)
         return false;
+    /* a malformed head or stream lengths leave c.err set: the loop does not
+     * run, and the record is damaged below */
     while (!ec->c.err && tags->p < tags->end) {
         unsigned tag = *tags->p++;
         if (tag == MK_ITEM_STACK) {
@@ -558,11 +558,6 @@ size_t mk_events_read(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
     while (n < max && next_event(tr, d, ec, &out[n]))
         n++;
     return n;
-}
-
-bool mk_events_ok(const mk_event_cursor_t *ec)
-{
-    return ec->ok;
 }
 
 bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,

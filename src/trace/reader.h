@@ -265,9 +265,8 @@ bool mk_trace_decode_events(mk_trace_t *tr, mk_decoder_t *d, const uint8_t *raw,
 /* The same a few events at a time, for a reader that holds many records
  * open at once (the merge): a cursor into one record, whose bytes and
  * decoder (with an addr state of its own) must stay as they are until it
- * is done. mk_events_read gives up to max events, 0 at the record's end;
- * mk_events_ok then says whether it ended without fault (else tr->damage
- * says where). */
+ * is done. mk_events_read gives up to max events, 0 at the record's end
+ * (tr->damage says where a malformed record ended). */
 typedef struct mk_event_cursor mk_event_cursor_t;
 mk_event_cursor_t *mk_events_new(void);
 void mk_events_free(mk_event_cursor_t *ec);
@@ -275,7 +274,6 @@ void mk_events_open(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
                     const uint8_t *raw, size_t len);
 size_t mk_events_read(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
                       mk_event_t *out, size_t max);
-bool mk_events_ok(const mk_event_cursor_t *ec);
 
 /* The stack definitions of an EVENTS record into tr, its events skipped
  * (for a trace whose SUMMARY names its sites by stack: MK_TF_SITE_STACKS).

@@ -50,7 +50,6 @@ struct page {
     mk_kv_table_t ids; /* hash of a frame -> a: its index + 1 */
     mk_frame_t *table;
     size_t n, cap;
-    bool oom;
 };
 
 static void frame_object(mk_json *j, const mk_frame_t *f)
@@ -82,7 +81,7 @@ static bool same_frame(const mk_frame_t *a, const mk_frame_t *b)
 }
 
 /* The frame's index in the page's table, added on first use (-1: out of
- * memory: the page then says so). */
+ * memory: the frame is written whole, which the page reads too). */
 static long long frame_index(page_t *pg, const mk_frame_t *f)
 {
     uint64_t h = (hash_s(f->function) * 31 + hash_s(f->file)) * 31 + hash_s(f->module);
@@ -107,7 +106,6 @@ static long long frame_index(page_t *pg, const mk_frame_t *f)
         e->a = ++pg->n;
         return (long long)pg->n - 1;
     }
-    pg->oom = true;
     return -1;
 }
 

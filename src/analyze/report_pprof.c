@@ -118,10 +118,12 @@ typedef struct pprof {
     mk_kv_table_t strings; /* hash -> a: index + 1 */
     char **string_of;      /* by index, for hash collisions */
     size_t nstrings, strings_cap;
-    mk_kv_table_t functions; /* hash of (name, file) -> a: id */
-    mk_kv_table_t locations; /* hash of (mapping, address, function, line) -> a: id */
-    mk_kv_table_t mappings;  /* hash of the module's name -> a: id */
+    mk_kv_table_t functions; /* (name, file) -> a: id */
+    mk_kv_table_t locations; /* (mapping, address, function, line) -> a: id */
+    mk_kv_table_t mappings;  /* the module's name -> a: id */
     uint64_t nfunctions, nlocations, nmappings;
+    uint64_t *bases; /* by mapping id: its module's load bias (0: unknown) */
+    size_t bases_cap;
     buf_t functions_out, locations_out, mappings_out;
 } pprof_t;
 
@@ -150,14 +152,14 @@ static uint64_t str(pprof_t *pp, const char *s)
             pp->out.oom = true;
             return 0;
         }
-        e->a = ++pp->nstrings; /* index nstrings - 1 ... */
-        return e->a - 1;       /* ... after "" at 0: see pprof_start */
+        e->a = ++pp->nstrings; /* index + 1 */
+        return e->a - 1;
     }
 }
 
-/* A table of ids keyed by a hash of several fields; the fields are kept in
- * the message written, so a collision is told apart by comparing keys in
- * b (the kv's b holds a second, independent hash). */
+/* A table of ids keyed by h1, a hash of several fields, and h2, the same
+ * fields packed as far as they fit (string indices, ids): a collision of h1
+ * is told apart by h2, kept in the kv's b. */
 static uint64_t intern(mk_kv_table_t *t, uint64_t h1, uint64_t h2, uint64_t *next,
                        bool *fresh_out, bool *oom)
 {
@@ -186,30 +188,34 @@ static uint64_t hash2(uint64_t a, uint64_t b)
     return mk_hash_bytes(&(uint64_t[2]){a, b}, 16);
 }
 
-static uint64_t hash_str(const char *s)
-{
-    return s ? mk_hash_bytes(s, strlen(s)) : 0x51ed27;
-}
-
-/* The mapping of a frame's module (0: none, a log's file:line frames). */
+/* The mapping of a frame's module (0: none, a log's file:line frames), and
+ * its load bias into *base; the trace's module map is searched once per
+ * module. */
 static uint64_t mapping_of(pprof_t *pp, const mk_frame_t *f, uint64_t *base)
 {
     *base = 0;
     if (!f->module)
         return 0;
+    bool fresh;
+    uint64_t name = str(pp, f->module);
+    uint64_t id =
+        intern(&pp->mappings, hash2(name, 1), name, &pp->nmappings, &fresh, &pp->out.oom);
+    if (!id)
+        return 0;
+    if (!fresh) {
+        *base = pp->bases[id];
+        return id;
+    }
+    if (!mk_grow((void **)&pp->bases, &pp->bases_cap, id + 1, sizeof *pp->bases)) {
+        pp->out.oom = true;
+        return 0;
+    }
     const mk_module_t *m = NULL;
     const mk_trace_t *tr = pp->r->tr;
     for (size_t i = 0; tr && i < tr->nmodules && !m; i++)
         if (tr->modules[i].name && strcmp(tr->modules[i].name, f->module) == 0)
             m = &tr->modules[i];
-    bool fresh;
-    uint64_t h = hash_str(f->module);
-    uint64_t id =
-        intern(&pp->mappings, h, h * 31 + 7, &pp->nmappings, &fresh, &pp->out.oom);
-    if (m)
-        *base = m->base;
-    if (!fresh || !id)
-        return id;
+    *base = pp->bases[id] = m ? m->base : 0;
     buf_t *b = &pp->tmp;
     field_int(b, 1, id);
     if (m) {
@@ -217,13 +223,13 @@ static uint64_t mapping_of(pprof_t *pp, const mk_frame_t *f, uint64_t *base)
         for (size_t i = 0; i < m->build_id_len && i < 64; i++)
             snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
         hex[2 * (m->build_id_len < 64 ? m->build_id_len : 64)] = '\0';
-        field_int(b, 2, m->lo);                                  /* memory_start */
-        field_int(b, 3, m->hi);                                  /* memory_limit */
-        field_int(b, 4, m->lo > m->base ? m->lo - m->base : 0);  /* file_offset */
-        field_int(b, 5, str(pp, m->path ? m->path : f->module)); /* filename */
-        field_int(b, 6, str(pp, hex));                           /* build_id */
+        field_int(b, 2, m->lo);                                 /* memory_start */
+        field_int(b, 3, m->hi);                                 /* memory_limit */
+        field_int(b, 4, m->lo > m->base ? m->lo - m->base : 0); /* file_offset */
+        field_int(b, 5, m->path ? str(pp, m->path) : name);     /* filename */
+        field_int(b, 6, str(pp, hex));                          /* build_id */
     } else {
-        field_int(b, 5, str(pp, f->module));
+        field_int(b, 5, name);
     }
     field_int(b, 7, 1); /* has_functions */
     field_int(b, 8, 1); /* has_filenames */
@@ -235,16 +241,16 @@ static uint64_t mapping_of(pprof_t *pp, const mk_frame_t *f, uint64_t *base)
 static uint64_t function_of(pprof_t *pp, const mk_frame_t *f, const char *name)
 {
     bool fresh;
-    uint64_t id = intern(&pp->functions, hash2(hash_str(name), hash_str(f->file)),
-                         hash2(hash_str(f->file), hash_str(name)) * 3 + 1,
-                         &pp->nfunctions, &fresh, &pp->out.oom);
+    uint64_t n = str(pp, name), file = str(pp, f->file);
+    uint64_t id = intern(&pp->functions, hash2(n, file), n << 32 | file, &pp->nfunctions,
+                         &fresh, &pp->out.oom);
     if (!fresh || !id)
         return id;
     buf_t *b = &pp->tmp;
     field_int(b, 1, id);
-    field_int(b, 2, str(pp, name)); /* name */
-    field_int(b, 3, str(pp, name)); /* system_name */
-    field_int(b, 4, str(pp, f->file));
+    field_int(b, 2, n); /* name */
+    field_int(b, 3, n); /* system_name */
+    field_int(b, 4, file);
     field_msg(&pp->functions_out, P_FUNCTION, b);
     return id;
 }
@@ -259,7 +265,7 @@ static uint64_t location_of(pprof_t *pp, const mk_frame_t *f)
     uint64_t address = f->module ? base + f->offset : 0;
     uint64_t fn = function_of(pp, f, name);
     uint64_t h1 = hash2(hash2(mapping, address), hash2(fn, (uint64_t)f->line));
-    uint64_t h2 = hash2(hash2(fn, (uint64_t)f->line), hash2(address, mapping)) * 5 + 3;
+    uint64_t h2 = fn << 32 | (uint32_t)f->line;
     bool fresh;
     uint64_t id = intern(&pp->locations, h1, h2, &pp->nlocations, &fresh, &pp->out.oom);
     if (!fresh || !id)
@@ -324,13 +330,7 @@ bool mk_render_pprof(mk_report_t *r, FILE *out)
     if (!mk_grow((void **)&pp.string_of, &pp.strings_cap, 1, sizeof *pp.string_of) ||
         !(pp.string_of[0] = strdup("")))
         return false;
-    pp.nstrings = 1;
-    {
-        bool fresh;
-        mk_kv_t *e = mk_kv_put(&pp.strings, mk_hash_bytes("", 0) | 1, &fresh);
-        if (e)
-            e->a = 1;
-    }
+    pp.nstrings = 1; /* str() never looks "" up: it is 0 */
     value_type(&pp, P_SAMPLE_TYPE, "alloc_objects", "count");
     value_type(&pp, P_SAMPLE_TYPE, "alloc_space", "bytes");
     value_type(&pp, P_SAMPLE_TYPE, "inuse_objects", "count");
@@ -386,6 +386,7 @@ bool mk_render_pprof(mk_report_t *r, FILE *out)
     for (size_t i = 0; i < pp.nstrings; i++)
         free(pp.string_of[i]);
     free(pp.string_of);
+    free(pp.bases);
     free(pp.out.p);
     free(pp.tmp.p);
     free(pp.tmp2.p);

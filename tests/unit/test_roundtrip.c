@@ -418,6 +418,12 @@ static void end_record(run_t *r)
         p += len[i];
     }
     r->x->seen = 0;
+    if (r->records == 0 && total > 3) { /* a head cut short is damage, said */
+        CHECK(!mk_trace_decode_events(&r->tr, &r->dec, raw, 3, on_event, r->x));
+        CHECK(strstr(r->tr.damage, "malformed events") != NULL);
+        CHECK_EQ(r->x->seen, 0);
+        r->tr.damage[0] = '\0';
+    }
     CHECK(mk_trace_decode_events(&r->tr, &r->dec, raw, total, on_event, r->x));
     CHECK_EQ(r->x->seen, r->x->n);
     CHECK(r->tr.damage[0] == 0);

@@ -4,7 +4,9 @@
 Copies SOURCE (its git files, uncommitted edits included) to WORK/src, builds
 it once in WORK/build, checks that the mutants' tests pass on the unmutated
 copy, then applies each mutant of tests/mutants/mutants.txt alone, rebuilds
-(incrementally) and runs the tests of its part. A mutant the tests do not
+(incrementally) and runs the tests of its part: first those its `first` key names (the test that
+caught it before: most mutants are then settled in a second, not in the
+part's whole run), then the rest. A mutant the tests do not
 catch, a mutant whose text is not found exactly once, and a mutant that does
 not build all fail the run: a stale or broken mutant tests nothing.
 """
@@ -45,6 +47,7 @@ def load(path, source):
             if key not in sec:
                 die("mutant %s has no %s" % (name, key))
         m = {"name": name, **{k: sec[k] for k in ("part", "file", "old", "new")}}
+        m["first"] = sec.get("first", "").split()
         for k in ("old", "new"):  # \N: a line break, so a text can span lines
             m[k] = m[k].replace("\\N", "\n")
         mutants.append(m)
@@ -62,6 +65,11 @@ def load(path, source):
                 % (m["name"], n, m["file"], m["old"]))
         if m["old"] == m["new"]:
             die("mutant %s changes nothing" % m["name"])
+        # a `first` test outside the part would catch what the part cannot
+        for t in m["first"]:
+            if not re.search(parts[m["part"]], t):
+                die("mutant %s: its first test %s is not of the part %s"
+                    % (m["name"], t, m["part"]))
     return parts, mutants
 
 
@@ -187,6 +195,10 @@ def main():
         tests[p] = [n for n in every if re.search(parts[p], n)]
         if not tests[p]:
             die("the part %s names no test of this build (%s)" % (p, parts[p]))
+    for m in mutants:
+        stale = [t for t in m["first"] if t not in tests[m["part"]]]
+        if stale:
+            die("mutant %s: its first test %s is no test of this build" % (m["name"], stale[0]))
     union = sorted({n for p in used for n in tests[p]})
     base_log = os.path.join(logs, "unmutated.log")
     if ctest(build, union, a.jobs, base_log):
@@ -218,7 +230,12 @@ def main():
                 broken.append(m["name"])
                 print("BROKEN   %-32s does not build: %s" % (m["name"], log), flush=True)
                 continue
-            rc = ctest(build, tests[m["part"]], a.jobs, log, stop=True)
+            # the named first, alone; the rest of the part only if they pass
+            first = [t for t in m["first"] if t in tests[m["part"]]]
+            rest = [t for t in tests[m["part"]] if t not in first]
+            rc = ctest(build, first, a.jobs, log, stop=True) if first else 0
+            if not rc:
+                rc = ctest(build, rest, a.jobs, log, stop=True)
         finally:
             with open(path, "w") as f:
                 f.write(original)

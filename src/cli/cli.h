@@ -22,6 +22,7 @@ int mk_cmd_report(int argc, char **argv);
 int mk_cmd_diff(int argc, char **argv);
 int mk_cmd_check(int argc, char **argv);
 int mk_cmd_tune(int argc, char **argv);
+int mk_cmd_replay(int argc, char **argv);
 
 /* Reads a trace and prints its summary (top call sites: top). wait_status:
  * the process's waitpid status where the caller is its parent (a missing end

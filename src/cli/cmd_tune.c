@@ -26,16 +26,10 @@ extern char **environ;
 
 #define P_BEYOND_NOISE 0.05
 
-/* The built-in candidates. glibc must stay first: it is the baseline. */
-typedef struct preset {
-    const char *name;
-    const char *tunables; /* GLIBC_TUNABLES value, or NULL */
-    const char *soname;   /* drop-in library for LD_PRELOAD, or NULL */
-    const char *package;  /* the Debian package that ships it */
-    const char *about;
-} preset_t;
+/* The built-in candidates (tune.h), memkit replay's allocators too. glibc
+ * must stay first: it is the baseline. */
 
-static const preset_t presets[] = {
+const mk_alloc_preset mk_alloc_presets[] = {
     {"glibc", NULL, NULL, NULL, "glibc's malloc as the program gets it"},
     {"glibc-realtime",
      "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold="
@@ -59,14 +53,15 @@ static const preset_t presets[] = {
     {"mimalloc", NULL, "libmimalloc.so.2", "libmimalloc2.0",
      "mimalloc through LD_PRELOAD"},
 };
-#define N_PRESETS (sizeof presets / sizeof presets[0])
+const size_t mk_n_alloc_presets = sizeof mk_alloc_presets / sizeof mk_alloc_presets[0];
+#define N_PRESETS (sizeof mk_alloc_presets / sizeof mk_alloc_presets[0])
 
 static void list_presets(FILE *out)
 {
     char lib[512];
 
     for (size_t i = 0; i < N_PRESETS; i++) {
-        const preset_t *p = &presets[i];
+        const mk_alloc_preset *p = &mk_alloc_presets[i];
 
         fprintf(out, "%-17s %s\n", p->name, p->about);
         if (p->tunables)
@@ -209,7 +204,7 @@ static int make_candidates(tune_state_t *st, mk_program_kind kind)
     if (!st->c)
         return mk_usage_error("tune: out of memory");
     for (size_t i = 0; i < N_PRESETS; i++) {
-        const preset_t *p = &presets[i];
+        const mk_alloc_preset *p = &mk_alloc_presets[i];
         mk_tune_candidate *c = &st->c[st->n];
 
         if (i > 0 && st->any_chosen && !st->want[i])
@@ -276,7 +271,7 @@ static int choose_presets(tune_state_t *st, const char *list)
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         size_t i;
 
-        for (i = 0; i < N_PRESETS && strcmp(presets[i].name, t) != 0; i++)
+        for (i = 0; i < N_PRESETS && strcmp(mk_alloc_presets[i].name, t) != 0; i++)
             ;
         if (i == N_PRESETS) {
             int rc =

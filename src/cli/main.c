@@ -27,6 +27,8 @@ static const command_t commands[] = {
     {"bench", mk_cmd_bench, "benchmark allocators on classic workloads"},
     {"tune", mk_cmd_tune,
      "find the allocator and glibc settings that make a program faster"},
+    {"replay", mk_cmd_replay,
+     "a trace's exact allocation calls against each allocator, timed"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -20,6 +20,18 @@ _Static_assert(MK_TUNE_MAX_RUNS <= MK_STAT_MAX, "mk_stat_of takes every run");
 #define MK_TUNE_MAX_ENV        8
 #define MK_TUNE_MAX_CANDIDATES 32
 
+/* A built-in candidate: an allocator or a glibc setting (cmd_tune.c's
+ * table, which memkit replay's allocators are too). */
+typedef struct mk_alloc_preset {
+    const char *name;
+    const char *tunables; /* GLIBC_TUNABLES value, or NULL */
+    const char *soname;   /* drop-in library for LD_PRELOAD, or NULL */
+    const char *package;  /* the Debian package that ships it */
+    const char *about;
+} mk_alloc_preset;
+extern const mk_alloc_preset mk_alloc_presets[];
+extern const size_t mk_n_alloc_presets;
+
 /* One measured run of the command. */
 typedef struct mk_tune_sample {
     double wall_s, user_s, sys_s;

@@ -1,0 +1,655 @@
+/*
+ * cmd_replay.c - `memkit replay [OPTIONS] TRACE...`: a trace's exact
+ * allocation calls against each allocator, in a fresh process each.
+ *
+ * The traces are compiled once (replay_ops.c); every allocator then replays
+ * them --rounds times, round-robin with a rotating start (memkit tune's
+ * schedule), so drift of the machine hits every allocator alike. What is
+ * compared is the allocator's own time (each call timed, nothing of the
+ * program's), its heap's RSS and its page faults. An allocator beats
+ * glibc's default only when the exact Mann-Whitney test says its rounds
+ * are faster (or leaner) beyond chance (p <= 0.05, as memkit tune).
+ */
+#define _GNU_SOURCE
+#include "opts.h"
+#include "replay.h"
+#include "tune.h"
+
+#include "../analyze/fmt.h"
+#include "../analyze/names.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define P_BEYOND_NOISE 0.05
+#define MAX_ROUNDS     MK_STAT_MAX
+#define MAX_TRACES     64
+#define MAX_ALLOCS     16
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define REPLAY_SANITIZED 1 /* a sanitizer's runtime takes malloc: no drop-in loads */
+#else
+#define REPLAY_SANITIZED 0
+#endif
+
+#define MAX_ENV 8
+
+typedef struct alloc {
+    char name[40];
+    char *env[MAX_ENV + 1]; /* "VAR=value", NULL-ended */
+    const char *status; /* "ok", "missing", "n/a", "failed" */
+    char reason[300];
+    int nrounds;
+    double ns[MAX_ROUNDS], rss[MAX_ROUNDS], faults[MAX_ROUNDS];
+    double wall_ns[MAX_ROUNDS];
+    uint64_t calls;
+    mk_bench_hist hist; /* every round's calls */
+    double ns_per_tick;
+    uint64_t *site_ticks; /* every round's, per stack id of each trace */
+    mk_stat t, r, f;
+    double speedup, p_faster, rss_ratio, p_leaner;
+} alloc_t;
+
+typedef struct replay_state {
+    const char *list;
+    int rounds;
+    int threads; /* 0: as traced, 1: one */
+    const char *extra[MAX_ALLOCS]; /* --allocator values */
+    int nextra;
+    bool json;
+    int top;
+    mk_replay_prog prog[MAX_TRACES];
+    int nprog;
+    uint32_t site_base[MAX_TRACES + 1]; /* each trace's stack ids in site_ticks */
+    alloc_t a[MAX_ALLOCS];
+    int n;
+} replay_state_t;
+
+static const char *const thread_modes[] = {"as-traced", "1", NULL};
+
+#define RS(field) offsetof(replay_state_t, field)
+
+static int add_allocator(void *dest, const mk_opt_t *opt, const char *v)
+{
+    replay_state_t *st = dest;
+    (void)opt;
+    if (st->nextra == MAX_ALLOCS / 2)
+        return mk_usage_error("replay: too many --allocator options");
+    st->extra[st->nextra++] = v;
+    return -1;
+}
+
+static const mk_opt_t replay_options[] = {
+    {.name = "--allocators",
+     .arg = "LIST",
+     .kind = MK_OPT_STRING,
+     .at = RS(list),
+     .help = "allocators to replay against, comma-separated, from memkit tune's\n"
+             "built-in candidates (default all installed; glibc always runs:\n"
+             "it is the baseline)"},
+    {.name = "--allocator",
+     .arg = "NAME=ENV",
+     .kind = MK_OPT_CALL,
+     .call = add_allocator,
+     .help = "one more allocator, your own: NAME=VAR=VALUE[ VAR=VALUE...], e.g.\n"
+             "mine=LD_PRELOAD=/path/libmine.so (repeatable)"},
+    {.name = "--threads",
+     .arg = "as-traced|1",
+     .kind = MK_OPT_CHOICE,
+     .at = RS(threads),
+     .choices = thread_modes,
+     .help = "each traced thread's calls on a thread of its own (default), a\n"
+             "free of another thread's block after its allocation; or all on one"},
+    {.name = "--rounds",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = RS(rounds),
+     .lo = 1,
+     .hi = MAX_ROUNDS,
+     .help = "replays per allocator, interleaved (default 5)"},
+    {.name = "--top",
+     .arg = "N",
+     .kind = MK_OPT_INT,
+     .at = RS(top),
+     .lo = 0,
+     .hi = 1000,
+     .help = "sites shown by glibc's allocator time (default 10)"},
+    {.name = "--json",
+     .kind = MK_OPT_FLAG,
+     .at = RS(json),
+     .help = "JSON on stdout (docs/replay-json.md) instead of the table"},
+};
+
+static const mk_command_spec_t replay_spec = {
+    .name = "replay",
+    .synopsis = "memkit replay [OPTIONS] TRACE...",
+    .about = "Replays every allocation call of the traces (sizes, alignments, order,\n"
+             "reallocs, frees and their threads) against each allocator, each in a fresh\n"
+             "process, and compares the allocator's own time per call, its heap's peak\n"
+             "RSS and its page faults. Each block's first and last bytes are written, as\n"
+             "a program writes what it allocates. A trace is one process's (.mkt), traced\n"
+             "without --sample or --summary-only.\n",
+    .max_args = MAX_TRACES,
+};
+
+/* ------------------------------------------------------------------------ */
+/* the allocators                                                            */
+
+/* "NAME=VAR=VALUE VAR=VALUE": the name, then assignments split at blanks. */
+static int parse_extra(replay_state_t *st, const char *spec, alloc_t *a)
+{
+    const char *eq = strchr(spec, '=');
+    char *rest, *tok, *save = NULL;
+    int n = 0;
+
+    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof a->name ||
+        strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
+            (size_t)(eq - spec))
+        return mk_usage_error("replay: --allocator '%s': NAME=VAR=VALUE expected", spec);
+    snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - spec), spec);
+    for (int i = 0; i < st->n; i++)
+        if (strcmp(st->a[i].name, a->name) == 0)
+            return mk_usage_error("replay: --allocator '%s': the name %s is taken", spec,
+                                  a->name);
+    rest = strdup(eq + 1);
+    if (!rest)
+        return mk_usage_error("replay: out of memory");
+    for (tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        const char *e = strchr(tok, '=');
+        if (!e || e == tok || n == MAX_ENV ||
+            strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+                (size_t)(e - tok) ||
+            !(a->env[n++] = strdup(tok))) {
+            int rc = mk_usage_error("replay: --allocator '%s': '%s' is not VAR=VALUE", spec,
+                                    tok);
+            free(rest);
+            return rc;
+        }
+    }
+    free(rest);
+    if (n == 0)
+        return mk_usage_error("replay: --allocator '%s': no VAR=VALUE", spec);
+    a->status = "ok";
+    return -1;
+}
+
+static int choose(replay_state_t *st)
+{
+    bool want[MAX_ALLOCS] = {true};
+    char lib[512];
+
+    if (mk_n_alloc_presets + MAX_ALLOCS / 2 > MAX_ALLOCS)
+        return mk_usage_error("replay: too many allocators");
+    if (st->list) {
+        char *copy = strdup(st->list), *save = NULL;
+        if (!copy)
+            return mk_usage_error("replay: out of memory");
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            size_t i = 0;
+            while (i < mk_n_alloc_presets && strcmp(mk_alloc_presets[i].name, t) != 0)
+                i++;
+            if (i == mk_n_alloc_presets) {
+                int rc = mk_usage_error("replay: unknown allocator '%s' (memkit tune --list "
+                                        "names them)",
+                                        t);
+                free(copy);
+                return rc;
+            }
+            want[i] = true;
+        }
+        free(copy);
+    }
+    for (size_t i = 0; i < mk_n_alloc_presets; i++) {
+        const mk_alloc_preset *p = &mk_alloc_presets[i];
+        alloc_t *a = &st->a[st->n];
+
+        if (st->list && !want[i])
+            continue;
+        st->n++;
+        snprintf(a->name, sizeof a->name, "%s", p->name);
+        a->status = "ok";
+        if (p->tunables && asprintf(&a->env[0], "GLIBC_TUNABLES=%s", p->tunables) < 0)
+            return mk_usage_error("replay: out of memory");
+        if (p->soname && REPLAY_SANITIZED) {
+            a->status = "n/a";
+            snprintf(a->reason, sizeof a->reason,
+                     "this memkit is a sanitizer build: no allocator can be preloaded");
+        } else if (p->soname && !mk_find_library(p->soname, lib, sizeof lib)) {
+            a->status = "missing";
+            snprintf(a->reason, sizeof a->reason, "not installed: apt-get install %s",
+                     p->package);
+        } else if (p->soname && asprintf(&a->env[0], "LD_PRELOAD=%s", lib) < 0) {
+            return mk_usage_error("replay: out of memory");
+        }
+    }
+    for (int i = 0; i < st->nextra; i++) {
+        int rc = parse_extra(st, st->extra[i], &st->a[st->n]);
+        if (rc >= 0)
+            return rc;
+        st->n++;
+    }
+    return -1;
+}
+
+static bool runs(const alloc_t *a)
+{
+    return strcmp(a->status, "ok") == 0;
+}
+
+/* One round of allocator a: every trace once. */
+static void replay_round(replay_state_t *st, alloc_t *a)
+{
+    double ns = 0, rss = 0, faults = 0, wall = 0;
+
+    for (int i = 0; i < st->nprog; i++) {
+        mk_replay_result res;
+
+        if (!mk_replay_run(&st->prog[i], a->env, &res, a->site_ticks + st->site_base[i],
+                           a->reason, sizeof a->reason)) {
+            a->status = "failed";
+            return;
+        }
+        a->ns_per_tick = res.ns_per_tick;
+        ns += (double)res.alloc_ticks * res.ns_per_tick;
+        wall += (double)res.wall_ns;
+        /* processes run one after another: the largest heap is the peak */
+        double heap = (double)(res.peak_rss_bytes - (res.peak_rss_bytes > res.base_rss_bytes
+                                                         ? res.base_rss_bytes
+                                                         : res.peak_rss_bytes));
+        if (heap > rss)
+            rss = heap;
+        faults += (double)res.minor_faults;
+        if (a->nrounds == 0)
+            a->calls += res.calls;
+        a->hist.count += res.hist.count;
+        if (res.hist.max > a->hist.max)
+            a->hist.max = res.hist.max;
+        for (size_t b = 0; b < MK_BENCH_HIST_BUCKETS; b++)
+            a->hist.bucket[b] += res.hist.bucket[b];
+    }
+    a->ns[a->nrounds] = ns;
+    a->rss[a->nrounds] = rss;
+    a->faults[a->nrounds] = faults;
+    a->wall_ns[a->nrounds] = wall;
+    a->nrounds++;
+}
+
+static void conclude(replay_state_t *st)
+{
+    alloc_t *base = &st->a[0];
+
+    for (int i = 0; i < st->n; i++) {
+        alloc_t *a = &st->a[i];
+        if (!runs(a))
+            continue;
+        a->t = mk_stat_of(a->ns, a->nrounds);
+        a->r = mk_stat_of(a->rss, a->nrounds);
+        a->f = mk_stat_of(a->faults, a->nrounds);
+    }
+    for (int i = 1; i < st->n; i++) {
+        alloc_t *a = &st->a[i];
+        if (!runs(a) || !runs(base))
+            continue;
+        a->speedup = a->t.median > 0 ? base->t.median / a->t.median : 0;
+        a->rss_ratio = base->r.median > 0 ? a->r.median / base->r.median : 0;
+        a->p_faster = mk_p_smaller(a->ns, a->nrounds, base->ns, base->nrounds);
+        a->p_leaner = mk_p_smaller(a->rss, a->nrounds, base->rss, base->nrounds);
+    }
+}
+
+/* The fastest (or leanest) beyond noise, index 0 (glibc) when none is. */
+static int best(const replay_state_t *st, bool by_time)
+{
+    int b = 0;
+
+    for (int i = 1; i < st->n; i++) {
+        const alloc_t *a = &st->a[i];
+        if (!runs(a) || (by_time ? a->p_faster : a->p_leaner) > P_BEYOND_NOISE)
+            continue;
+        if (by_time ? a->t.median < st->a[b].t.median : a->r.median < st->a[b].r.median)
+            b = i;
+    }
+    return b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* sites                                                                     */
+
+typedef struct site_row {
+    char label[256];
+    double ns;
+} site_row_t;
+
+static int by_ns(const void *x, const void *y)
+{
+    const site_row_t *a = x, *b = y;
+    return (a->ns < b->ns) - (a->ns > b->ns);
+}
+
+/* glibc's time per allocating function (a stack's innermost frame), summed
+ * over the stacks that share it; *n rows, largest first. */
+static site_row_t *site_rows(replay_state_t *st, size_t *n)
+{
+    const alloc_t *g = &st->a[0];
+    site_row_t *rows = NULL;
+    size_t cap = 0;
+
+    *n = 0;
+    if (!runs(g) || !g->nrounds)
+        return NULL;
+    for (int i = 0; i < st->nprog; i++) {
+        mk_names_t *names = mk_names_for_trace(st->prog[i].tr, true);
+        for (uint32_t s = 0; names && s < st->prog[i].nsites; s++) {
+            uint64_t ticks = g->site_ticks[st->site_base[i] + s];
+            mk_frame_t f;
+            char label[256];
+            size_t k;
+
+            if (!ticks)
+                continue;
+            if (!mk_names_innermost(names, s, &f))
+                snprintf(label, sizeof label, "(no stack)");
+            else
+                mk_frame_label(&f, label, sizeof label);
+            for (k = 0; k < *n && strcmp(rows[k].label, label) != 0; k++)
+                ;
+            if (k == *n) {
+                if (!mk_grow((void **)&rows, &cap, *n + 1, sizeof *rows))
+                    break;
+                snprintf(rows[k].label, sizeof rows[k].label, "%s", label);
+                (*n)++;
+            }
+            rows[k].ns += (double)ticks * g->ns_per_tick / g->nrounds;
+        }
+        mk_names_free(names);
+    }
+    if (rows)
+        qsort(rows, *n, sizeof *rows, by_ns);
+    return rows;
+}
+
+/* ------------------------------------------------------------------------ */
+/* output                                                                    */
+
+static double quantile_ns(const alloc_t *a, double q)
+{
+    return (double)mk_bench_hist_quantile(&a->hist, q) * a->ns_per_tick;
+}
+
+static void print_table(replay_state_t *st, FILE *out)
+{
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    uint64_t calls = 0, cross = 0, skipped = 0, live = 0;
+    int threads = 0;
+
+    for (int i = 0; i < st->nprog; i++) {
+        calls += st->prog[i].calls;
+        cross += st->prog[i].cross_thread;
+        skipped += st->prog[i].skipped;
+        threads += st->prog[i].nthreads;
+        if (st->prog[i].peak_live_bytes > live)
+            live = st->prog[i].peak_live_bytes;
+    }
+    fprintf(out, "Replayed %s allocator calls of %d trace%s on %d thread%s (%s across "
+                 "threads), %d round%s each; the most live at once: %s\n",
+            mk_fmt_count(calls, b1, sizeof b1), st->nprog, st->nprog == 1 ? "" : "s",
+            threads, threads == 1 ? "" : "s", mk_fmt_count(cross, b2, sizeof b2),
+            st->rounds, st->rounds == 1 ? "" : "s", mk_fmt_bytes(live, b3, sizeof b3));
+    if (skipped)
+        fprintf(out, "(%s frees and reallocs of blocks the trace never showed allocated "
+                     "were left out)\n",
+                mk_fmt_count(skipped, b1, sizeof b1));
+    fprintf(out, "\n%-17s %12s %10s %10s %10s %11s %9s %10s\n", "allocator",
+            "alloc time", "p50/call", "p99/call", "max/call", "heap RSS", "vs live",
+            "vs glibc");
+    for (int i = 0; i < st->n; i++) {
+        alloc_t *a = &st->a[i];
+        if (!runs(a)) {
+            fprintf(out, "%-17s %s: %s\n", a->name, a->status, a->reason);
+            continue;
+        }
+        char vs[32] = "1.00x";
+        if (i > 0)
+            snprintf(vs, sizeof vs, "%.2fx%s", a->speedup,
+                     a->p_faster <= P_BEYOND_NOISE ? "*" : "");
+        fprintf(out, "%-17s %12s %10s %10s %10s %11s %8.2fx %10s\n", a->name,
+                mk_fmt_ns(a->t.median, b1, sizeof b1), mk_fmt_ns(quantile_ns(a, 0.5), b2, sizeof b2),
+                mk_fmt_ns(quantile_ns(a, 0.99), b3, sizeof b3),
+                mk_fmt_ns((double)a->hist.max * a->ns_per_tick, b4, sizeof b4),
+                mk_fmt_bytes((uint64_t)a->r.median, b5, sizeof b5),
+                live ? a->r.median / (double)live : 0.0, vs);
+    }
+    fprintf(out, "(medians of the rounds; * beyond noise: faster in enough rounds, "
+                 "Mann-Whitney p <= %.2f)\n",
+            P_BEYOND_NOISE);
+    int f = best(st, true), l = best(st, false);
+    fprintf(out, "\nfastest: %s\n", f ? st->a[f].name
+                                      : "glibc (nothing beats the default beyond noise)");
+    fprintf(out, "leanest: %s\n", l ? st->a[l].name
+                                      : "glibc (nothing beats the default beyond noise)");
+    if (st->top == 0)
+        return;
+    size_t n;
+    site_row_t *rows = site_rows(st, &n);
+    if (!rows)
+        return;
+    double mean = 0; /* the rows are the rounds' means */
+    for (int r = 0; r < st->a[0].nrounds; r++)
+        mean += st->a[0].ns[r] / st->a[0].nrounds;
+    fprintf(out, "\nAllocator time by allocating function under glibc (a block's free "
+                 "counted with its allocation; the rounds' mean):\n");
+    for (size_t k = 0; k < n && k < (size_t)st->top; k++)
+        fprintf(out, "  %10s  %5.1f%%  %s\n", mk_fmt_ns(rows[k].ns, b1, sizeof b1),
+                mean > 0 ? 100.0 * rows[k].ns / mean : 0.0,
+                rows[k].label);
+    free(rows);
+}
+
+static void json_stat(mk_json *j, const char *key, mk_stat s)
+{
+    mk_json_key(j, key);
+    mk_json_begin_object(j);
+    mk_json_key(j, "median");
+    mk_json_double(j, s.median);
+    mk_json_key(j, "min");
+    mk_json_double(j, s.min);
+    mk_json_key(j, "max");
+    mk_json_double(j, s.max);
+    mk_json_end_object(j);
+}
+
+static void print_json(replay_state_t *st, FILE *out)
+{
+    mk_json j = {.out = out};
+    uint64_t calls = 0, frees = 0, cross = 0, skipped = 0, live = 0, blocks = 0;
+
+    for (int i = 0; i < st->nprog; i++) {
+        calls += st->prog[i].calls;
+        frees += st->prog[i].frees;
+        cross += st->prog[i].cross_thread;
+        skipped += st->prog[i].skipped;
+        if (st->prog[i].peak_live_bytes > live)
+            live = st->prog[i].peak_live_bytes;
+        if (st->prog[i].peak_live_blocks > blocks)
+            blocks = st->prog[i].peak_live_blocks;
+    }
+    mk_json_begin_object(&j);
+    mk_json_key(&j, "schema");
+    mk_json_string(&j, "memkit-replay");
+    mk_json_key(&j, "version");
+    mk_json_uint(&j, 1);
+    mk_json_key(&j, "traces");
+    mk_json_begin_array(&j);
+    for (int i = 0; i < st->nprog; i++)
+        mk_json_string(&j, st->prog[i].path);
+    mk_json_end_array(&j);
+    mk_json_key(&j, "threads");
+    mk_json_string(&j, thread_modes[st->threads]);
+    mk_json_key(&j, "rounds");
+    mk_json_uint(&j, (uint64_t)st->rounds);
+    mk_json_key(&j, "calls");
+    mk_json_uint(&j, calls);
+    mk_json_key(&j, "frees");
+    mk_json_uint(&j, frees);
+    mk_json_key(&j, "cross_thread_calls");
+    mk_json_uint(&j, cross);
+    mk_json_key(&j, "skipped_calls");
+    mk_json_uint(&j, skipped);
+    mk_json_key(&j, "peak_live_bytes");
+    mk_json_uint(&j, live);
+    mk_json_key(&j, "peak_live_blocks");
+    mk_json_uint(&j, blocks);
+    mk_json_key(&j, "allocators");
+    mk_json_begin_array(&j);
+    for (int i = 0; i < st->n; i++) {
+        alloc_t *a = &st->a[i];
+        mk_json_begin_object(&j);
+        mk_json_key(&j, "name");
+        mk_json_string(&j, a->name);
+        mk_json_key(&j, "env");
+        mk_json_begin_object(&j);
+        for (int k = 0; k < MAX_ENV && a->env[k]; k++) {
+            const char *eq = strchr(a->env[k], '=');
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a->env[k]), a->env[k]);
+            mk_json_key(&j, name);
+            mk_json_string(&j, eq + 1);
+        }
+        mk_json_end_object(&j);
+        mk_json_key(&j, "status");
+        mk_json_string(&j, a->status);
+        if (!runs(a)) {
+            mk_json_key(&j, "reason");
+            mk_json_string(&j, a->reason);
+            mk_json_end_object(&j);
+            continue;
+        }
+        mk_json_key(&j, "allocator_ns");
+        mk_json_double(&j, a->t.median);
+        json_stat(&j, "allocator_ns_rounds", a->t);
+        mk_json_key(&j, "p50_ns");
+        mk_json_double(&j, quantile_ns(a, 0.5));
+        mk_json_key(&j, "p99_ns");
+        mk_json_double(&j, quantile_ns(a, 0.99));
+        mk_json_key(&j, "max_ns");
+        mk_json_double(&j, (double)a->hist.max * a->ns_per_tick);
+        mk_json_key(&j, "peak_rss");
+        mk_json_double(&j, a->r.median);
+        mk_json_key(&j, "page_faults");
+        mk_json_double(&j, a->f.median);
+        mk_json_key(&j, "speedup");
+        if (i == 0)
+            mk_json_double(&j, 1);
+        else
+            mk_json_double(&j, a->speedup);
+        mk_json_key(&j, "p_faster");
+        if (i == 0)
+            mk_json_null(&j);
+        else
+            mk_json_double(&j, a->p_faster);
+        mk_json_key(&j, "rss_ratio");
+        if (i == 0)
+            mk_json_double(&j, 1);
+        else
+            mk_json_double(&j, a->rss_ratio);
+        mk_json_key(&j, "p_leaner");
+        if (i == 0)
+            mk_json_null(&j);
+        else
+            mk_json_double(&j, a->p_leaner);
+        mk_json_end_object(&j);
+    }
+    mk_json_end_array(&j);
+    mk_json_key(&j, "fastest");
+    mk_json_string(&j, st->a[best(st, true)].name);
+    mk_json_key(&j, "leanest");
+    mk_json_string(&j, st->a[best(st, false)].name);
+    size_t n = 0;
+    site_row_t *rows = st->top ? site_rows(st, &n) : NULL;
+    mk_json_key(&j, "sites");
+    mk_json_begin_array(&j);
+    for (size_t k = 0; k < n && k < (size_t)st->top; k++) {
+        mk_json_begin_object(&j);
+        mk_json_key(&j, "function");
+        mk_json_string(&j, rows[k].label);
+        mk_json_key(&j, "allocator_ns");
+        mk_json_double(&j, rows[k].ns);
+        mk_json_end_object(&j);
+    }
+    mk_json_end_array(&j);
+    free(rows);
+    mk_json_end_object(&j);
+    fputc('\n', out);
+}
+
+/* ------------------------------------------------------------------------ */
+
+int mk_cmd_replay(int argc, char **argv)
+{
+    replay_state_t *st;
+    char *inputs[MAX_TRACES];
+    int ninputs = 0, rc;
+
+    if (argc >= 2 && strcmp(argv[1], "--child") == 0)
+        return mk_replay_child(argc, argv);
+    st = calloc(1, sizeof *st);
+    if (!st)
+        return mk_usage_error("replay: out of memory");
+    st->rounds = 5;
+    st->top = 10;
+    mk_opt_table_t table = MK_OPT_TABLE(replay_options, st);
+    rc = mk_opts_parse(&replay_spec, &table, 1, argc, argv, inputs, &ninputs);
+    if (rc >= 0)
+        goto out;
+    if (ninputs == 0) {
+        rc = mk_usage_error("replay: no trace given (memkit replay --help)");
+        goto out;
+    }
+    if ((rc = choose(st)) >= 0)
+        goto out;
+    for (int i = 0; i < ninputs; i++) {
+        rc = mk_replay_compile(inputs[i], st->threads == 1, &st->prog[i]);
+        if (rc != MK_EXIT_OK)
+            goto out;
+        st->nprog++;
+        if ((uint64_t)st->site_base[i] + st->prog[i].nsites > UINT32_MAX) {
+            rc = mk_usage_error("replay: too many stacks");
+            goto out;
+        }
+        st->site_base[i + 1] = st->site_base[i] + st->prog[i].nsites;
+    }
+    for (int i = 0; i < st->n; i++)
+        if (runs(&st->a[i]) &&
+            !(st->a[i].site_ticks = calloc(st->site_base[st->nprog] + 1, sizeof(uint64_t)))) {
+            rc = mk_usage_error("replay: out of memory");
+            goto out;
+        }
+    /* round-robin, the start rotating: drift hits every allocator alike */
+    for (int r = 0; r < st->rounds; r++)
+        for (int k = 0; k < st->n; k++) {
+            alloc_t *a = &st->a[(k + r) % st->n];
+            if (runs(a))
+                replay_round(st, a);
+        }
+    if (!runs(&st->a[0])) {
+        rc = mk_usage_error("replay: the replay under glibc failed: %s", st->a[0].reason);
+        goto out;
+    }
+    conclude(st);
+    if (st->json)
+        print_json(st, stdout);
+    else
+        print_table(st, stdout);
+    rc = fflush(stdout) == 0 && !ferror(stdout) ? MK_EXIT_OK : MK_EXIT_FAIL;
+out:
+    for (int i = 0; i < st->nprog; i++)
+        mk_replay_remove(&st->prog[i]);
+    for (int i = 0; i < st->n + (st->n < MAX_ALLOCS); i++) {
+        for (int k = 0; k < MAX_ENV && st->a[i].env[k]; k++)
+            free(st->a[i].env[k]);
+        free(st->a[i].site_ticks);
+    }
+    free(st);
+    return rc;
+}

@@ -1,0 +1,503 @@
+/*
+ * replay_run.c - one replay of a compiled trace (replay.h) in a fresh child
+ * process, and the child's side of it.
+ *
+ * The child is this same executable started as `memkit replay --child`,
+ * with LD_PRELOAD or GLIBC_TUNABLES set for the allocator under test, so
+ * no allocator's heap skews another's numbers. It maps its slot table and
+ * buffers and touches them before its first call, so its RSS before the
+ * replay is its own and what grows after is the heap's. Each replayed
+ * thread reads its operations in batches and times each allocator call
+ * with the cycle counter, less the empty reading's cost; each block gets
+ * its first and last byte written, as a program writes what it allocates,
+ * so the page faults and cache misses of where the allocator put it are
+ * paid (outside the timed call). Results go back whole over a pipe.
+ */
+#define _GNU_SOURCE
+#include "replay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BATCH 4096 /* operations read at a time */
+
+typedef struct slot {
+    void *p;
+    _Atomic uint32_t gen; /* allocations made into the slot (replay.h) */
+    uint32_t pad;
+} slot_t;
+
+typedef struct child {
+    const char *dir;
+    int nthreads;
+    uint32_t nslots, nsites;
+    slot_t *slots;
+    uint64_t empty; /* the cycle counter's empty reading */
+    struct worker *w;
+    _Atomic uint32_t progress; /* bumped at every thread's new window (SLEEPER: a sleeper) */
+    _Atomic int ready;
+    _Atomic int go;
+} child_t;
+
+typedef struct worker {
+    _Alignas(64) _Atomic uint32_t window; /* its current window (UINT32_MAX: done) */
+    child_t *c;
+    int index;
+    pthread_t tid;
+    mk_replay_op *buf;
+    uint64_t *site_ticks;
+    uint64_t calls, ticks;
+    mk_bench_hist hist;
+    char why[4400];
+} worker_t;
+
+static void *map_zeroed(size_t bytes)
+{
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* A slot's generation is its low 31 bits (replay.h); the top bit says a
+ * thread sleeps on it. A waiter spins a little (the allocation it waits for
+ * is usually moments away), then sleeps on the word, so that threads
+ * waiting on a machine with fewer CPUs than threads never take the CPU from
+ * the thread inside an allocator call (whose time would then include
+ * theirs). */
+#define SLEEPER 0x80000000u
+
+static void wait_for(slot_t *s, uint32_t gen)
+{
+    for (unsigned spins = 0;; spins++) {
+        uint32_t v = atomic_load_explicit(&s->gen, memory_order_acquire);
+        if ((v & ~SLEEPER) == gen)
+            return;
+        if (spins < 200) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        if (!(v & SLEEPER) && !atomic_compare_exchange_weak(&s->gen, &v, v | SLEEPER))
+            continue;
+        syscall(SYS_futex, &s->gen, FUTEX_WAIT_PRIVATE, v | SLEEPER, NULL, NULL, 0);
+    }
+}
+
+static void bump_progress(child_t *c)
+{
+    uint32_t v = atomic_load_explicit(&c->progress, memory_order_relaxed);
+
+    while (!atomic_compare_exchange_weak(&c->progress, &v, (v + 1) & ~SLEEPER))
+        ;
+    if (v & SLEEPER)
+        syscall(SYS_futex, &c->progress, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* Thread w enters window `at`: once every other thread is in at - 1 or later. */
+static void enter_window(worker_t *w, uint32_t at)
+{
+    child_t *c = w->c;
+
+    atomic_store_explicit(&w->window, at, memory_order_release);
+    bump_progress(c);
+    for (unsigned spins = 0;; spins++) {
+        uint32_t seen = atomic_load_explicit(&c->progress, memory_order_acquire);
+        int j = 0;
+        while (j < c->nthreads &&
+               (j == w->index ||
+                (uint64_t)atomic_load_explicit(&c->w[j].window, memory_order_acquire) + 1 >= at))
+            j++;
+        if (j == c->nthreads)
+            return;
+        if (spins < 200) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        if (!(seen & SLEEPER) &&
+            !atomic_compare_exchange_weak(&c->progress, &seen, seen | SLEEPER))
+            continue;
+        syscall(SYS_futex, &c->progress, FUTEX_WAIT_PRIVATE, seen | SLEEPER, NULL, NULL, 0);
+    }
+}
+
+static inline void touch(void *p, uint64_t size)
+{
+    if (p && size) {
+        ((volatile char *)p)[0] = 1;
+        ((volatile char *)p)[size - 1] = 1;
+    }
+}
+
+/* The slot's new block, published to a thread that waits for it. */
+static inline void publish(slot_t *s, void *p)
+{
+    uint32_t v = atomic_load_explicit(&s->gen, memory_order_relaxed);
+
+    s->p = p;
+    while (!atomic_compare_exchange_weak_explicit(&s->gen, &v, (v + 1) & ~SLEEPER,
+                                                  memory_order_release,
+                                                  memory_order_relaxed))
+        ;
+    if (v & SLEEPER)
+        syscall(SYS_futex, &s->gen, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+static bool perform(worker_t *w, const mk_replay_op *op, uint64_t size)
+{
+    slot_t *s = &w->c->slots[op->slot];
+    uint64_t t0, t1;
+    void *p = NULL;
+
+    switch (op->kind) {
+    case MK_ROP_MALLOC:
+        t0 = mk_bench_ticks();
+        p = malloc(size);
+        t1 = mk_bench_ticks();
+        break;
+    case MK_ROP_CALLOC:
+        t0 = mk_bench_ticks();
+        p = calloc(1, size);
+        t1 = mk_bench_ticks();
+        break;
+    case MK_ROP_ALIGNED:
+        t0 = mk_bench_ticks();
+        if (posix_memalign(&p, (size_t)1 << op->align_log2, size) != 0)
+            p = NULL;
+        t1 = mk_bench_ticks();
+        break;
+    case MK_ROP_REALLOC:
+        t0 = mk_bench_ticks();
+        p = realloc(s->p, size);
+        t1 = mk_bench_ticks();
+        break;
+    case MK_ROP_FREE:
+        p = s->p;
+        t0 = mk_bench_ticks();
+        free(p);
+        t1 = mk_bench_ticks();
+        s->p = NULL;
+        p = NULL;
+        break;
+    default:
+        snprintf(w->why, sizeof w->why, "operation of unknown kind %u", op->kind);
+        return false;
+    }
+    uint64_t d = t1 - t0 > w->c->empty ? t1 - t0 - w->c->empty : 0;
+    w->ticks += d;
+    w->calls++;
+    w->site_ticks[op->site] += d;
+    mk_bench_hist_add(&w->hist, d);
+    if (op->kind == MK_ROP_FREE)
+        return true;
+    if (!p && (size || op->kind != MK_ROP_REALLOC)) {
+        snprintf(w->why, sizeof w->why, "the allocator failed a call of %llu bytes",
+                 (unsigned long long)size);
+        return false;
+    }
+    touch(p, size);
+    publish(s, p);
+    return true;
+}
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    char path[4200];
+    uint64_t hi = 0;
+    int fd;
+
+    snprintf(path, sizeof path, "%s/t%d.ops", w->c->dir, w->index);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    atomic_fetch_add(&w->c->ready, 1);
+    while (!atomic_load_explicit(&w->c->go, memory_order_acquire))
+        sched_yield();
+    if (fd < 0) { /* a thread with no calls */
+        atomic_store_explicit(&w->window, UINT32_MAX, memory_order_release);
+        bump_progress(w->c);
+        return NULL;
+    }
+    for (;;) {
+        ssize_t n = read(fd, w->buf, BATCH * sizeof *w->buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || n % (ssize_t)sizeof *w->buf) {
+            snprintf(w->why, sizeof w->why, "cannot read %s: %s", path,
+                     n < 0 ? strerror(errno) : "a cut operation");
+            break;
+        }
+        if (n == 0)
+            break;
+        for (size_t i = 0; i < (size_t)n / sizeof *w->buf; i++) {
+            const mk_replay_op *op = &w->buf[i];
+            if (op->slot >= w->c->nslots || op->site >= w->c->nsites) {
+                snprintf(w->why, sizeof w->why, "an operation out of range in %s", path);
+                goto out;
+            }
+            if (op->kind == MK_ROP_SIZE_HI) {
+                hi = (uint64_t)op->arg << 32;
+                continue;
+            }
+            if (op->kind == MK_ROP_WAIT) {
+                wait_for(&w->c->slots[op->slot], op->arg);
+                continue;
+            }
+            if (op->kind == MK_ROP_TIME) {
+                enter_window(w, op->arg);
+                continue;
+            }
+            if (!perform(w, op, hi | op->arg))
+                goto out;
+            hi = 0;
+        }
+    }
+out:
+    close(fd);
+    atomic_store_explicit(&w->window, UINT32_MAX, memory_order_release);
+    bump_progress(w->c);
+    return NULL;
+}
+
+static uint64_t rss_bytes(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The peak RSS since reset_peak (VmHWM), 0 when unknown. */
+static uint64_t peak_rss_bytes(void)
+{
+    char line[256];
+    unsigned long long kb = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* Resets the peak RSS to the current RSS (Linux: clear_refs 5), so that the
+ * peak measured is the replay's, not start-up's. */
+static bool reset_peak(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && write(fd, "5", 1) == 1;
+
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* The cycle counter read twice with nothing between: taken off every call. */
+static uint64_t empty_reading(void)
+{
+    uint64_t best = UINT64_MAX;
+
+    for (int i = 0; i < 1000; i++) {
+        uint64_t t0 = mk_bench_ticks(), t1 = mk_bench_ticks();
+        if (t1 - t0 < best)
+            best = t1 - t0;
+    }
+    return best;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        c += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+int mk_replay_child(int argc, char **argv)
+{
+    child_t c = {0};
+    mk_replay_result res = {0};
+    struct rusage ru0, ru1;
+
+    if (argc != 6)
+        return mk_usage_error("replay --child: DIR NTHREADS NSLOTS NSITES expected");
+    c.dir = argv[2];
+    c.nthreads = atoi(argv[3]);
+    c.nslots = (uint32_t)strtoul(argv[4], NULL, 10);
+    c.nsites = (uint32_t)strtoul(argv[5], NULL, 10);
+    if (c.nthreads < 1 || c.nthreads > 64 || c.nsites == 0)
+        return mk_usage_error("replay --child: bad arguments");
+    worker_t *w = map_zeroed(sizeof *w * (size_t)c.nthreads);
+    c.w = w;
+    c.slots = map_zeroed(sizeof *c.slots * (c.nslots ? c.nslots : 1));
+    if (!w || !c.slots)
+        return mk_usage_error("replay --child: out of memory");
+    for (int i = 0; i < c.nthreads; i++) {
+        w[i].c = &c;
+        w[i].index = i;
+        w[i].buf = map_zeroed(BATCH * sizeof *w[i].buf);
+        w[i].site_ticks = map_zeroed(sizeof *w[i].site_ticks * c.nsites);
+        if (!w[i].buf || !w[i].site_ticks)
+            return mk_usage_error("replay --child: out of memory");
+    }
+    res.ns_per_tick = mk_bench_ns_per_tick();
+    c.empty = empty_reading();
+    for (int i = 0; i < c.nthreads; i++)
+        if (pthread_create(&w[i].tid, NULL, work, &w[i]) != 0)
+            return mk_usage_error("replay --child: cannot start a thread");
+    while (atomic_load(&c.ready) < c.nthreads)
+        sched_yield();
+    bool peak_reset = reset_peak();
+    res.base_rss_bytes = rss_bytes();
+    getrusage(RUSAGE_SELF, &ru0);
+    uint64_t t0 = mk_bench_now_ns();
+    atomic_store_explicit(&c.go, 1, memory_order_release);
+    for (int i = 0; i < c.nthreads; i++)
+        pthread_join(w[i].tid, NULL);
+    res.wall_ns = mk_bench_now_ns() - t0;
+    getrusage(RUSAGE_SELF, &ru1);
+    res.peak_rss_bytes = peak_reset ? peak_rss_bytes() : 0;
+    if (!res.peak_rss_bytes) /* no /proc: the life's peak, start-up's included */
+        res.peak_rss_bytes = (uint64_t)ru1.ru_maxrss * 1024;
+    res.minor_faults = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt);
+    for (int i = 0; i < c.nthreads; i++) {
+        if (w[i].why[0]) {
+            fprintf(stderr, "%s\n", w[i].why);
+            return MK_EXIT_FAIL;
+        }
+        res.calls += w[i].calls;
+        res.alloc_ticks += w[i].ticks;
+        res.hist.count += w[i].hist.count;
+        if (w[i].hist.max > res.hist.max)
+            res.hist.max = w[i].hist.max;
+        for (size_t b = 0; b < MK_BENCH_HIST_BUCKETS; b++)
+            res.hist.bucket[b] += w[i].hist.bucket[b];
+        if (i > 0)
+            for (uint32_t s = 0; s < c.nsites; s++)
+                w[0].site_ticks[s] += w[i].site_ticks[s];
+    }
+    if (!write_all(STDOUT_FILENO, &res, sizeof res) ||
+        !write_all(STDOUT_FILENO, w[0].site_ticks, sizeof *w[0].site_ticks * c.nsites))
+        return MK_EXIT_FAIL;
+    return MK_EXIT_OK; /* the blocks still live stay so, as at a program's exit */
+}
+
+/* ------------------------------------------------------------------------ */
+/* the parent side                                                           */
+
+static bool read_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        c += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* The last line the child wrote on its standard error. */
+static void last_line(int fd, char *why, size_t len)
+{
+    char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = 0;
+    char *nl = strrchr(buf, '\n');
+    snprintf(why, len, "%s", nl ? nl + 1 : buf);
+}
+
+bool mk_replay_run(const mk_replay_prog *prog, char *const *env, mk_replay_result *res,
+                   uint64_t *site_ticks, char *why, size_t whylen)
+{
+    char nthreads[16], nslots[16], nsites[16];
+    int out[2], err = memfd_create("memkit-replay-err", MFD_CLOEXEC), status;
+    uint64_t *ticks = calloc(prog->nsites ? prog->nsites : 1, sizeof *ticks);
+    bool ok = false;
+
+    why[0] = 0;
+    if (err < 0 || !ticks || pipe2(out, O_CLOEXEC) != 0) {
+        snprintf(why, whylen, "cannot start the replay: %s", strerror(errno));
+        if (err >= 0)
+            close(err);
+        free(ticks);
+        return false;
+    }
+    snprintf(nthreads, sizeof nthreads, "%d", prog->nthreads);
+    snprintf(nslots, sizeof nslots, "%u", prog->nslots);
+    snprintf(nsites, sizeof nsites, "%u", prog->nsites);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *args[] = {"memkit", "replay", "--child", (char *)prog->dir,
+                        nthreads, nslots,   nsites,    NULL};
+        dup2(out[1], STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        unsetenv("LD_PRELOAD");
+        unsetenv("GLIBC_TUNABLES");
+        for (size_t i = 0; env && env[i]; i++)
+            putenv(env[i]);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    close(out[1]);
+    if (pid > 0)
+        ok = read_all(out[0], res, sizeof *res) &&
+             read_all(out[0], ticks, sizeof *ticks * prog->nsites);
+    close(out[0]);
+    if (pid < 0) {
+        snprintf(why, whylen, "cannot start the replay: %s", strerror(errno));
+        ok = false;
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            ok = false;
+            last_line(err, why, whylen);
+            if (!why[0] && WIFSIGNALED(status))
+                snprintf(why, whylen, "the replay was killed by signal %d (%s)",
+                         WTERMSIG(status), strsignal(WTERMSIG(status)));
+            else if (!why[0])
+                snprintf(why, whylen, "the replay exited with status %d",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        }
+    }
+    close(err);
+    if (ok && site_ticks)
+        for (uint32_t s = 0; s < prog->nsites; s++)
+            site_ticks[s] += ticks[s];
+    free(ticks);
+    return ok;
+}

@@ -234,7 +234,7 @@ def main():
             first = [t for t in m["first"] if t in tests[m["part"]]]
             rest = [t for t in tests[m["part"]] if t not in first]
             rc = ctest(build, first, a.jobs, log, stop=True) if first else 0
-            if not rc:
+            if not rc and rest:
                 rc = ctest(build, rest, a.jobs, log, stop=True)
         finally:
             with open(path, "w") as f:

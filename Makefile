@@ -21,6 +21,8 @@
 #                        bench/cost/run.sh)
 #       make bench-patterns (libmemkit's defaults against malloc on the shapes of
 #                            real programs: bench/patterns/run.sh)
+#       make bench-replay (memkit replay against the traced run and memkit tune:
+#                          bench/replay/run.sh)
 
 BUILD     ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
@@ -39,7 +41,7 @@ define build_steps
 	@$(CMAKE) --build $(BUILD) -j $(JOBS)
 endef
 
-.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug test-mutants bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-patterns bench-sample fuzz install format clean
+.PHONY: all deps build demo test test-sanitize test-asan test-tsan test-debug test-mutants bench bench-trace bench-report bench-real bench-real-outside bench-cost bench-replay bench-patterns bench-sample fuzz install format clean
 
 all: build
 
@@ -117,6 +119,11 @@ bench-cost:
 	@$(DEPS) build test
 	$(build_steps)
 	@sh bench/cost/run.sh $(BUILD)
+
+bench-replay:
+	@$(DEPS) build test
+	$(build_steps)
+	@sh bench/replay/run.sh $(BUILD)
 
 bench-patterns:
 	@$(DEPS) build test

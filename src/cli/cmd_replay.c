@@ -24,7 +24,7 @@
 
 #define P_BEYOND_NOISE 0.05
 #define MAX_ROUNDS     MK_STAT_MAX
-#define MAX_TRACES     64
+#define MAX_ARGS       4096
 #define MAX_ALLOCS     16
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -38,7 +38,7 @@
 typedef struct alloc {
     char name[40];
     char *env[MAX_ENV + 1]; /* "VAR=value", NULL-ended */
-    const char *status; /* "ok", "missing", "n/a", "failed" */
+    const char *status;     /* "ok", "missing", "n/a", "failed" */
     char reason[300];
     int nrounds;
     double ns[MAX_ROUNDS], rss[MAX_ROUNDS], faults[MAX_ROUNDS];
@@ -54,14 +54,14 @@ typedef struct alloc {
 typedef struct replay_state {
     const char *list;
     int rounds;
-    int threads; /* 0: as traced, 1: one */
+    int threads;                   /* 0: as traced, 1: one */
     const char *extra[MAX_ALLOCS]; /* --allocator values */
     int nextra;
     bool json;
     int top;
-    mk_replay_prog prog[MAX_TRACES];
+    mk_replay_prog *prog; /* one per trace */
     int nprog;
-    uint32_t site_base[MAX_TRACES + 1]; /* each trace's stack ids in site_ticks */
+    uint32_t *site_base; /* each trace's first place in site_ticks, and the end */
     alloc_t a[MAX_ALLOCS];
     int n;
 } replay_state_t;
@@ -124,13 +124,15 @@ static const mk_opt_t replay_options[] = {
 static const mk_command_spec_t replay_spec = {
     .name = "replay",
     .synopsis = "memkit replay [OPTIONS] TRACE...",
-    .about = "Replays every allocation call of the traces (sizes, alignments, order,\n"
-             "reallocs, frees and their threads) against each allocator, each in a fresh\n"
-             "process, and compares the allocator's own time per call, its heap's peak\n"
-             "RSS and its page faults. Each block's first and last bytes are written, as\n"
-             "a program writes what it allocates. A trace is one process's (.mkt), traced\n"
-             "without --sample or --summary-only.\n",
-    .max_args = MAX_TRACES,
+    .about =
+        "Replays every allocation call of the traces (sizes, alignments, order,\n"
+        "reallocs, frees and their threads) against each allocator, each in a fresh\n"
+        "process, and compares the allocator's own time per call, its heap's peak\n"
+        "RSS and its page faults. Each block's first and last bytes are written, as\n"
+        "a program writes what it allocates. A TRACE is a trace file (.mkt) or a\n"
+        "run's prefix (its every process, replayed one after another), traced\n"
+        "without --sample or --summary-only.\n",
+    .max_args = MAX_ARGS,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -144,7 +146,8 @@ static int parse_extra(replay_state_t *st, const char *spec, alloc_t *a)
     int n = 0;
 
     if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof a->name ||
-        strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
+        strspn(spec,
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
             (size_t)(eq - spec))
         return mk_usage_error("replay: --allocator '%s': NAME=VAR=VALUE expected", spec);
     snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - spec), spec);
@@ -158,11 +161,12 @@ static int parse_extra(replay_state_t *st, const char *spec, alloc_t *a)
     for (tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         const char *e = strchr(tok, '=');
         if (!e || e == tok || n == MAX_ENV ||
-            strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+            strspn(tok,
+                   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
                 (size_t)(e - tok) ||
             !(a->env[n++] = strdup(tok))) {
-            int rc = mk_usage_error("replay: --allocator '%s': '%s' is not VAR=VALUE", spec,
-                                    tok);
+            int rc = mk_usage_error("replay: --allocator '%s': '%s' is not VAR=VALUE",
+                                    spec, tok);
             free(rest);
             return rc;
         }
@@ -190,9 +194,10 @@ static int choose(replay_state_t *st)
             while (i < mk_n_alloc_presets && strcmp(mk_alloc_presets[i].name, t) != 0)
                 i++;
             if (i == mk_n_alloc_presets) {
-                int rc = mk_usage_error("replay: unknown allocator '%s' (memkit tune --list "
-                                        "names them)",
-                                        t);
+                int rc =
+                    mk_usage_error("replay: unknown allocator '%s' (memkit tune --list "
+                                   "names them)",
+                                   t);
                 free(copy);
                 return rc;
             }
@@ -254,9 +259,10 @@ static void replay_round(replay_state_t *st, alloc_t *a)
         ns += (double)res.alloc_ticks * res.ns_per_tick;
         wall += (double)res.wall_ns;
         /* processes run one after another: the largest heap is the peak */
-        double heap = (double)(res.peak_rss_bytes - (res.peak_rss_bytes > res.base_rss_bytes
-                                                         ? res.base_rss_bytes
-                                                         : res.peak_rss_bytes));
+        double heap =
+            (double)(res.peak_rss_bytes - (res.peak_rss_bytes > res.base_rss_bytes
+                                               ? res.base_rss_bytes
+                                               : res.peak_rss_bytes));
         if (heap > rss)
             rss = heap;
         faults += (double)res.minor_faults;
@@ -391,18 +397,19 @@ static void print_table(replay_state_t *st, FILE *out)
         if (st->prog[i].peak_live_bytes > live)
             live = st->prog[i].peak_live_bytes;
     }
-    fprintf(out, "Replayed %s allocator calls of %d trace%s on %d thread%s (%s across "
-                 "threads), %d round%s each; the most live at once: %s\n",
+    fprintf(out,
+            "Replayed %s allocator calls of %d trace%s on %d thread%s (%s across "
+            "threads), %d round%s each; the most live at once: %s\n",
             mk_fmt_count(calls, b1, sizeof b1), st->nprog, st->nprog == 1 ? "" : "s",
             threads, threads == 1 ? "" : "s", mk_fmt_count(cross, b2, sizeof b2),
             st->rounds, st->rounds == 1 ? "" : "s", mk_fmt_bytes(live, b3, sizeof b3));
     if (skipped)
-        fprintf(out, "(%s frees and reallocs of blocks the trace never showed allocated "
-                     "were left out)\n",
+        fprintf(out,
+                "(%s frees and reallocs of blocks the trace never showed allocated "
+                "were left out)\n",
                 mk_fmt_count(skipped, b1, sizeof b1));
-    fprintf(out, "\n%-17s %12s %10s %10s %10s %11s %9s %10s\n", "allocator",
-            "alloc time", "p50/call", "p99/call", "max/call", "heap RSS", "vs live",
-            "vs glibc");
+    fprintf(out, "\n%-17s %12s %10s %10s %10s %11s %9s %10s\n", "allocator", "alloc time",
+            "p50/call", "p99/call", "max/call", "heap RSS", "vs live", "vs glibc");
     for (int i = 0; i < st->n; i++) {
         alloc_t *a = &st->a[i];
         if (!runs(a)) {
@@ -414,20 +421,22 @@ static void print_table(replay_state_t *st, FILE *out)
             snprintf(vs, sizeof vs, "%.2fx%s", a->speedup,
                      a->p_faster <= P_BEYOND_NOISE ? "*" : "");
         fprintf(out, "%-17s %12s %10s %10s %10s %11s %8.2fx %10s\n", a->name,
-                mk_fmt_ns(a->t.median, b1, sizeof b1), mk_fmt_ns(quantile_ns(a, 0.5), b2, sizeof b2),
+                mk_fmt_ns(a->t.median, b1, sizeof b1),
+                mk_fmt_ns(quantile_ns(a, 0.5), b2, sizeof b2),
                 mk_fmt_ns(quantile_ns(a, 0.99), b3, sizeof b3),
                 mk_fmt_ns((double)a->hist.max * a->ns_per_tick, b4, sizeof b4),
                 mk_fmt_bytes((uint64_t)a->r.median, b5, sizeof b5),
                 live ? a->r.median / (double)live : 0.0, vs);
     }
-    fprintf(out, "(medians of the rounds; * beyond noise: faster in enough rounds, "
-                 "Mann-Whitney p <= %.2f)\n",
+    fprintf(out,
+            "(medians of the rounds; * beyond noise: faster in enough rounds, "
+            "Mann-Whitney p <= %.2f)\n",
             P_BEYOND_NOISE);
     int f = best(st, true), l = best(st, false);
-    fprintf(out, "\nfastest: %s\n", f ? st->a[f].name
-                                      : "glibc (nothing beats the default beyond noise)");
-    fprintf(out, "leanest: %s\n", l ? st->a[l].name
-                                      : "glibc (nothing beats the default beyond noise)");
+    fprintf(out, "\nfastest: %s\n",
+            f ? st->a[f].name : "glibc (nothing beats the default beyond noise)");
+    fprintf(out, "leanest: %s\n",
+            l ? st->a[l].name : "glibc (nothing beats the default beyond noise)");
     if (st->top == 0)
         return;
     size_t n;
@@ -441,8 +450,7 @@ static void print_table(replay_state_t *st, FILE *out)
                  "counted with its allocation; the rounds' mean):\n");
     for (size_t k = 0; k < n && k < (size_t)st->top; k++)
         fprintf(out, "  %10s  %5.1f%%  %s\n", mk_fmt_ns(rows[k].ns, b1, sizeof b1),
-                mean > 0 ? 100.0 * rows[k].ns / mean : 0.0,
-                rows[k].label);
+                mean > 0 ? 100.0 * rows[k].ns / mean : 0.0, rows[k].label);
     free(rows);
 }
 
@@ -528,6 +536,8 @@ static void print_json(replay_state_t *st, FILE *out)
         mk_json_key(&j, "allocator_ns");
         mk_json_double(&j, a->t.median);
         json_stat(&j, "allocator_ns_rounds", a->t);
+        mk_json_key(&j, "wall_ns");
+        mk_json_double(&j, mk_stat_of(a->wall_ns, a->nrounds).median);
         mk_json_key(&j, "p50_ns");
         mk_json_double(&j, quantile_ns(a, 0.5));
         mk_json_key(&j, "p99_ns");
@@ -588,14 +598,19 @@ static void print_json(replay_state_t *st, FILE *out)
 int mk_cmd_replay(int argc, char **argv)
 {
     replay_state_t *st;
-    char *inputs[MAX_TRACES];
+    char **inputs = NULL, **paths = NULL;
     int ninputs = 0, rc;
+    size_t npaths = 0;
 
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return mk_replay_child(argc, argv);
     st = calloc(1, sizeof *st);
-    if (!st)
+    inputs = calloc(MAX_ARGS, sizeof *inputs);
+    if (!st || !inputs) {
+        free(st);
+        free(inputs);
         return mk_usage_error("replay: out of memory");
+    }
     st->rounds = 5;
     st->top = 10;
     mk_opt_table_t table = MK_OPT_TABLE(replay_options, st);
@@ -606,22 +621,47 @@ int mk_cmd_replay(int argc, char **argv)
         rc = mk_usage_error("replay: no trace given (memkit replay --help)");
         goto out;
     }
+    for (int i = 0; i < ninputs; i++)
+        if (strcmp(inputs[i], "-") == 0) {
+            rc = mk_usage_error("replay: a trace from standard input cannot be replayed: "
+                                "name its file");
+            goto out;
+        }
     if ((rc = choose(st)) >= 0)
         goto out;
-    for (int i = 0; i < ninputs; i++) {
-        rc = mk_replay_compile(inputs[i], st->threads == 1, &st->prog[i]);
+    if ((rc = mk_expand_inputs(inputs, (size_t)ninputs, -1, &paths, &npaths)) !=
+        MK_EXIT_OK)
+        goto out;
+    st->prog = calloc(npaths, sizeof *st->prog);
+    st->site_base = calloc(npaths + 1, sizeof *st->site_base);
+    if (!st->prog || !st->site_base) {
+        rc = mk_usage_error("replay: out of memory");
+        goto out;
+    }
+    rc = -1;
+    for (size_t i = 0; i < npaths; i++) {
+        int k = st->nprog;
+        rc = mk_replay_compile(paths[i], st->threads == 1, &st->prog[k]);
         if (rc != MK_EXIT_OK)
             goto out;
+        if (st->prog[k].calls == 0)
+            continue; /* a process that allocated nothing: a run's shell, say */
         st->nprog++;
-        if ((uint64_t)st->site_base[i] + st->prog[i].nsites > UINT32_MAX) {
+        if ((uint64_t)st->site_base[k] + st->prog[k].nsites > UINT32_MAX) {
             rc = mk_usage_error("replay: too many stacks");
             goto out;
         }
-        st->site_base[i + 1] = st->site_base[i] + st->prog[i].nsites;
+        st->site_base[k + 1] = st->site_base[k] + st->prog[k].nsites;
+    }
+    if (st->nprog == 0) {
+        rc =
+            mk_usage_error("replay: %s hold%s no allocation calls to replay",
+                           npaths == 1 ? paths[0] : "the traces", npaths == 1 ? "s" : "");
+        goto out;
     }
     for (int i = 0; i < st->n; i++)
-        if (runs(&st->a[i]) &&
-            !(st->a[i].site_ticks = calloc(st->site_base[st->nprog] + 1, sizeof(uint64_t)))) {
+        if (runs(&st->a[i]) && !(st->a[i].site_ticks = calloc(
+                                     st->site_base[st->nprog] + 1, sizeof(uint64_t)))) {
             rc = mk_usage_error("replay: out of memory");
             goto out;
         }
@@ -645,6 +685,10 @@ int mk_cmd_replay(int argc, char **argv)
 out:
     for (int i = 0; i < st->nprog; i++)
         mk_replay_remove(&st->prog[i]);
+    free(st->prog);
+    free(st->site_base);
+    mk_free_inputs(paths, npaths);
+    free(inputs);
     for (int i = 0; i < st->n + (st->n < MAX_ALLOCS); i++) {
         for (int k = 0; k < MAX_ENV && st->a[i].env[k]; k++)
             free(st->a[i].env[k]);

@@ -56,9 +56,9 @@ _Static_assert(sizeof(mk_replay_op) == 16, "an operation stays 16 bytes");
 
 /* One trace compiled: a file of operations per replayed thread. */
 typedef struct mk_replay_prog {
-    char path[4096];  /* the trace */
+    char path[4096];     /* the trace */
     struct mk_trace *tr; /* open, its stacks read: the sites' names */
-    char dir[4096];   /* a private directory holding t<N>.ops */
+    char dir[4096];      /* a private directory holding t<N>.ops */
     int nthreads;
     uint32_t nslots;  /* the most blocks live at once, plus the free lists' */
     uint32_t nsites;  /* stack ids are below this */
@@ -70,8 +70,9 @@ typedef struct mk_replay_prog {
 } mk_replay_prog;
 
 /* Compiles the trace at path (one process) into prog, replayed threads as
- * traced or all on one (one_thread). MK_EXIT_OK, or MK_EXIT_USAGE after one
- * line (not a trace, sampled, damaged before any event, no room on disk). */
+ * traced or all on one (one_thread). MK_EXIT_OK (prog->calls 0, nothing
+ * kept, when the trace holds no call), or MK_EXIT_USAGE after one line (not
+ * a trace, sampled, damaged before any event, no room on disk). */
 int mk_replay_compile(const char *path, bool one_thread, mk_replay_prog *prog);
 /* Removes the operations and closes the trace. */
 void mk_replay_remove(mk_replay_prog *prog);

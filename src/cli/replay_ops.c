@@ -28,7 +28,7 @@
 
 typedef struct rthread {
     FILE *f;
-    uint64_t window; /* of its latest MK_ROP_TIME, + 1 (0: none yet) */
+    uint64_t window;      /* of its latest MK_ROP_TIME, + 1 (0: none yet) */
     uint32_t *free_slots; /* slots this thread freed, reused last in first out */
     size_t nfree, cap;
 } rthread_t;
@@ -37,12 +37,12 @@ typedef struct compiler {
     mk_replay_prog *prog;
     bool one_thread;
     rthread_t th[MAX_THREADS];
-    mk_kv_table_t live;   /* address -> a: slot | thread << 32, b: size */
-    uint32_t *gen;        /* per slot: allocations made into it */
-    uint8_t *owner;       /* per slot: the replayed thread that allocated it last */
-    uint32_t *site;       /* per slot: the stack that allocated it last */
+    mk_kv_table_t live; /* address -> a: slot | thread << 32, b: size */
+    uint32_t *gen;      /* per slot: allocations made into it */
+    uint8_t *owner;     /* per slot: the replayed thread that allocated it last */
+    uint32_t *site;     /* per slot: the stack that allocated it last */
     size_t slots_cap;
-    uint32_t *thread_of;  /* a trace thread id -> its replayed thread + 1 */
+    uint32_t *thread_of; /* a trace thread id -> its replayed thread + 1 */
     size_t thread_cap;
     uint32_t seen_threads;
     uint64_t live_bytes, live_blocks;
@@ -50,7 +50,8 @@ typedef struct compiler {
     char why[300];
 } compiler_t;
 
-static bool fail(compiler_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(compiler_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static bool fail(compiler_t *c, const char *fmt, ...)
 {
     va_list ap;
@@ -68,9 +69,8 @@ static int replayed_thread(compiler_t *c, uint32_t thread)
 {
     if (c->one_thread)
         return 0;
-    if (thread >= c->thread_cap &&
-        !mk_grow((void **)&c->thread_of, &c->thread_cap, (size_t)thread + 1,
-                 sizeof *c->thread_of))
+    if (thread >= c->thread_cap && !mk_grow((void **)&c->thread_of, &c->thread_cap,
+                                            (size_t)thread + 1, sizeof *c->thread_of))
         return -1;
     if (!c->thread_of[thread])
         c->thread_of[thread] = c->seen_threads++ % MAX_THREADS + 1;
@@ -81,8 +81,8 @@ static bool emit(compiler_t *c, int t, uint8_t kind, uint32_t slot, uint32_t sit
                  uint64_t arg, unsigned align_log2)
 {
     rthread_t *th = &c->th[t];
-    mk_replay_op op = {.kind = kind, .align_log2 = (uint8_t)align_log2, .slot = slot,
-                       .site = site};
+    mk_replay_op op = {
+        .kind = kind, .align_log2 = (uint8_t)align_log2, .slot = slot, .site = site};
 
     if (!th->f) {
         char path[4200];
@@ -140,8 +140,8 @@ static bool give_slot(compiler_t *c, int t, uint32_t slot)
 {
     rthread_t *th = &c->th[t];
 
-    if (th->nfree == th->cap &&
-        !mk_grow((void **)&th->free_slots, &th->cap, th->nfree + 1, sizeof *th->free_slots))
+    if (th->nfree == th->cap && !mk_grow((void **)&th->free_slots, &th->cap,
+                                         th->nfree + 1, sizeof *th->free_slots))
         return fail(c, "out of memory");
     th->free_slots[th->nfree++] = slot;
     return true;
@@ -341,8 +341,9 @@ int mk_replay_compile(const char *path, bool one_thread, mk_replay_prog *prog)
     c.live = mk_kv_heap_table();
     mk_trace_walk(tr, on_event, &c);
     if (!c.failed && tr->sampling.present)
-        fail(&c, "%s is a sampled trace (--sample): a sample is not the sequence of "
-                 "calls a replay needs; trace it without --sample",
+        fail(&c,
+             "%s is a sampled trace (--sample): a sample is not the sequence of "
+             "calls a replay needs; trace it without --sample",
              path);
     for (int t = 0; t < MAX_THREADS; t++)
         if (c.th[t].f && fclose(c.th[t].f) != 0)
@@ -352,7 +353,8 @@ int mk_replay_compile(const char *path, bool one_thread, mk_replay_prog *prog)
     if (!c.failed && tr->damage[0] && tr->events_read == 0)
         fail(&c, "%s", tr->damage);
     if (!c.failed && tr->damage[0])
-        fprintf(stderr, "memkit: replay: %s; replaying the calls before it\n", tr->damage);
+        fprintf(stderr, "memkit: replay: %s; replaying the calls before it\n",
+                tr->damage);
     compiler_free(&c);
     mk_trace_drop_buffers(tr);
     prog->tr = tr;
@@ -360,10 +362,9 @@ int mk_replay_compile(const char *path, bool one_thread, mk_replay_prog *prog)
         mk_replay_remove(prog);
         return mk_usage_error("replay: %s", c.why);
     }
-    if (prog->calls == 0) {
-        mk_replay_remove(prog);
-        return mk_usage_error("replay: %s holds no allocation calls to replay", path);
-    }
+    if (prog->calls == 0)
+        mk_replay_remove(
+            prog); /* nothing to replay: the caller says whether that is wrong */
     return MK_EXIT_OK;
 }
 

@@ -45,7 +45,8 @@ typedef struct child {
     slot_t *slots;
     uint64_t empty; /* the cycle counter's empty reading */
     struct worker *w;
-    _Atomic uint32_t progress; /* bumped at every thread's new window (SLEEPER: a sleeper) */
+    _Atomic uint32_t
+        progress; /* bumped at every thread's new window (SLEEPER: a sleeper) */
     _Atomic int ready;
     _Atomic int go;
 } child_t;
@@ -113,9 +114,11 @@ static void enter_window(worker_t *w, uint32_t at)
     for (unsigned spins = 0;; spins++) {
         uint32_t seen = atomic_load_explicit(&c->progress, memory_order_acquire);
         int j = 0;
-        while (j < c->nthreads &&
-               (j == w->index ||
-                (uint64_t)atomic_load_explicit(&c->w[j].window, memory_order_acquire) + 1 >= at))
+        while (
+            j < c->nthreads &&
+            (j == w->index ||
+             (uint64_t)atomic_load_explicit(&c->w[j].window, memory_order_acquire) + 1 >=
+                 at))
             j++;
         if (j == c->nthreads)
             return;
@@ -126,7 +129,8 @@ static void enter_window(worker_t *w, uint32_t at)
         if (!(seen & SLEEPER) &&
             !atomic_compare_exchange_weak(&c->progress, &seen, seen | SLEEPER))
             continue;
-        syscall(SYS_futex, &c->progress, FUTEX_WAIT_PRIVATE, seen | SLEEPER, NULL, NULL, 0);
+        syscall(SYS_futex, &c->progress, FUTEX_WAIT_PRIVATE, seen | SLEEPER, NULL, NULL,
+                0);
     }
 }
 
@@ -144,9 +148,8 @@ static inline void publish(slot_t *s, void *p)
     uint32_t v = atomic_load_explicit(&s->gen, memory_order_relaxed);
 
     s->p = p;
-    while (!atomic_compare_exchange_weak_explicit(&s->gen, &v, (v + 1) & ~SLEEPER,
-                                                  memory_order_release,
-                                                  memory_order_relaxed))
+    while (!atomic_compare_exchange_weak_explicit(
+        &s->gen, &v, (v + 1) & ~SLEEPER, memory_order_release, memory_order_relaxed))
         ;
     if (v & SLEEPER)
         syscall(SYS_futex, &s->gen, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
@@ -205,7 +208,10 @@ static bool perform(worker_t *w, const mk_replay_op *op, uint64_t size)
         return false;
     }
     touch(p, size);
-    publish(s, p);
+    if (w->c->nthreads > 1)
+        publish(s, p);
+    else
+        s->p = p; /* no thread waits: no atomic read-modify-write between calls */
     return true;
 }
 

@@ -133,6 +133,12 @@ one_line "summary-only"
 expect_status 2 "sampled" "$memkit" replay "$tmp"/sa.*.mkt
 has "$tmp/err" "sampled trace" "a sampled trace refused, saying why"
 one_line "sampled"
+expect_status 2 "standard input" "$memkit" replay - <"$lifo"
+one_line "standard input"
+# a run's prefix: its process's trace
+expect_status 0 "a prefix" "$memkit" replay --json --rounds 1 --allocators glibc "$tmp/lifo"
+got=$(json "$tmp/out" "d['traces'], d['calls']")
+[ "$got" = "['$lifo'] 16000" ] && ok || bad "prefix replayed: $got"
 expect_status 2 "unknown allocator" "$memkit" replay --allocators glibc,nosuch "$lifo"
 has "$tmp/err" "unknown allocator 'nosuch'" "unknown allocator named"
 expect_status 2 "bad --allocator" "$memkit" replay --allocator "x=notanassignment" "$lifo"

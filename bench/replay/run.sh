@@ -1,0 +1,112 @@
+#!/bin/sh
+# run.sh BUILD [ROUNDS] [SCALE] - memkit replay against what it replays:
+# `make bench-replay`.
+#
+# Fidelity: each program of bench-real's corpus (corpus.sh) and the 2-thread
+# churn loop is traced once with `memkit trace -q` (times on); the report's
+# allocator_ns (the allocator's time measured in the traced run) beside
+# `memkit replay --allocators glibc`'s (medians of ROUNDS, default 3); bar
+# 0.67-1.5x. Speed: the replay's own work per call (its wall time less the
+# allocator's) on the churn trace, 20M calls at SCALE 1; bar >= 10M calls/s.
+# Ranking: the churn loop with 1 and 2 threads under `memkit tune` (ROUNDS
+# runs) and its trace under `memkit replay` (ROUNDS rounds): every allocator
+# tune finds faster than glibc beyond noise, replay must find faster too,
+# and both must name the same fastest. SCALE (default 1) shrinks the
+# inputs (the smoke test's 0.01 checks that the script runs, not the bars).
+set -u
+build=$(cd "${1:-build}" && pwd)
+rounds=${2:-3}
+scale=${3:-1}
+memkit=$build/memkit
+src=$(cd "$(dirname "$0")/../.." && pwd)
+bench=bench-replay
+[ -x "$memkit" ] || { echo "$bench: no $memkit (make build)"; exit 2; }
+
+. "$src/bench/real/corpus.sh"
+
+: >"$work/res"
+{ corpus; echo "churn2|$work|$build/memkit-churn $churn_n 2|true"; } |
+    while IFS='|' read -r name pdir cmd prep; do
+    d=$work/tr/$name
+    rm -rf "$d"
+    mkdir -p "$d"
+    cd "$pdir" || exit 2
+    # shellcheck disable=SC2086 # the command's words
+    set -- $cmd
+    $prep
+    "$memkit" trace -q -o "$d/t" -- "$@" >/dev/null 2>&1
+    traced=$("$memkit" report --format json "$d/t" 2>/dev/null |
+        python3 -c 'import json, sys; t = json.load(sys.stdin)["totals"]; print(json.dumps({"allocator_ns": t["allocator_ns"], "peak": t["max_allocated"]}))' ||
+        echo null)
+    "$memkit" replay --json --rounds "$rounds" --allocators glibc --top 0 "$d/t" \
+        >"$d/r.json" 2>"$d/r.err" || { cat "$d/r.err"; echo null >"$d/r.json"; }
+    echo "{\"name\": \"$name\", \"traced\": $traced, \"replay\": $(cat "$d/r.json")}" >>"$work/res"
+    rm -rf "$d"
+    cd "$src" || exit 2
+done
+
+# ranking: tune on the program, replay on its trace
+: >"$work/rank"
+for threads in 1 2; do
+    d=$work/rank$threads
+    mkdir -p "$d"
+    "$memkit" tune --json --runs "$rounds" -- "$build/memkit-churn" "$churn_n" "$threads" \
+        >"$d/tune.json" 2>/dev/null || echo null >"$d/tune.json"
+    "$memkit" trace -q -o "$d/t" -- "$build/memkit-churn" "$churn_n" "$threads" >/dev/null 2>&1
+    "$memkit" replay --json --rounds "$rounds" --top 0 "$d/t" >"$d/replay.json" 2>/dev/null ||
+        echo null >"$d/replay.json"
+    echo "{\"name\": \"churn $threads thread(s)\", \"tune\": $(cat "$d/tune.json"), \"replay\": $(cat "$d/replay.json")}" >>"$work/rank"
+    rm -rf "$d"
+done
+
+python3 - "$work/res" "$work/rank" "$rounds" "$scale" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ranks = [json.loads(l) for l in open(sys.argv[2])]
+print("memkit replay against the traced run: medians of %s round(s), scale %s" % (sys.argv[3], sys.argv[4]))
+print("CPU: %s" % next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                         if l.startswith("model name")), "unknown"))
+print("%-12s %11s %11s %7s %10s %14s %8s" % ("program", "traced ms", "replay ms", "ratio", "calls",
+                                             "replay calls/s", "verdict"))
+fails = 0
+for r in rows:
+    t, p = r["traced"], r["replay"]
+    if not t or not p or not t["allocator_ns"]:
+        print("%-12s n/a (traced %s, replay %s)" % (r["name"], bool(t), bool(p)))
+        fails += 1
+        continue
+    g = p["allocators"][0]
+    ratio = g["allocator_ns"] / t["allocator_ns"]
+    own = (g["wall_ns"] - g["allocator_ns"]) / 1e9
+    rate = p["calls"] / own if own > 0 else float("inf")
+    ok = 0.67 <= ratio <= 1.5
+    speed = ""
+    if r["name"] == "churn2":
+        speed = " speed %s" % ("met" if rate >= 10e6 else "NOT MET")
+        ok = ok and rate >= 10e6
+    fails += not ok
+    print("%-12s %11.1f %11.1f %6.2fx %10d %14.3g %8s%s" % (
+        r["name"], t["allocator_ns"] / 1e6, g["allocator_ns"] / 1e6, ratio, p["calls"], rate,
+        "met" if 0.67 <= ratio <= 1.5 else "NOT MET", speed))
+print("bars: replay/traced allocator time in [0.67, 1.5]; the churn2 replay's own work >= 10M calls/s")
+print()
+print("ranking: allocators memkit tune finds faster than glibc beyond noise, and memkit replay's verdict")
+for r in ranks:
+    tu, rp = r["tune"], r["replay"]
+    if not tu or not rp:
+        print("%-20s n/a" % r["name"])
+        fails += 1
+        continue
+    tfast = [c["name"] for c in tu["candidates"] if c["status"] == "ok" and c["p_faster"] is not None
+             and c["p_faster"] <= 0.05 and c["speedup"] > 1]
+    rby = {a["name"]: a for a in rp["allocators"]}
+    rfast = [a["name"] for a in rp["allocators"] if a["status"] == "ok" and a["p_faster"] is not None
+             and a["p_faster"] <= 0.05 and a["speedup"] > 1]
+    same = all(n in rfast for n in tfast) and tu["recommendation"]["fastest"] == rp["fastest"]
+    fails += not same
+    print("%-20s tune: %s, fastest %s | replay: %s, fastest %s | %s" % (
+        r["name"], ",".join(tfast) or "none", tu["recommendation"]["fastest"],
+        ",".join(rfast) or "none", rp["fastest"], "met" if same else "NOT MET"))
+print("bar: every allocator tune finds faster, replay finds faster, and the same fastest")
+sys.exit(1 if fails and float(sys.argv[4]) >= 1 else 0)
+PY

@@ -175,6 +175,12 @@ static int parse_extra(replay_state_t *st, const char *spec, alloc_t *a)
     if (n == 0)
         return mk_usage_error("replay: --allocator '%s': no VAR=VALUE", spec);
     a->status = "ok";
+    for (int k = 0; k < n && REPLAY_SANITIZED; k++)
+        if (strncmp(a->env[k], "LD_PRELOAD=", 11) == 0) {
+            a->status = "n/a";
+            snprintf(a->reason, sizeof a->reason,
+                     "this memkit is a sanitizer build: no allocator can be preloaded");
+        }
     return -1;
 }
 

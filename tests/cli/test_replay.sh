@@ -49,8 +49,12 @@ counted() {
     "$memkit" replay --json --rounds 1 --allocators glibc \
         --allocator "counted=LD_PRELOAD=$countalloc COUNTALLOC_OUT=$tmp/count" "$1" \
         >"$tmp/c.json" 2>"$tmp/err" || bad "replay under countalloc: $(cat "$tmp/err")"
-    json "$tmp/c.json" "[a['status'] for a in d['allocators']] == ['ok', 'ok'] or sys.exit(1)" >/dev/null ||
-        bad "counted run failed: $(cat "$tmp/c.json")"
+    st=$(json "$tmp/c.json" "' '.join(a['status'] for a in d['allocators'])")
+    case $st in
+    "ok ok") ;;
+    "ok n/a") return ;; # a sanitizer build: nothing can be preloaded (said below)
+    *) bad "counted run: $st: $(cat "$tmp/c.json")" ;;
+    esac
     sed -n 's/^countalloc: \([0-9]*\) allocation calls, \([0-9]*\) frees$/\1 \2/p' "$tmp/count"
 }
 set -- $(counted "$lifo") $(counted "$fifo")
@@ -59,12 +63,16 @@ cf1=$(json "$tmp/c.json" "d['frees']")
 "$memkit" replay --json --rounds 1 --allocators glibc "$lifo" >"$tmp/l.json"
 ca0=$(json "$tmp/l.json" "d['calls'] - d['frees']")
 cf0=$(json "$tmp/l.json" "d['frees']")
-[ $# -eq 4 ] && ok || bad "countalloc printed no counts"
-if [ $# -eq 4 ]; then
+if [ $# -eq 0 ] && grep -q '"n/a"' "$tmp/c.json"; then
+    echo "SKIP: the independent count (a sanitizer build of memkit preloads no allocator)"
+    skipped=1
+elif [ $# -eq 4 ]; then
     [ $(($3 - $1)) -eq $((ca1 - ca0)) ] && ok ||
         bad "allocations reaching the allocator: $1 and $3, the replays say $ca0 and $ca1"
     [ $(($4 - $2)) -eq $((cf1 - cf0)) ] && ok ||
         bad "frees reaching the allocator: $2 and $4, the replays say $cf0 and $cf1"
+else
+    bad "countalloc printed no counts"
 fi
 
 # threads: as traced, a free of another thread's block waits for it; on one, none do

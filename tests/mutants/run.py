@@ -2,8 +2,9 @@
 """run.py SOURCE WORK [--only NAME,...] [--list] [--jobs N] - make test-mutants.
 
 Copies SOURCE (its git files, uncommitted edits included) to WORK/src, builds
-it once in WORK/build, checks that the mutants' tests pass on the unmutated
-copy, then applies each mutant of tests/mutants/mutants.txt alone, rebuilds
+it once in WORK/build, checks that the tests named first pass on the
+unmutated copy (any other test that catches a mutant is checked so at the
+end), then applies each mutant of tests/mutants/mutants.txt alone, rebuilds
 (incrementally) and runs the tests of its part: first those its `first` key names (the test that
 caught it before: most mutants are then settled in a second, not in the
 part's whole run), then the rest. A mutant the tests do not
@@ -199,7 +200,11 @@ def main():
         stale = [t for t in m["first"] if t not in tests[m["part"]]]
         if stale:
             die("mutant %s: its first test %s is no test of this build" % (m["name"], stale[0]))
-    union = sorted({n for p in used for n in tests[p]})
+    # The baseline: the tests named first, and every test of a part whose
+    # mutants name none. A mutant counts as caught only by a test that passes
+    # without it: those outside the baseline are run unmutated at the end.
+    union = sorted({t for m in mutants for t in m["first"]} |
+                   {n for m in mutants if not m["first"] for n in tests[m["part"]]})
     base_log = os.path.join(logs, "unmutated.log")
     if ctest(build, union, a.jobs, base_log):
         # what failed, where CI shows it: the log stays in the copy
@@ -213,10 +218,10 @@ def main():
     if skipped:  # a part that does not run can catch nothing
         die("%d of the mutants' tests skip here (%s): make test installs what they need"
             % (len(skipped), ", ".join(skipped)))
-    print("test-mutants: the unmutated copy passes the %d tests of %s (%.0f s)"
-          % (len(union), ", ".join(used), time.time() - start), flush=True)
+    print("test-mutants: the unmutated copy passes the %d tests named first (%.0f s)"
+          % (len(union), time.time() - start), flush=True)
 
-    survived, broken = [], []
+    survived, broken, catchers = [], [], {}
     for m in mutants:
         t0 = time.time()
         path = os.path.join(src, m["file"])
@@ -242,6 +247,8 @@ def main():
         took = time.time() - t0
         if rc:
             fails = failed_tests(log)
+            for t in fails:
+                catchers.setdefault(t, []).append(m["name"])
             print("caught   %-32s %-11s %4.0f s  by %s" % (
                 m["name"], m["part"], took,
                 ", ".join(fails[:4]) + (" +%d" % (len(fails) - 4) if len(fails) > 4 else "")),
@@ -252,6 +259,14 @@ def main():
                   flush=True)
     # the copy's build is left as the source is: the last mutant is undone
     run(["cmake", "--build", build, "-j", str(a.jobs)], os.path.join(logs, "restore.log"))
+    # a catch by a test outside the baseline stands only if it passes unmutated
+    extra = sorted(set(catchers) - set(union))
+    check_log = os.path.join(logs, "catchers.log")
+    if extra and ctest(build, extra, a.jobs, check_log):
+        void = failed_tests(check_log) or extra
+        die("tests that caught mutants fail without them too (%s): %s caught nothing; see %s"
+            % (", ".join(void), ", ".join(sorted({m for t in void for m in catchers.get(t, [])})),
+               check_log))
     caught = len(mutants) - len(survived) - len(broken)
     print("test-mutants: %d of %d mutants caught in %.0f s%s" % (
         caught, len(mutants), time.time() - start,

@@ -460,19 +460,6 @@ static void print_table(replay_state_t *st, FILE *out)
     free(rows);
 }
 
-static void json_stat(mk_json *j, const char *key, mk_stat s)
-{
-    mk_json_key(j, key);
-    mk_json_begin_object(j);
-    mk_json_key(j, "median");
-    mk_json_double(j, s.median);
-    mk_json_key(j, "min");
-    mk_json_double(j, s.min);
-    mk_json_key(j, "max");
-    mk_json_double(j, s.max);
-    mk_json_end_object(j);
-}
-
 static void print_json(replay_state_t *st, FILE *out)
 {
     mk_json j = {.out = out};
@@ -541,7 +528,7 @@ static void print_json(replay_state_t *st, FILE *out)
         }
         mk_json_key(&j, "allocator_ns");
         mk_json_double(&j, a->t.median);
-        json_stat(&j, "allocator_ns_rounds", a->t);
+        mk_json_stat(&j, "allocator_ns_rounds", a->t);
         mk_json_key(&j, "wall_ns");
         mk_json_double(&j, mk_stat_of(a->wall_ns, a->nrounds).median);
         mk_json_key(&j, "p50_ns");

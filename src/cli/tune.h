@@ -98,6 +98,10 @@ bool mk_tune_run(mk_tune_runner *r, const mk_tune_candidate *c, const mk_tune_op
 /* The command line a user types to run cmd under c (environment first). */
 void mk_tune_command_line(const mk_tune_candidate *c, char **cmd, FILE *out);
 
+/* "key": {"median": ..., "min": ..., "max": ...}: a stat in tune's JSON, and
+ * in replay's. */
+void mk_json_stat(mk_json *j, const char *key, mk_stat s);
+
 void mk_tune_print_table(const mk_tune_candidate *c, int n, const mk_tune_verdict *v,
                          const mk_tune_opts *o, FILE *out);
 void mk_tune_print_json(const mk_tune_candidate *c, int n, const mk_tune_verdict *v,

@@ -159,7 +159,7 @@ void mk_tune_print_table(const mk_tune_candidate *c, int n, const mk_tune_verdic
 /* ------------------------------------------------------------------------ */
 /* JSON                                                                      */
 
-static void json_stat(mk_json *j, const char *key, mk_stat s)
+void mk_json_stat(mk_json *j, const char *key, mk_stat s)
 {
     mk_json_key(j, key);
     mk_json_begin_object(j);
@@ -216,9 +216,9 @@ static void json_candidate(mk_json *j, const mk_tune_candidate *c, bool base)
     mk_json_key(j, "runs");
     mk_json_uint(j, (uint64_t)c->nruns);
     if (ok) {
-        json_stat(j, "wall_s", c->wall_s);
-        json_stat(j, "user_s", c->user_s);
-        json_stat(j, "sys_s", c->sys_s);
+        mk_json_stat(j, "wall_s", c->wall_s);
+        mk_json_stat(j, "user_s", c->user_s);
+        mk_json_stat(j, "sys_s", c->sys_s);
         mk_json_key(j, "peak_rss_bytes");
         mk_json_uint(j, (uint64_t)c->peak_rss.median);
         mk_json_key(j, "minor_faults");

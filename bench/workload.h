@@ -88,6 +88,8 @@ typedef struct mk_bench_hist {
 } mk_bench_hist;
 
 void mk_bench_hist_add(mk_bench_hist *h, uint64_t ticks);
+/* Adds s's samples to d. */
+void mk_bench_hist_merge(mk_bench_hist *d, const mk_bench_hist *s);
 /* The value (in ticks) below which a fraction q of the samples fall. */
 uint64_t mk_bench_hist_quantile(const mk_bench_hist *h, double q);
 

@@ -170,6 +170,15 @@ void mk_bench_hist_add(mk_bench_hist *h, uint64_t ticks)
         h->max = ticks;
 }
 
+void mk_bench_hist_merge(mk_bench_hist *d, const mk_bench_hist *s)
+{
+    d->count += s->count;
+    if (s->max > d->max)
+        d->max = s->max;
+    for (unsigned b = 0; b < MK_BENCH_HIST_BUCKETS; b++)
+        d->bucket[b] += s->bucket[b];
+}
+
 uint64_t mk_bench_hist_quantile(const mk_bench_hist *h, double q)
 {
     uint64_t rank = (uint64_t)(q * (double)h->count), seen = 0;

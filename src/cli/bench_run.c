@@ -19,14 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A sanitizer runtime must be the first library loaded: drop-in allocators cannot be
- * preloaded into a sanitizer build of memkit. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BENCH_SANITIZED 1
-#else
-#define BENCH_SANITIZED 0
-#endif
-
 const mk_bench_allocator mk_bench_allocators[] = {
     {"glibc", MK_API_MALLOC, NULL, NULL, NULL, false},
     {"glibc-tuned", MK_API_MALLOC, NULL, NULL, NULL, true},
@@ -213,12 +205,12 @@ const char *mk_bench_unavailable(const mk_workload *w, const mk_bench_allocator 
                  a->name);
         return "n/a";
     }
-    if (a->tuned && BENCH_SANITIZED) {
+    if (a->tuned && MK_SANITIZED) {
         snprintf(r->reason, sizeof r->reason,
                  "glibc's settings do not reach a sanitizer's own allocator");
         return "skipped";
     }
-    if (a->soname && BENCH_SANITIZED) {
+    if (a->soname && MK_SANITIZED) {
         snprintf(r->reason, sizeof r->reason,
                  "cannot preload a drop-in allocator into a sanitizer build");
         return "skipped";

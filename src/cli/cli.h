@@ -9,6 +9,15 @@
 
 #include "../analyze/json.h"
 
+/* A sanitizer's runtime must be the first library loaded: no allocator can
+ * be preloaded into a sanitizer build of memkit (bench's and replay's
+ * children are memkit). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MK_SANITIZED 1
+#else
+#define MK_SANITIZED 0
+#endif
+
 /* Exit statuses of the memkit command. */
 enum {
     MK_EXIT_OK = 0,

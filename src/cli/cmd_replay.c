@@ -22,16 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define P_BEYOND_NOISE 0.05
-#define MAX_ROUNDS     MK_STAT_MAX
-#define MAX_ARGS       4096
-#define MAX_ALLOCS     16
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define REPLAY_SANITIZED 1 /* a sanitizer's runtime takes malloc: no drop-in loads */
-#else
-#define REPLAY_SANITIZED 0
-#endif
+#define MAX_ROUNDS MK_STAT_MAX
+#define MAX_ARGS   4096
+#define MAX_ALLOCS 16
 
 #define MAX_ENV 8
 
@@ -43,7 +36,6 @@ typedef struct alloc {
     int nrounds;
     double ns[MAX_ROUNDS], rss[MAX_ROUNDS], faults[MAX_ROUNDS];
     double wall_ns[MAX_ROUNDS];
-    uint64_t calls;
     mk_bench_hist hist; /* every round's calls */
     double ns_per_tick;
     uint64_t *site_ticks; /* every round's, per stack id of each trace */
@@ -138,44 +130,20 @@ static const mk_command_spec_t replay_spec = {
 /* ------------------------------------------------------------------------ */
 /* the allocators                                                            */
 
-/* "NAME=VAR=VALUE VAR=VALUE": the name, then assignments split at blanks. */
+/* An allocator given with --allocator: a name not taken, its environment. */
 static int parse_extra(replay_state_t *st, const char *spec, alloc_t *a)
 {
-    const char *eq = strchr(spec, '=');
-    char *rest, *tok, *save = NULL;
-    int n = 0;
+    int rc = mk_alloc_spec_parse("replay: --allocator", spec, a->name, sizeof a->name,
+                                 a->env, MAX_ENV);
 
-    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof a->name ||
-        strspn(spec,
-               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+") !=
-            (size_t)(eq - spec))
-        return mk_usage_error("replay: --allocator '%s': NAME=VAR=VALUE expected", spec);
-    snprintf(a->name, sizeof a->name, "%.*s", (int)(eq - spec), spec);
+    if (rc >= 0)
+        return rc;
     for (int i = 0; i < st->n; i++)
         if (strcmp(st->a[i].name, a->name) == 0)
             return mk_usage_error("replay: --allocator '%s': the name %s is taken", spec,
                                   a->name);
-    rest = strdup(eq + 1);
-    if (!rest)
-        return mk_usage_error("replay: out of memory");
-    for (tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        const char *e = strchr(tok, '=');
-        if (!e || e == tok || n == MAX_ENV ||
-            strspn(tok,
-                   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-                (size_t)(e - tok) ||
-            !(a->env[n++] = strdup(tok))) {
-            int rc = mk_usage_error("replay: --allocator '%s': '%s' is not VAR=VALUE",
-                                    spec, tok);
-            free(rest);
-            return rc;
-        }
-    }
-    free(rest);
-    if (n == 0)
-        return mk_usage_error("replay: --allocator '%s': no VAR=VALUE", spec);
     a->status = "ok";
-    for (int k = 0; k < n && REPLAY_SANITIZED; k++)
+    for (int k = 0; a->env[k] && MK_SANITIZED; k++)
         if (strncmp(a->env[k], "LD_PRELOAD=", 11) == 0) {
             a->status = "n/a";
             snprintf(a->reason, sizeof a->reason,
@@ -187,29 +155,13 @@ static int parse_extra(replay_state_t *st, const char *spec, alloc_t *a)
 static int choose(replay_state_t *st)
 {
     bool want[MAX_ALLOCS] = {true};
-    char lib[512];
 
     if (mk_n_alloc_presets + MAX_ALLOCS / 2 > MAX_ALLOCS)
         return mk_usage_error("replay: too many allocators");
     if (st->list) {
-        char *copy = strdup(st->list), *save = NULL;
-        if (!copy)
-            return mk_usage_error("replay: out of memory");
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            size_t i = 0;
-            while (i < mk_n_alloc_presets && strcmp(mk_alloc_presets[i].name, t) != 0)
-                i++;
-            if (i == mk_n_alloc_presets) {
-                int rc =
-                    mk_usage_error("replay: unknown allocator '%s' (memkit tune --list "
-                                   "names them)",
-                                   t);
-                free(copy);
-                return rc;
-            }
-            want[i] = true;
-        }
-        free(copy);
+        int rc = mk_alloc_presets_choose(st->list, want, "replay: unknown allocator");
+        if (rc >= 0)
+            return rc;
     }
     for (size_t i = 0; i < mk_n_alloc_presets; i++) {
         const mk_alloc_preset *p = &mk_alloc_presets[i];
@@ -219,18 +171,12 @@ static int choose(replay_state_t *st)
             continue;
         st->n++;
         snprintf(a->name, sizeof a->name, "%s", p->name);
-        a->status = "ok";
-        if (p->tunables && asprintf(&a->env[0], "GLIBC_TUNABLES=%s", p->tunables) < 0)
-            return mk_usage_error("replay: out of memory");
-        if (p->soname && REPLAY_SANITIZED) {
+        if (p->soname && MK_SANITIZED) {
             a->status = "n/a";
             snprintf(a->reason, sizeof a->reason,
                      "this memkit is a sanitizer build: no allocator can be preloaded");
-        } else if (p->soname && !mk_find_library(p->soname, lib, sizeof lib)) {
-            a->status = "missing";
-            snprintf(a->reason, sizeof a->reason, "not installed: apt-get install %s",
-                     p->package);
-        } else if (p->soname && asprintf(&a->env[0], "LD_PRELOAD=%s", lib) < 0) {
+        } else if (!(a->status = mk_alloc_preset_env(p, &a->env[0], a->reason,
+                                                     sizeof a->reason))) {
             return mk_usage_error("replay: out of memory");
         }
     }
@@ -265,20 +211,13 @@ static void replay_round(replay_state_t *st, alloc_t *a)
         ns += (double)res.alloc_ticks * res.ns_per_tick;
         wall += (double)res.wall_ns;
         /* processes run one after another: the largest heap is the peak */
-        double heap =
-            (double)(res.peak_rss_bytes - (res.peak_rss_bytes > res.base_rss_bytes
-                                               ? res.base_rss_bytes
-                                               : res.peak_rss_bytes));
+        double heap = res.peak_rss_bytes > res.base_rss_bytes
+                          ? (double)(res.peak_rss_bytes - res.base_rss_bytes)
+                          : 0;
         if (heap > rss)
             rss = heap;
         faults += (double)res.minor_faults;
-        if (a->nrounds == 0)
-            a->calls += res.calls;
-        a->hist.count += res.hist.count;
-        if (res.hist.max > a->hist.max)
-            a->hist.max = res.hist.max;
-        for (size_t b = 0; b < MK_BENCH_HIST_BUCKETS; b++)
-            a->hist.bucket[b] += res.hist.bucket[b];
+        mk_bench_hist_merge(&a->hist, &res.hist);
     }
     a->ns[a->nrounds] = ns;
     a->rss[a->nrounds] = rss;
@@ -317,7 +256,7 @@ static int best(const replay_state_t *st, bool by_time)
 
     for (int i = 1; i < st->n; i++) {
         const alloc_t *a = &st->a[i];
-        if (!runs(a) || (by_time ? a->p_faster : a->p_leaner) > P_BEYOND_NOISE)
+        if (!runs(a) || (by_time ? a->p_faster : a->p_leaner) > MK_P_BEYOND_NOISE)
             continue;
         if (by_time ? a->t.median < st->a[b].t.median : a->r.median < st->a[b].r.median)
             b = i;
@@ -425,7 +364,7 @@ static void print_table(replay_state_t *st, FILE *out)
         char vs[32] = "1.00x";
         if (i > 0)
             snprintf(vs, sizeof vs, "%.2fx%s", a->speedup,
-                     a->p_faster <= P_BEYOND_NOISE ? "*" : "");
+                     a->p_faster <= MK_P_BEYOND_NOISE ? "*" : "");
         fprintf(out, "%-17s %12s %10s %10s %10s %11s %8.2fx %10s\n", a->name,
                 mk_fmt_ns(a->t.median, b1, sizeof b1),
                 mk_fmt_ns(quantile_ns(a, 0.5), b2, sizeof b2),
@@ -437,7 +376,7 @@ static void print_table(replay_state_t *st, FILE *out)
     fprintf(out,
             "(medians of the rounds; * beyond noise: faster in enough rounds, "
             "Mann-Whitney p <= %.2f)\n",
-            P_BEYOND_NOISE);
+            MK_P_BEYOND_NOISE);
     int f = best(st, true), l = best(st, false);
     fprintf(out, "\nfastest: %s\n",
             f ? st->a[f].name : "glibc (nothing beats the default beyond noise)");

@@ -24,8 +24,6 @@
 
 extern char **environ;
 
-#define P_BEYOND_NOISE 0.05
-
 /* The built-in candidates (tune.h), memkit replay's allocators too. glibc
  * must stay first: it is the baseline. */
 
@@ -86,9 +84,9 @@ typedef struct tune_state {
     int nextra;
 } tune_state_t;
 
-static bool valid_name(const char *s, size_t len)
+static bool valid_name(const char *s, size_t len, size_t cap)
 {
-    if (len == 0 || len >= sizeof((mk_tune_candidate *)0)->name)
+    if (len == 0 || len >= cap)
         return false;
     for (size_t i = 0; i < len; i++)
         if (!isalnum((unsigned char)s[i]) && !strchr("-_.+", s[i]))
@@ -109,36 +107,47 @@ static bool valid_assignment(const char *s)
 }
 
 /* "NAME=VAR=VALUE VAR=VALUE": the name, then assignments split at blanks. */
-static int parse_extra(const char *spec, mk_tune_candidate *c)
+int mk_alloc_spec_parse(const char *opt, const char *spec, char *name, size_t name_cap,
+                        char **env, int max)
 {
     const char *eq = strchr(spec, '=');
     char *rest, *tok, *save = NULL;
     int n = 0;
 
-    if (!eq || !valid_name(spec, (size_t)(eq - spec)))
-        return mk_usage_error("--candidate wants NAME=VAR=VALUE[ VAR=VALUE...] with a "
-                              "name of letters, digits and -_.+, not '%s'",
-                              spec);
-    memcpy(c->name, spec, (size_t)(eq - spec));
-    c->name[eq - spec] = 0;
-    c->about = "given with --candidate";
+    if (!eq || !valid_name(spec, (size_t)(eq - spec), name_cap))
+        return mk_usage_error("%s wants NAME=VAR=VALUE[ VAR=VALUE...] with a name of "
+                              "letters, digits and -_.+, not '%s'",
+                              opt, spec);
+    memcpy(name, spec, (size_t)(eq - spec));
+    name[eq - spec] = 0;
     rest = strdup(eq + 1);
+    if (!rest)
+        return mk_usage_error("%s: out of memory", opt);
     for (tok = strtok_r(rest, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-        if (!valid_assignment(tok) || n == MK_TUNE_MAX_ENV) {
-            int rc = n == MK_TUNE_MAX_ENV
-                         ? mk_usage_error("--candidate %s: more than %d variables",
-                                          c->name, MK_TUNE_MAX_ENV)
-                         : mk_usage_error("--candidate %s: '%s' is not VAR=VALUE",
-                                          c->name, tok);
+        if (!valid_assignment(tok) || n == max || !(env[n] = strdup(tok))) {
+            int rc = n == max
+                         ? mk_usage_error("%s %s: more than %d variables", opt, name, max)
+                     : valid_assignment(tok)
+                         ? mk_usage_error("%s: out of memory", opt)
+                         : mk_usage_error("%s %s: '%s' is not VAR=VALUE", opt, name, tok);
             free(rest);
             return rc;
         }
-        c->env[n++] = strdup(tok);
+        n++;
     }
     free(rest);
     if (n == 0)
-        return mk_usage_error("--candidate %s: no VAR=VALUE given", c->name);
+        return mk_usage_error("%s %s: no VAR=VALUE given", opt, name);
     return -1;
+}
+
+static int parse_extra(const char *spec, mk_tune_candidate *c)
+{
+    int rc = mk_alloc_spec_parse("--candidate", spec, c->name, sizeof c->name, c->env,
+                                 MK_TUNE_MAX_ENV);
+
+    c->about = "given with --candidate";
+    return rc;
 }
 
 /* A candidate's value for VAR joins the user's own where both make sense:
@@ -196,10 +205,25 @@ static bool build_envp(mk_tune_candidate *c)
 
 /* The candidates in their order: the built-in ones chosen, then --candidate's.
  * Missing libraries and unusable ones are listed with the reason, not run. */
-static int make_candidates(tune_state_t *st, mk_program_kind kind)
+const char *mk_alloc_preset_env(const mk_alloc_preset *p, char **env, char *reason,
+                                size_t len)
 {
     char lib[512];
 
+    *env = NULL;
+    if (p->tunables && asprintf(env, "GLIBC_TUNABLES=%s", p->tunables) < 0)
+        return NULL;
+    if (!p->soname)
+        return "ok";
+    if (!mk_find_library(p->soname, lib, sizeof lib)) {
+        snprintf(reason, len, "not installed: apt-get install %s", p->package);
+        return "missing";
+    }
+    return asprintf(env, "LD_PRELOAD=%s", lib) < 0 ? NULL : "ok";
+}
+
+static int make_candidates(tune_state_t *st, mk_program_kind kind)
+{
     st->c = calloc(N_PRESETS + (size_t)st->nextra, sizeof *st->c);
     if (!st->c)
         return mk_usage_error("tune: out of memory");
@@ -213,18 +237,13 @@ static int make_candidates(tune_state_t *st, mk_program_kind kind)
         snprintf(c->name, sizeof c->name, "%s", p->name);
         c->about = p->about;
         c->status = "ok";
-        if (p->tunables && asprintf(&c->env[0], "GLIBC_TUNABLES=%s", p->tunables) < 0)
-            return mk_usage_error("tune: out of memory");
         if (p->soname && kind == MK_PROGRAM_STATIC) {
             c->status = "n/a";
             snprintf(c->reason, sizeof c->reason,
                      "the program is statically linked: LD_PRELOAD cannot replace its "
                      "malloc");
-        } else if (p->soname && !mk_find_library(p->soname, lib, sizeof lib)) {
-            c->status = "missing";
-            snprintf(c->reason, sizeof c->reason, "not installed: apt-get install %s",
-                     p->package);
-        } else if (p->soname && asprintf(&c->env[0], "LD_PRELOAD=%s", lib) < 0) {
+        } else if (!(c->status = mk_alloc_preset_env(p, &c->env[0], c->reason,
+                                                     sizeof c->reason))) {
             return mk_usage_error("tune: out of memory");
         }
     }
@@ -264,26 +283,34 @@ static void free_candidates(tune_state_t *st)
 /* ------------------------------------------------------------------------ */
 /* options                                                                   */
 
-static int choose_presets(tune_state_t *st, const char *list)
+int mk_alloc_presets_choose(const char *list, bool *want, const char *what)
 {
     char *copy = strdup(list), *save = NULL;
 
+    if (!copy)
+        return mk_usage_error("out of memory");
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         size_t i;
 
         for (i = 0; i < N_PRESETS && strcmp(mk_alloc_presets[i].name, t) != 0; i++)
             ;
         if (i == N_PRESETS) {
-            int rc =
-                mk_usage_error("tune: unknown candidate '%s' (memkit tune --list)", t);
+            int rc = mk_usage_error("%s '%s' (memkit tune --list)", what, t);
             free(copy);
             return rc;
         }
-        st->want[i] = true;
+        want[i] = true;
     }
     free(copy);
-    st->any_chosen = true;
     return -1;
+}
+
+static int choose_presets(tune_state_t *st, const char *list)
+{
+    int rc = mk_alloc_presets_choose(list, st->want, "tune: unknown candidate");
+
+    st->any_chosen = true;
+    return rc;
 }
 
 static int set_list(void *dest, const mk_opt_t *opt, const char *v)
@@ -431,10 +458,10 @@ static void conclude(mk_tune_candidate *c, int n, mk_tune_verdict *v)
         conclude_one(&c[i], &c[0]);
         if (strcmp(c[i].status, "ok") != 0)
             continue;
-        if (c[i].p_faster <= P_BEYOND_NOISE && c[i].speedup > 1 &&
+        if (c[i].p_faster <= MK_P_BEYOND_NOISE && c[i].speedup > 1 &&
             c[i].wall_s.median < c[v->fastest].wall_s.median)
             v->fastest = i;
-        if (c[i].p_leaner <= P_BEYOND_NOISE && c[i].rss_ratio < 1 &&
+        if (c[i].p_leaner <= MK_P_BEYOND_NOISE && c[i].rss_ratio < 1 &&
             c[i].peak_rss.median < c[v->leanest].peak_rss.median)
             v->leanest = i;
     }

@@ -396,11 +396,7 @@ int mk_replay_child(int argc, char **argv)
         }
         res.calls += w[i].calls;
         res.alloc_ticks += w[i].ticks;
-        res.hist.count += w[i].hist.count;
-        if (w[i].hist.max > res.hist.max)
-            res.hist.max = w[i].hist.max;
-        for (size_t b = 0; b < MK_BENCH_HIST_BUCKETS; b++)
-            res.hist.bucket[b] += w[i].hist.bucket[b];
+        mk_bench_hist_merge(&res.hist, &w[i].hist);
         if (i > 0)
             for (uint32_t s = 0; s < c.nsites; s++)
                 w[0].site_ticks[s] += w[i].site_ticks[s];

@@ -32,6 +32,27 @@ typedef struct mk_alloc_preset {
 extern const mk_alloc_preset mk_alloc_presets[];
 extern const size_t mk_n_alloc_presets;
 
+/* A candidate beats glibc's default when the one-sided Mann-Whitney p of
+ * its runs (or rounds) being faster, or leaner, is at most this. */
+#define MK_P_BEYOND_NOISE 0.05
+
+/* The presets a comma-separated list names, set in want (one per preset).
+ * -1, or MK_EXIT_USAGE after one line: "<what> 'NAME' (memkit tune --list)". */
+int mk_alloc_presets_choose(const char *list, bool *want, const char *what);
+
+/* The environment entry that selects p into *env: GLIBC_TUNABLES for a
+ * glibc setting, LD_PRELOAD for an installed drop-in, NULL for glibc.
+ * Returns "ok", or "missing" with the install line in reason; NULL when
+ * memory ran out. */
+const char *mk_alloc_preset_env(const mk_alloc_preset *p, char **env, char *reason,
+                                size_t len);
+
+/* NAME=VAR=VALUE[ VAR=VALUE...], the option opt's value: the name into name
+ * (name_cap bytes), the assignments copied into env (at most max). -1, or
+ * MK_EXIT_USAGE after one line. */
+int mk_alloc_spec_parse(const char *opt, const char *spec, char *name, size_t name_cap,
+                        char **env, int max);
+
 /* One measured run of the command. */
 typedef struct mk_tune_sample {
     double wall_s, user_s, sys_s;

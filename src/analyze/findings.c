@@ -389,6 +389,69 @@ bool mk_findings_merge(mk_report_t *r)
     return ok;
 }
 
+/* The profile's stack index, which a load releases once the findings are
+ * made, rebuilt from the site rows (which point at the aggregates). */
+static bool index_stacks(mk_report_t *r)
+{
+    mk_profile_t *p = &r->prof;
+    for (size_t i = 0; i < r->nsites; i++) {
+        bool fresh;
+        mk_kv_t *e = mk_kv_put(&p->stack_index, (uint64_t)r->sites[i].stack + 1, &fresh);
+        if (!e)
+            return false;
+        e->a = (uint64_t)(r->sites[i].agg - p->stacks);
+    }
+    return true;
+}
+
+static mk_finding_member_t member(const mk_report_t *r, const mk_finding_t *g)
+{
+    const mk_stack_agg_t *a = mk_profile_stack(&r->prof, g->stack);
+    uint32_t s2 = g->kind == MK_F_PAIRED ? g->stack2 : g->stack;
+    const mk_stack_agg_t *b = mk_profile_stack(&r->prof, s2);
+    return (mk_finding_member_t){.stack = g->stack,
+                                 .stack2 = s2,
+                                 .max_size = a ? a->max_size : 0,
+                                 .max_size2 = b ? b->max_size : 0,
+                                 .max_live_bytes =
+                                     a ? a->max_live_blocks * a->max_size : 0};
+}
+
+bool mk_finding_members(mk_report_t *r, const mk_finding_t *f, mk_finding_member_t **out,
+                        size_t *n)
+{
+    mk_finding_t *kept = r->findings;
+    size_t nkept = r->nfindings, cap = 0;
+    bool released = r->prof.stack_index.used == 0, ok;
+
+    ok = !released || index_stacks(r);
+    /* compute appends to r->findings: run it on an empty list of its own */
+    r->findings = NULL;
+    r->nfindings = 0;
+    ok = ok && mk_findings_compute(r);
+    mk_finding_t *all = r->findings;
+    size_t nall = r->nfindings;
+    r->findings = kept;
+    r->nfindings = nkept;
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; ok && i < nall; i++)
+        if (same_fix(r, f, &all[i]) &&
+            (ok = mk_grow((void **)out, &cap, *n + 1, sizeof **out)))
+            (*out)[(*n)++] = member(r, &all[i]);
+    free(all);
+    if (released) {
+        free(r->prof.stack_index.slots);
+        r->prof.stack_index = mk_kv_heap_table();
+    }
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return ok;
+}
+
 size_t mk_findings_shown(const mk_report_t *r, size_t limit)
 {
     double total = 0, held = 0;

@@ -254,6 +254,18 @@ void mk_findings_measure(mk_report_t *r, double (*price_ns)(mk_report_t *));
 /* One finding per fix: those of one kind at one site (and a pair's second
  * site) become one, their counts and savings summed, ranked again. */
 bool mk_findings_merge(mk_report_t *r);
+/* A stack merged into a finding, with its sizes (a pair's second stack,
+ * else the same stack again). */
+typedef struct mk_finding_member {
+    uint32_t stack, stack2;
+    uint64_t max_size, max_size2;
+    uint64_t max_live_bytes; /* its most live blocks x its largest size */
+} mk_finding_member_t;
+/* Every stack merged into finding f: the findings computed again per stack
+ * (after a load, on an index of the stacks rebuilt for the call), those of
+ * f's fix kept, into *out (*n of them; free it). False when out of memory. */
+bool mk_finding_members(mk_report_t *r, const mk_finding_t *f, mk_finding_member_t **out,
+                        size_t *n);
 /* How many findings a reader is shown: those that hold 90% of the total
  * saving, at most limit (0: the default, 10); SIZE_MAX: all of them. */
 size_t mk_findings_shown(const mk_report_t *r, size_t limit);

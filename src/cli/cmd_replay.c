@@ -24,7 +24,8 @@
 
 #define MAX_ROUNDS MK_STAT_MAX
 #define MAX_ARGS   4096
-#define MAX_ALLOCS 16
+#define MAX_ALLOCS 48
+#define MAX_WHATIF 24 /* findings tried in one replay, and all together */
 
 #define MAX_ENV 8
 
@@ -41,6 +42,9 @@ typedef struct alloc {
     uint64_t *site_ticks; /* every round's, per stack id of each trace */
     mk_stat t, r, f;
     double speedup, p_faster, rss_ratio, p_leaner;
+    mk_whatif *what_if;        /* a what-if's row (glibc with a finding's fix) */
+    double removed;            /* the last round's heap calls the fix took */
+    double fix_ns[MAX_ROUNDS]; /* the fix's own time per round */
 } alloc_t;
 
 typedef struct replay_state {
@@ -51,6 +55,9 @@ typedef struct replay_state {
     int nextra;
     bool json;
     int top;
+    bool what_if;
+    const char *what_if_list;
+    mk_whatif_set set;
     mk_replay_prog *prog; /* one per trace */
     int nprog;
     uint32_t *site_base; /* each trace's first place in site_ticks, and the end */
@@ -59,6 +66,15 @@ typedef struct replay_state {
 } replay_state_t;
 
 static const char *const thread_modes[] = {"as-traced", "1", NULL};
+
+static int set_what_if(void *dest, const mk_opt_t *opt, const char *v)
+{
+    replay_state_t *st = dest;
+    (void)opt;
+    st->what_if = true;
+    st->what_if_list = v;
+    return -1;
+}
 
 #define RS(field) offsetof(replay_state_t, field)
 
@@ -107,6 +123,14 @@ static const mk_opt_t replay_options[] = {
      .lo = 0,
      .hi = 1000,
      .help = "sites shown by glibc's allocator time (default 10)"},
+    {.name = "--what-if",
+     .arg = "[=N,N...]",
+     .kind = MK_OPT_CALL,
+     .call = set_what_if,
+     .help = "replay under glibc with each finding's fix applied to the calls it\n"
+             "names (the findings memkit report numbers N; default those it\n"
+             "shows) and all of them together: each fix's measured saving. Only\n"
+             "glibc runs unless --allocators is given"},
     {.name = "--json",
      .kind = MK_OPT_FLAG,
      .at = RS(json),
@@ -167,7 +191,7 @@ static int choose(replay_state_t *st)
         const mk_alloc_preset *p = &mk_alloc_presets[i];
         alloc_t *a = &st->a[st->n];
 
-        if (st->list && !want[i])
+        if ((st->list && !want[i]) || (!st->list && st->what_if && i > 0))
             continue;
         st->n++;
         snprintf(a->name, sizeof a->name, "%s", p->name);
@@ -195,15 +219,26 @@ static bool runs(const alloc_t *a)
 }
 
 /* One round of allocator a: every trace once. */
+/* The ticks a's rows hold at each what-if's stacks, into at[k]. */
+static void what_if_ticks(replay_state_t *st, const alloc_t *a, double *at)
+{
+    for (size_t k = 0; k < st->set.n + st->set.together; k++)
+        at[k] = mk_whatif_ticks(&st->set.w[k], a->site_ticks);
+}
+
 static void replay_round(replay_state_t *st, alloc_t *a)
 {
     double ns = 0, rss = 0, faults = 0, wall = 0;
+    double before[MAX_WHATIF] = {0};
 
+    if (st->what_if)
+        what_if_ticks(st, a, before);
     for (int i = 0; i < st->nprog; i++) {
         mk_replay_result res;
 
-        if (!mk_replay_run(&st->prog[i], a->env, &res, a->site_ticks + st->site_base[i],
-                           a->reason, sizeof a->reason)) {
+        if (!mk_replay_run(&st->prog[i], a->env, a->what_if ? a->what_if->fixes : NULL,
+                           &res, a->site_ticks + st->site_base[i], a->reason,
+                           sizeof a->reason)) {
             a->status = "failed";
             return;
         }
@@ -217,7 +252,17 @@ static void replay_round(replay_state_t *st, alloc_t *a)
         if (heap > rss)
             rss = heap;
         faults += (double)res.minor_faults;
+        a->removed = (double)res.fix_calls;
+        a->fix_ns[a->nrounds] = (double)res.fix_ticks * res.ns_per_tick;
         mk_bench_hist_merge(&a->hist, &res.hist);
+    }
+    for (size_t k = 0; st->what_if && k < st->set.n + st->set.together; k++) {
+        mk_whatif *w = &st->set.w[k];
+        double round = mk_whatif_ticks(w, a->site_ticks) - before[k];
+        if (a->what_if == w)
+            w->fixed_ticks[a->nrounds] = round;
+        else if (a == &st->a[0])
+            w->base_ticks[a->nrounds] = round;
     }
     a->ns[a->nrounds] = ns;
     a->rss[a->nrounds] = rss;
@@ -246,7 +291,50 @@ static void conclude(replay_state_t *st)
         a->rss_ratio = base->r.median > 0 ? a->r.median / base->r.median : 0;
         a->p_faster = mk_p_smaller(a->ns, a->nrounds, base->ns, base->nrounds);
         a->p_leaner = mk_p_smaller(a->rss, a->nrounds, base->rss, base->nrounds);
+        if (a->what_if) {
+            a->what_if->alloc_ns = a->t.median;
+            mk_whatif_measure(&st->set, a->what_if, base->site_ticks, a->site_ticks,
+                              a->nrounds, a->ns_per_tick);
+            a->what_if->fix_ns = mk_stat_of(a->fix_ns, a->nrounds).median;
+            a->what_if->calls_removed = a->removed;
+            a->what_if->peak_rss = a->r.median;
+        }
     }
+    for (int i = 1; i < st->n; i++)
+        if (st->a[i].what_if && !runs(&st->a[i])) {
+            st->a[i].what_if->status = "failed";
+            snprintf(st->a[i].what_if->reason, sizeof st->a[i].what_if->reason, "%s",
+                     st->a[i].reason);
+        }
+}
+
+/* A row per finding tried, after the allocators: glibc's environment, the
+ * finding's fixes. */
+static int add_what_ifs(replay_state_t *st)
+{
+    if (st->nprog != 1)
+        return mk_usage_error("replay: --what-if takes one process's trace (%d given)",
+                              st->nprog);
+    int rc = mk_whatif_prepare(&st->prog[0], st->what_if_list, &st->set);
+    if (rc >= 0)
+        return rc;
+    if (st->set.n + st->set.together > MAX_WHATIF || st->n + MAX_WHATIF > MAX_ALLOCS)
+        return mk_usage_error("replay: --what-if: at most %d findings at once",
+                              MAX_WHATIF - 1);
+    for (size_t k = 0; k < st->set.n + st->set.together; k++) {
+        mk_whatif *w = &st->set.w[k];
+        alloc_t *a = &st->a[st->n];
+        if (strcmp(w->status, "ok") != 0)
+            continue;
+        st->n++;
+        a->what_if = w;
+        a->status = "ok";
+        snprintf(a->name, sizeof a->name, "what-if %d", w->number);
+        for (int e = 0; e < MAX_ENV && st->a[0].env[e]; e++)
+            if (!(a->env[e] = strdup(st->a[0].env[e])))
+                return mk_usage_error("replay: out of memory");
+    }
+    return -1;
 }
 
 /* The fastest (or leanest) beyond noise, index 0 (glibc) when none is. */
@@ -256,7 +344,8 @@ static int best(const replay_state_t *st, bool by_time)
 
     for (int i = 1; i < st->n; i++) {
         const alloc_t *a = &st->a[i];
-        if (!runs(a) || (by_time ? a->p_faster : a->p_leaner) > MK_P_BEYOND_NOISE)
+        if (!runs(a) || a->what_if ||
+            (by_time ? a->p_faster : a->p_leaner) > MK_P_BEYOND_NOISE)
             continue;
         if (by_time ? a->t.median < st->a[b].t.median : a->r.median < st->a[b].r.median)
             b = i;
@@ -357,6 +446,8 @@ static void print_table(replay_state_t *st, FILE *out)
             "p50/call", "p99/call", "max/call", "heap RSS", "vs live", "vs glibc");
     for (int i = 0; i < st->n; i++) {
         alloc_t *a = &st->a[i];
+        if (a->what_if)
+            continue;
         if (!runs(a)) {
             fprintf(out, "%-17s %s: %s\n", a->name, a->status, a->reason);
             continue;
@@ -382,6 +473,8 @@ static void print_table(replay_state_t *st, FILE *out)
             f ? st->a[f].name : "glibc (nothing beats the default beyond noise)");
     fprintf(out, "leanest: %s\n",
             l ? st->a[l].name : "glibc (nothing beats the default beyond noise)");
+    if (st->what_if)
+        mk_whatif_print(&st->set, st->a[0].t.median, out);
     if (st->top == 0)
         return;
     size_t n;
@@ -444,6 +537,8 @@ static void print_json(replay_state_t *st, FILE *out)
     mk_json_begin_array(&j);
     for (int i = 0; i < st->n; i++) {
         alloc_t *a = &st->a[i];
+        if (a->what_if)
+            continue;
         mk_json_begin_object(&j);
         mk_json_key(&j, "name");
         mk_json_string(&j, a->name);
@@ -507,6 +602,8 @@ static void print_json(replay_state_t *st, FILE *out)
     mk_json_string(&j, st->a[best(st, true)].name);
     mk_json_key(&j, "leanest");
     mk_json_string(&j, st->a[best(st, false)].name);
+    if (st->what_if)
+        mk_whatif_json(&st->set, &j);
     size_t n = 0;
     site_row_t *rows = st->top ? site_rows(st, &n) : NULL;
     mk_json_key(&j, "sites");
@@ -591,6 +688,9 @@ int mk_cmd_replay(int argc, char **argv)
                            npaths == 1 ? paths[0] : "the traces", npaths == 1 ? "s" : "");
         goto out;
     }
+    if (st->what_if && (rc = add_what_ifs(st)) >= 0)
+        goto out;
+    rc = -1;
     for (int i = 0; i < st->n; i++)
         if (runs(&st->a[i]) && !(st->a[i].site_ticks = calloc(
                                      st->site_base[st->nprog] + 1, sizeof(uint64_t)))) {
@@ -615,6 +715,7 @@ int mk_cmd_replay(int argc, char **argv)
         print_table(st, stdout);
     rc = fflush(stdout) == 0 && !ferror(stdout) ? MK_EXIT_OK : MK_EXIT_FAIL;
 out:
+    mk_whatif_free(&st->set);
     for (int i = 0; i < st->nprog; i++)
         mk_replay_remove(&st->prog[i]);
     free(st->prog);

@@ -8,13 +8,15 @@
  * buffers and touches them before its first call, so its RSS before the
  * replay is its own and what grows after is the heap's. Each replayed
  * thread reads its operations in batches and times each allocator call
- * with the cycle counter, less the empty reading's cost; each block gets
+ * with the fenced span the tracer uses (tsc.h), less an empty span; each block gets
  * its first and last byte written, as a program writes what it allocates,
  * so the page faults and cache misses of where the allocator put it are
  * paid (outside the timed call). Results go back whole over a pipe.
  */
 #define _GNU_SOURCE
 #include "replay.h"
+
+#include "../trace/tsc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +45,8 @@ typedef struct child {
     int nthreads;
     uint32_t nslots, nsites;
     slot_t *slots;
-    uint64_t empty; /* the cycle counter's empty reading */
+    mk_rfix *fix;   /* a what-if's fixes, or NULL */
+    uint64_t empty; /* an empty span's reading (tsc.h) */
     struct worker *w;
     _Atomic uint32_t
         progress; /* bumped at every thread's new window (SLEEPER: a sleeper) */
@@ -58,7 +61,9 @@ typedef struct worker {
     pthread_t tid;
     mk_replay_op *buf;
     uint64_t *site_ticks;
+    mk_rfix_thread *fix;
     uint64_t calls, ticks;
+    uint64_t fix_ticks; /* a what-if's fixes' own calls */
     mk_bench_hist hist;
     char why[4400];
 } worker_t;
@@ -155,39 +160,85 @@ static inline void publish(slot_t *s, void *p)
         syscall(SYS_futex, &s->gen, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
+/* A heap call's ticks counted. */
+static inline void count_call(worker_t *w, const mk_replay_op *op, uint64_t d)
+{
+    w->ticks += d;
+    w->calls++;
+    w->site_ticks[op->site] += d;
+    mk_bench_hist_add(&w->hist, d);
+}
+
+/* The call's block, when it has one, touched and put in its slot. */
+static inline void place(worker_t *w, const mk_replay_op *op, slot_t *s, void *p,
+                         uint64_t touched)
+{
+    if (op->kind == MK_ROP_FREE) {
+        s->p = NULL;
+        return;
+    }
+    touch(p, touched);
+    if (w->c->nthreads > 1)
+        publish(s, p);
+    else
+        s->p = p; /* no thread waits: no atomic read-modify-write between calls */
+}
+
+/* A call a what-if's fix may serve: true when handled (served, or failed
+ * with why set and *ok false). */
+static bool perform_fixed(worker_t *w, const mk_replay_op *op, uint64_t size, bool *ok)
+{
+    slot_t *s = &w->c->slots[op->slot];
+    void *p = s->p;
+    uint64_t touched, d;
+    int rc = mk_rfix_call(w->fix, op, size, &p, &touched, &d, w->why, sizeof w->why);
+
+    *ok = rc >= 0;
+    if (rc == 1) /* the fix's time is its own, not the heap's */
+        w->fix_ticks += d;
+    else if (rc == 2)
+        count_call(w, op, d);
+    if (rc >= 1)
+        place(w, op, s, p, touched);
+    return rc != 0;
+}
+
 static bool perform(worker_t *w, const mk_replay_op *op, uint64_t size)
 {
     slot_t *s = &w->c->slots[op->slot];
     uint64_t t0, t1;
     void *p = NULL;
+    bool ok;
 
+    if (w->fix && perform_fixed(w, op, size, &ok))
+        return ok;
     switch (op->kind) {
     case MK_ROP_MALLOC:
-        t0 = mk_bench_ticks();
+        t0 = mk_fenced_begin();
         p = malloc(size);
-        t1 = mk_bench_ticks();
+        t1 = mk_fenced_end();
         break;
     case MK_ROP_CALLOC:
-        t0 = mk_bench_ticks();
+        t0 = mk_fenced_begin();
         p = calloc(1, size);
-        t1 = mk_bench_ticks();
+        t1 = mk_fenced_end();
         break;
     case MK_ROP_ALIGNED:
-        t0 = mk_bench_ticks();
+        t0 = mk_fenced_begin();
         if (posix_memalign(&p, (size_t)1 << op->align_log2, size) != 0)
             p = NULL;
-        t1 = mk_bench_ticks();
+        t1 = mk_fenced_end();
         break;
     case MK_ROP_REALLOC:
-        t0 = mk_bench_ticks();
+        t0 = mk_fenced_begin();
         p = realloc(s->p, size);
-        t1 = mk_bench_ticks();
+        t1 = mk_fenced_end();
         break;
     case MK_ROP_FREE:
         p = s->p;
-        t0 = mk_bench_ticks();
+        t0 = mk_fenced_begin();
         free(p);
-        t1 = mk_bench_ticks();
+        t1 = mk_fenced_end();
         s->p = NULL;
         p = NULL;
         break;
@@ -196,22 +247,14 @@ static bool perform(worker_t *w, const mk_replay_op *op, uint64_t size)
         return false;
     }
     uint64_t d = t1 - t0 > w->c->empty ? t1 - t0 - w->c->empty : 0;
-    w->ticks += d;
-    w->calls++;
-    w->site_ticks[op->site] += d;
-    mk_bench_hist_add(&w->hist, d);
-    if (op->kind == MK_ROP_FREE)
-        return true;
-    if (!p && size) { /* malloc(0) may give NULL: as the program saw it, nothing failed */
+    if (op->kind != MK_ROP_FREE && !p && size) {
+        /* malloc(0) may give NULL: as the program saw it, nothing failed */
         snprintf(w->why, sizeof w->why, "the allocator failed a call of %llu bytes",
                  (unsigned long long)size);
         return false;
     }
-    touch(p, size);
-    if (w->c->nthreads > 1)
-        publish(s, p);
-    else
-        s->p = p; /* no thread waits: no atomic read-modify-write between calls */
+    count_call(w, op, d);
+    place(w, op, s, p, size);
     return true;
 }
 
@@ -313,19 +356,6 @@ static bool reset_peak(void)
     return ok;
 }
 
-/* The cycle counter read twice with nothing between: taken off every call. */
-static uint64_t empty_reading(void)
-{
-    uint64_t best = UINT64_MAX;
-
-    for (int i = 0; i < 1000; i++) {
-        uint64_t t0 = mk_bench_ticks(), t1 = mk_bench_ticks();
-        if (t1 - t0 < best)
-            best = t1 - t0;
-    }
-    return best;
-}
-
 static bool write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
@@ -348,8 +378,9 @@ int mk_replay_child(int argc, char **argv)
     mk_replay_result res = {0};
     struct rusage ru0, ru1;
 
-    if (argc != 6)
-        return mk_usage_error("replay --child: DIR NTHREADS NSLOTS NSITES expected");
+    if (argc != 6 && argc != 7)
+        return mk_usage_error(
+            "replay --child: DIR NTHREADS NSLOTS NSITES [FIXES] expected");
     c.dir = argv[2];
     c.nthreads = atoi(argv[3]);
     c.nslots = (uint32_t)strtoul(argv[4], NULL, 10);
@@ -361,6 +392,10 @@ int mk_replay_child(int argc, char **argv)
     c.slots = map_zeroed(sizeof *c.slots * (c.nslots ? c.nslots : 1));
     if (!w || !c.slots)
         return mk_usage_error("replay --child: out of memory");
+    char why[4400];
+    if (argc == 7 &&
+        !(c.fix = mk_rfix_load(argv[6], c.nsites, c.nslots, why, sizeof why)))
+        return mk_usage_error("replay --child: %s", why);
     for (int i = 0; i < c.nthreads; i++) {
         w[i].c = &c;
         w[i].index = i;
@@ -370,7 +405,10 @@ int mk_replay_child(int argc, char **argv)
             return mk_usage_error("replay --child: out of memory");
     }
     res.ns_per_tick = mk_bench_ns_per_tick();
-    c.empty = empty_reading();
+    c.empty = mk_tsc_empty(); /* as the tracer takes it off (tsc.h) */
+    for (int i = 0; i < c.nthreads && c.fix; i++)
+        if (!(w[i].fix = mk_rfix_thread_new(c.fix, i, c.empty)))
+            return mk_usage_error("replay --child: out of memory");
     for (int i = 0; i < c.nthreads; i++)
         if (pthread_create(&w[i].tid, NULL, work, &w[i]) != 0)
             return mk_usage_error("replay --child: cannot start a thread");
@@ -396,6 +434,8 @@ int mk_replay_child(int argc, char **argv)
         }
         res.calls += w[i].calls;
         res.alloc_ticks += w[i].ticks;
+        res.fix_calls += w[i].fix ? mk_rfix_removed(w[i].fix) : 0;
+        res.fix_ticks += w[i].fix_ticks;
         mk_bench_hist_merge(&res.hist, &w[i].hist);
         if (i > 0)
             for (uint32_t s = 0; s < c.nsites; s++)
@@ -408,7 +448,8 @@ int mk_replay_child(int argc, char **argv)
     /* The leak checker scans no mapping of ours: the blocks the slots hold
      * would read as leaks */
     for (uint32_t i = 0; i < c.nslots; i++)
-        free(c.slots[i].p);
+        if (mk_rfix_heap_block(c.fix, i))
+            free(c.slots[i].p);
 #endif
     return MK_EXIT_OK; /* the blocks still live stay so, as at a program's exit */
 }
@@ -447,8 +488,8 @@ static void last_line(int fd, char *why, size_t len)
     snprintf(why, len, "%s", nl ? nl + 1 : buf);
 }
 
-bool mk_replay_run(const mk_replay_prog *prog, char *const *env, mk_replay_result *res,
-                   uint64_t *site_ticks, char *why, size_t whylen)
+bool mk_replay_run(const mk_replay_prog *prog, char *const *env, const char *fixes,
+                   mk_replay_result *res, uint64_t *site_ticks, char *why, size_t whylen)
 {
     char nthreads[16], nslots[16], nsites[16];
     int out[2], err = memfd_create("memkit-replay-err", MFD_CLOEXEC), status;
@@ -470,7 +511,8 @@ bool mk_replay_run(const mk_replay_prog *prog, char *const *env, mk_replay_resul
     pid_t pid = fork();
     if (pid == 0) {
         char *args[] = {"memkit", "replay", "--child", (char *)prog->dir,
-                        nthreads, nslots,   nsites,    NULL};
+                        nthreads, nslots,   nsites,    (char *)fixes,
+                        NULL};
         dup2(out[1], STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
         unsetenv("LD_PRELOAD");

@@ -26,6 +26,7 @@
 #define MEMKIT_PRELOAD_BASE_H
 
 #include "../trace/format.h"
+#include "../trace/tsc.h" /* mk_fenced_begin, mk_fenced_end */
 
 #include <errno.h>
 #include <pthread.h>
@@ -302,22 +303,6 @@ static inline void mk_switch_arm(volatile uint64_t *word)
 static inline bool mk_switched(const volatile uint64_t *word)
 {
     return *word == 0;
-}
-
-static inline uint64_t mk_fenced_begin(void)
-{
-    _mm_lfence();
-    uint64_t t = __rdtsc();
-    _mm_lfence();
-    return t;
-}
-
-static inline uint64_t mk_fenced_end(void)
-{
-    unsigned aux;
-    uint64_t t = __rdtscp(&aux);
-    _mm_lfence();
-    return t;
 }
 
 static inline bool mk_tracing_on(void)

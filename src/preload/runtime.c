@@ -325,27 +325,14 @@ static void resolve_real(void)
 
 /* Whether calls are timed (format.h: every event written, so full
  * tracing; --sample's events are too few for the stride), and what an empty
- * fenced span reads: the mean of back-to-back reads, which readers take off
- * every timed call. */
+ * fenced span reads (tsc.h), which readers take off every timed call. */
 static void calibrate_timing(void)
 {
-    enum { PAIRS = 256 };
-    uint64_t pair[PAIRS];
     const char *v = getenv("MEMKIT_TRACE_TIMES");
     mk_st.timing = mk_st.use_tsc && mk_mode_full() && !(v && strcmp(v, "0") == 0);
     if (!mk_st.timing)
         return;
-    /* The median empty reading: one pair preempted (milliseconds, millions
-     * of cycles) made the mean exceed every fast call, and each then read
-     * as 0. An insertion sort: nothing allocates here. */
-    for (int i = 0; i < PAIRS; i++) {
-        uint64_t t0 = mk_fenced_begin(), d = mk_fenced_end() - t0;
-        int k = i;
-        for (; k > 0 && pair[k - 1] > d; k--)
-            pair[k] = pair[k - 1];
-        pair[k] = d;
-    }
-    uint64_t median = pair[PAIRS / 2];
+    uint64_t median = mk_tsc_empty();
     mk_st.cost_overhead_x16 =
         (uint32_t)(median > UINT32_MAX / 16 ? UINT32_MAX : median * 16);
     /* A slow call (format.h): about a microsecond at this decade's clock

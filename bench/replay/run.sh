@@ -11,7 +11,7 @@
 # Ranking: the churn loop with 1 and 2 threads under `memkit tune` (ROUNDS
 # runs) and its trace under `memkit replay` (ROUNDS rounds): every allocator
 # tune finds faster than glibc beyond noise, replay must find faster too,
-# and both must name the same fastest. SCALE (default 1) shrinks the
+# and both must name the same fastest. What-if: whatif.sh (its bars). SCALE (default 1) shrinks the
 # inputs (the smoke test's 0.01 checks that the script runs, not the bars).
 set -u
 build=$(cd "${1:-build}" && pwd)
@@ -41,6 +41,12 @@ bench=bench-replay
     "$memkit" replay --json --rounds "$rounds" --allocators glibc --top 0 "$d/t" \
         >"$d/r.json" 2>"$d/r.err" || { cat "$d/r.err"; echo null >"$d/r.json"; }
     echo "{\"name\": \"$name\", \"traced\": $traced, \"replay\": $(cat "$d/r.json")}" >>"$work/res"
+    if [ "$name" = clang ]; then # the what-if of 10 findings, timed whole
+        t0=$(date +%s.%N)
+        "$memkit" replay --what-if=1,2,3,4,5,6,7,8,9,10 --top 0 "$d/t" >/dev/null 2>&1 &&
+            python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" \
+                "$t0" "$(date +%s.%N)" >"$work/whatif_s"
+    fi
     rm -rf "$d"
     cd "$src" || exit 2
 done
@@ -59,7 +65,8 @@ for threads in 1 2; do
     rm -rf "$d"
 done
 
-python3 - "$work/res" "$work/rank" "$rounds" "$scale" <<'PY'
+status=0
+python3 - "$work/res" "$work/rank" "$rounds" "$scale" <<'PY' || status=1
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ranks = [json.loads(l) for l in open(sys.argv[2])]
@@ -89,6 +96,14 @@ for r in rows:
         r["name"], t["allocator_ns"] / 1e6, g["allocator_ns"] / 1e6, ratio, p["calls"], rate,
         "met" if 0.67 <= ratio <= 1.5 else "NOT MET", speed))
 print("bars: replay/traced allocator time in [0.67, 1.5]; the churn2 replay's own work >= 10M calls/s")
+try:
+    took = float(open(sys.argv[1].rsplit("/", 1)[0] + "/whatif_s").read())
+    print("what-if of clang's findings 1-10 (5 rounds): %.2f s (bar <= 10 s): %s"
+          % (took, "met" if took <= 10 else "NOT MET"))
+    fails += took > 10
+except (OSError, ValueError):
+    print("what-if of clang's findings 1-10: n/a (fewer than 10 findings, or it failed)")
+    fails += 1
 print()
 print("ranking: allocators memkit tune finds faster than glibc beyond noise, and memkit replay's verdict")
 for r in ranks:
@@ -110,3 +125,7 @@ for r in ranks:
 print("bar: every allocator tune finds faster, replay finds faster, and the same fastest")
 sys.exit(1 if fails and float(sys.argv[4]) >= 1 else 0)
 PY
+echo
+# the what-if against the fixed programs' traces
+sh "$src/bench/replay/whatif.sh" "$build" "$rounds" "$scale" || status=1
+exit $status

@@ -285,6 +285,7 @@ int mk_whatif_prepare(const mk_replay_prog *prog, const char *list, mk_whatif_se
                 w->estimated_ns += set->w[k].estimated_ns;
             }
         nall = compose(all, nall);
+        w->nstacks = (uint32_t)nall; /* one entry a stack */
         if (!take_sites(w, all, nall)) {
             rc = mk_usage_error("replay: out of memory");
             free(all);

@@ -36,7 +36,7 @@ bench=bench-replay
     $prep
     "$memkit" trace -q -o "$d/t" -- "$@" >/dev/null 2>&1
     traced=$("$memkit" report --format json "$d/t" 2>/dev/null |
-        python3 -c 'import json, sys; t = json.load(sys.stdin)["totals"]; print(json.dumps({"allocator_ns": t["allocator_ns"], "peak": t["max_allocated"]}))' ||
+        python3 -c 'import json, sys; d = json.load(sys.stdin); t, g = d["totals"], d["input"].get("glibc_heap"); print(json.dumps({"allocator_ns": t["allocator_ns"], "peak": t["max_allocated"], "heap_end": g["heap_rss_bytes"] + g["mmapped_bytes"] if g else None}))' ||
         echo null)
     "$memkit" replay --json --rounds "$rounds" --allocators glibc --top 0 "$d/t" \
         >"$d/r.json" 2>"$d/r.err" || { cat "$d/r.err"; echo null >"$d/r.json"; }
@@ -73,8 +73,9 @@ ranks = [json.loads(l) for l in open(sys.argv[2])]
 print("memkit replay against the traced run: medians of %s round(s), scale %s" % (sys.argv[3], sys.argv[4]))
 print("CPU: %s" % next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                          if l.startswith("model name")), "unknown"))
-print("%-12s %11s %11s %7s %10s %14s %8s" % ("program", "traced ms", "replay ms", "ratio", "calls",
-                                             "replay calls/s", "verdict"))
+print("%-12s %11s %11s %7s %10s %14s %8s %9s %9s %7s %8s" % (
+    "program", "traced ms", "replay ms", "ratio", "calls", "replay calls/s", "verdict",
+    "heap MB", "replay MB", "ratio", "verdict"))
 fails = 0
 for r in rows:
     t, p = r["traced"], r["replay"]
@@ -92,10 +93,20 @@ for r in rows:
         speed = " speed %s" % ("met" if rate >= 10e6 else "NOT MET")
         ok = ok and rate >= 10e6
     fails += not ok
-    print("%-12s %11.1f %11.1f %6.2fx %10d %14.3g %8s%s" % (
+    # the heap at exit: the traced run's [heap] RSS and mmapped blocks
+    # (glibc's view, one process's) beside the replay's RSS after its last call
+    rss = "%9s %9s %7s %8s" % ("n/a", "", "", "")
+    if t.get("heap_end") and g.get("end_rss") is not None:
+        rr = g["end_rss"] / t["heap_end"]
+        rok = abs(rr - 1) <= 0.15
+        fails += not rok
+        rss = "%9.2f %9.2f %6.2fx %8s" % (t["heap_end"] / 1e6, g["end_rss"] / 1e6, rr,
+                                          "met" if rok else "NOT MET")
+    print("%-12s %11.1f %11.1f %6.2fx %10d %14.3g %8s %s%s" % (
         r["name"], t["allocator_ns"] / 1e6, g["allocator_ns"] / 1e6, ratio, p["calls"], rate,
-        "met" if 0.67 <= ratio <= 1.5 else "NOT MET", speed))
-print("bars: replay/traced allocator time in [0.67, 1.5]; the churn2 replay's own work >= 10M calls/s")
+        "met" if 0.67 <= ratio <= 1.5 else "NOT MET", rss, speed))
+print("bars: replay/traced allocator time in [0.67, 1.5]; the heap at exit within 15%; the churn2")
+print("replay's own work >= 10M calls/s (n/a: a run of several processes has no one heap)")
 try:
     took = float(open(sys.argv[1].rsplit("/", 1)[0] + "/whatif_s").read())
     print("what-if of clang's findings 1-10 (5 rounds): %.2f s (bar <= 10 s): %s"

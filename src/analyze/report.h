@@ -153,6 +153,12 @@ typedef struct mk_finding {
     bool priced;        /* saving_ns from the price, not measured times */
     char evidence[256]; /* the busiest stack's */
     const char *fix;
+    /* memkit replay --what-if's measure of the fix (memkit report --replay
+     * or --what-if fills it): the heap time it removes, its own time, the
+     * heap calls it takes, and whether the saving is beyond noise */
+    bool replayed;
+    double replay_saving_ns, replay_fix_ns, replay_calls_removed;
+    bool replay_beyond_noise;
 } mk_finding_t;
 
 /* The allocator's time by the function that called it (a trace with site

@@ -476,6 +476,21 @@ static void findings(mk_json *j, mk_report_t *r)
         key_str(j, "saving_from", f->priced ? "price" : "measured");
         key_str(j, "evidence", f->evidence);
         key_str(j, "fix", f->fix);
+        mk_json_key(j, "replayed"); /* memkit report --replay / --what-if */
+        if (f->replayed) {
+            mk_json_begin_object(j);
+            mk_json_key(j, "saving_ns");
+            mk_json_double(j, f->replay_saving_ns);
+            mk_json_key(j, "fix_ns");
+            mk_json_double(j, f->replay_fix_ns);
+            mk_json_key(j, "calls_removed");
+            mk_json_double(j, f->replay_calls_removed);
+            mk_json_key(j, "beyond_noise");
+            mk_json_bool(j, f->replay_beyond_noise);
+            mk_json_end_object(j);
+        } else {
+            mk_json_null(j);
+        }
         /* one fix: the stacks that reach its site, the busiest first */
         key_uint(j, "stack_count", f->nstacks);
         key_uint(j, "priced_stacks", f->npriced);

@@ -548,6 +548,17 @@ static void findings(const text_t *t, int top, bool brief)
         fprintf(t->out, "     %s%s\n", f->nstacks > 1 ? "at the busiest stack: " : "",
                 f->evidence);
         fprintf(t->out, "     fix: %s\n", f->fix);
+        if (f->replayed) {
+            char s1[32], s2[32], s3[32];
+            double v = f->replay_saving_ns;
+            fprintf(t->out,
+                    "     replayed with the fix: saves %s%s%s, the fix's own calls "
+                    "at most %s, %s heap calls gone\n",
+                    v < 0 ? "-" : "", mk_fmt_ns(v < 0 ? -v : v, s1, sizeof s1),
+                    f->replay_beyond_noise ? "" : " (within noise)",
+                    mk_fmt_ns(f->replay_fix_ns, s2, sizeof s2),
+                    mk_fmt_count((uint64_t)f->replay_calls_removed, s3, sizeof s3));
+        }
         stack_lines(t, f->stack, 4, "       ");
         if (f->kind == MK_F_PAIRED) {
             fprintf(t->out, "     paired with:\n");

@@ -35,7 +35,7 @@ typedef struct alloc {
     const char *status;     /* "ok", "missing", "n/a", "failed" */
     char reason[300];
     int nrounds;
-    double ns[MAX_ROUNDS], rss[MAX_ROUNDS], faults[MAX_ROUNDS];
+    double ns[MAX_ROUNDS], rss[MAX_ROUNDS], faults[MAX_ROUNDS], end_rss[MAX_ROUNDS];
     double wall_ns[MAX_ROUNDS];
     mk_bench_hist hist; /* every round's calls */
     double ns_per_tick;
@@ -144,10 +144,10 @@ static const mk_command_spec_t replay_spec = {
         "Replays every allocation call of the traces (sizes, alignments, order,\n"
         "reallocs, frees and their threads) against each allocator, each in a fresh\n"
         "process, and compares the allocator's own time per call, its heap's peak\n"
-        "RSS and its page faults. Each block's first and last bytes are written, as\n"
-        "a program writes what it allocates. A TRACE is a trace file (.mkt) or a\n"
-        "run's prefix (its every process, replayed one after another), traced\n"
-        "without --sample or --summary-only.\n",
+        "RSS and its page faults. Each block's first and last bytes and a byte of\n"
+        "every page between are written, as a program writes what it allocates.\n"
+        "A TRACE is a trace file (.mkt) or a run's prefix (its every process,\n"
+        "replayed one after another), traced without --sample or --summary-only.\n",
     .max_args = MAX_ARGS,
 };
 
@@ -228,7 +228,7 @@ static void what_if_ticks(replay_state_t *st, const alloc_t *a, double *at)
 
 static void replay_round(replay_state_t *st, alloc_t *a)
 {
-    double ns = 0, rss = 0, faults = 0, wall = 0;
+    double ns = 0, rss = 0, faults = 0, wall = 0, end = 0;
     double before[MAX_WHATIF] = {0};
 
     if (st->what_if)
@@ -251,6 +251,9 @@ static void replay_round(replay_state_t *st, alloc_t *a)
                           : 0;
         if (heap > rss)
             rss = heap;
+        end += res.end_rss_bytes > res.base_rss_bytes
+                   ? (double)(res.end_rss_bytes - res.base_rss_bytes)
+                   : 0; /* each process's heap as it exits */
         faults += (double)res.minor_faults;
         a->removed = (double)res.fix_calls;
         a->fix_ns[a->nrounds] = (double)res.fix_ticks * res.ns_per_tick;
@@ -267,6 +270,7 @@ static void replay_round(replay_state_t *st, alloc_t *a)
     a->ns[a->nrounds] = ns;
     a->rss[a->nrounds] = rss;
     a->faults[a->nrounds] = faults;
+    a->end_rss[a->nrounds] = end;
     a->wall_ns[a->nrounds] = wall;
     a->nrounds++;
 }
@@ -573,6 +577,8 @@ static void print_json(replay_state_t *st, FILE *out)
         mk_json_double(&j, (double)a->hist.max * a->ns_per_tick);
         mk_json_key(&j, "peak_rss");
         mk_json_double(&j, a->r.median);
+        mk_json_key(&j, "end_rss");
+        mk_json_double(&j, mk_stat_of(a->end_rss, a->nrounds).median);
         mk_json_key(&j, "page_faults");
         mk_json_double(&j, a->f.median);
         mk_json_key(&j, "speedup");

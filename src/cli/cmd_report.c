@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "outfile.h"
+#include "replay.h"
 
 #include "../analyze/report.h"
 
@@ -369,9 +370,9 @@ enum format { FMT_TEXT, FMT_JSON, FMT_HTML, FMT_COLLAPSED, FMT_PPROF };
 
 typedef struct report_cli {
     int top, color, memanalyze, format, weight, depth_shown;
-    bool growth;
+    bool growth, what_if;
     size_t findings;
-    const char *out;
+    const char *out, *replay;
 } report_cli_t;
 
 /* --findings N or all: how many findings text and the page show. */
@@ -464,6 +465,17 @@ static const mk_opt_t report_opts[] = {
      .at = REPORT(color),
      .lo = 0,
      .help = "no colour"},
+    {.name = "--replay",
+     .arg = "FILE",
+     .kind = MK_OPT_STRING,
+     .at = REPORT(replay),
+     .help = "each finding's measured saving beside its estimate, from\n"
+             "`memkit replay --what-if --json TRACE >FILE` of the same trace"},
+    {.name = "--what-if",
+     .kind = MK_OPT_FLAG,
+     .at = REPORT(what_if),
+     .help = "run that replay now (the findings shown, under glibc) and\n"
+             "show each one's measured saving"},
     {.name = "--memanalyze",
      .arg = "[=2017]",
      .kind = MK_OPT_CALL,
@@ -512,6 +524,11 @@ int mk_cmd_report(int argc, char **argv)
                    "report: a pprof profile is binary: write it with -o FILE.pb.gz");
     if (growth_only && (fmt == FMT_COLLAPSED || fmt == FMT_PPROF || memanalyze))
         return free(inputs), mk_usage_error("report: --growth is text, json or html");
+    if ((c.replay || c.what_if) && (memanalyze || growth_only))
+        return free(inputs),
+               mk_usage_error("report: --replay and --what-if are for the findings");
+    if (c.replay && c.what_if)
+        return free(inputs), mk_usage_error("report: --replay or --what-if, not both");
     /* JSON and the page carry growth whenever the trace has snapshots. */
     o.growth = growth_only || fmt == FMT_JSON || fmt == FMT_HTML;
     o.growth_asked = growth_only;
@@ -545,6 +562,18 @@ int mk_cmd_report(int argc, char **argv)
         rc = mk_load_inputs(&r, paths, npaths, &o);
         /* a damaged trace is reported up to the damage, and written */
         wrote = rc == MK_EXIT_OK || r.tr || r.nprocs;
+        if (wrote && (c.replay || c.what_if)) {
+            int wrc = rc != MK_EXIT_OK || npaths != 1 || !r.tr
+                          ? mk_usage_error("report: --replay and --what-if take one "
+                                           "undamaged trace")
+                      : c.replay ? mk_report_read_replay(&r, c.replay)
+                                 : mk_report_run_what_if(&r, paths[0]);
+            if (wrc >= 0) {
+                rc = wrc;
+                wrote = false;
+                mk_report_free(&r);
+            }
+        }
         if (wrote) {
             switch (fmt) {
             case FMT_TEXT:

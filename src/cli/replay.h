@@ -8,6 +8,7 @@
  *   replay_run.c   the child that performs them, timing each call, and its parent side
  *   replay_fix.c   the child's what-if: a finding's calls served by its fix
  *   replay_whatif.c  the findings chosen, their fixes described, replayed, compared
+ *   report_replay.c  memkit report's side: a what-if's JSON onto the findings
  *
  * An operation names a slot, not an address: the compiler gives each live
  * block a slot and the child keeps the slot's pointer, so any allocator can
@@ -187,6 +188,8 @@ typedef struct mk_replay_result {
     uint64_t wall_ns;        /* the replay, start to end */
     uint64_t base_rss_bytes; /* the child's RSS before its first call */
     uint64_t peak_rss_bytes; /* its peak RSS since then (VmHWM), base included */
+    uint64_t end_rss_bytes;  /* its RSS after the last call, base included (the growth
+                              * counted page by page) */
     uint64_t minor_faults;   /* taken during the replay */
     uint64_t fix_calls;      /* heap calls a what-if's fixes took instead */
     uint64_t fix_ticks;      /* the fixes' own calls (not in alloc_ticks) */
@@ -204,5 +207,15 @@ bool mk_replay_run(const mk_replay_prog *prog, char *const *env, const char *fix
 /* The child: `memkit replay --child DIR NTHREADS NSLOTS NSITES [FIXES]`,
  * results on stdout. */
 int mk_replay_child(int argc, char **argv);
+
+/* ---- memkit report's side (report_replay.c) ---- */
+
+struct mk_report;
+/* The what-if rows of a replay's JSON at path onto r's findings (each row
+ * checked against its finding's kind and site). -1, or an exit status
+ * after one line. */
+int mk_report_read_replay(struct mk_report *r, const char *path);
+/* The same from `memkit replay --what-if --json` run now on trace. */
+int mk_report_run_what_if(struct mk_report *r, const char *trace);
 
 #endif /* MEMKIT_CLI_REPLAY_H */

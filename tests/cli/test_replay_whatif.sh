@@ -16,6 +16,7 @@ schema=$5
 . "$(dirname "$0")/lib.sh"
 
 cd "$tmp" || exit 1
+one_line_early() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || { bad "$1: not one line"; cat "$tmp/err"; }; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # Each pattern: the what-if of every finding against the report's counts.
@@ -92,6 +93,42 @@ has "$tmp/out" "^What-if: each finding's fix" "the what-if's heading"
 has "$tmp/out" "^  all  all " "the findings together"
 has "$tmp/out" "^  [0-9]    paired " "the pair's row"
 
+# memkit report --replay: each replayed finding's measure beside its
+# estimate, exactly the replay's; --what-if runs the replay itself
+"$memkit" replay --json --rounds 1 --top 0 "--what-if=$list" "$1" >"$tmp/w.json" 2>/dev/null
+expect_status 0 "report --replay" "$memkit" report --format json --replay "$tmp/w.json" "$1"
+python3 - "$tmp/w.json" "$tmp/out" <<'PY' && ok || bad "report --replay: the findings' measures"
+import json, sys
+w, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+tried = {t["finding"]: t for t in w["what_if"] if t["status"] == "ok"}
+assert tried
+for i, f in enumerate(r["findings"]):
+    t = tried.get(i + 1)
+    if t is None:
+        assert f["replayed"] is None, f
+        continue
+    m = f["replayed"]
+    assert (m["saving_ns"], m["fix_ns"], m["calls_removed"]) == \
+        (t["saving_ns"], t["fix_ns"], t["calls_removed"]), (m, t)
+    assert m["beyond_noise"] == (t["p_saves"] <= 0.05), (m, t)
+PY
+expect_status 0 "report --what-if" "$memkit" report --what-if "$1"
+has "$tmp/out" "^     replayed with the fix: saves " "the text's measured saving"
+expect_status 0 "report --what-if, html" "$memkit" report --what-if --format html -o "$tmp/p.html" "$1"
+has "$tmp/p.html" '"replayed":{"saving_ns":' "the page's data carries the measure"
+"$memkit" trace -q -o other -- "$patterns" pool >/dev/null 2>&1
+expect_status 2 "report --replay, another trace" "$memkit" report --replay "$tmp/w.json" "$tmp"/other.*.mkt
+one_line_early "report --replay, another trace"
+has "$tmp/err" "a replay of another trace" "another trace's replay refused"
+printf '{"schema": "memkit-replay", "what_if": [' >"$tmp/cut.json"
+expect_status 2 "report --replay, cut JSON" "$memkit" report --replay "$tmp/cut.json" "$1"
+one_line_early "report --replay, cut JSON"
+"$memkit" report --format json "$1" >"$tmp/rep.json" 2>/dev/null
+expect_status 2 "report --replay, a report's JSON" "$memkit" report --replay "$tmp/rep.json" "$1"
+has "$tmp/err" "is not memkit replay's JSON" "a report's JSON refused, saying why"
+expect_status 2 "report --replay and --what-if" "$memkit" report --replay "$tmp/w.json" --what-if "$1"
+rm -f "$tmp"/other.*.mkt
+
 # threads: blocks another thread frees stay with their owner's fix
 "$memkit" trace -q -o turns -- "$turns" 7 >/dev/null 2>&1
 set -- "$tmp"/turns.*.mkt
@@ -106,7 +143,7 @@ for t in w["what_if"] + ([w["what_if_all"]] if w["what_if_all"] else []):
 PY
 
 # bad input: one line, exit 2
-one_line() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || { bad "$1: not one line"; cat "$tmp/err"; }; }
+one_line() { one_line_early "$1"; }
 "$memkit" trace -q -o pool -- "$patterns" pool >/dev/null 2>&1
 set -- "$tmp"/pool.*.mkt "$tmp"/demo.*.mkt
 for bad_list in 0 99 x 1,x ,; do

@@ -71,7 +71,7 @@ expect 0 "" "all present, check"
 # Build packages missing, not root, no sudo: one line naming the apt-get line.
 db cmake build-essential pkg-config $test_pkgs
 run 1000 ensure build
-expect 1 "memkit: missing Debian packages: libzstd-dev libdw-dev libelf-dev libunwind-dev zlib1g-dev; run this, then make again: sudo apt-get install --no-install-recommends libzstd-dev libdw-dev libelf-dev libunwind-dev zlib1g-dev" "no sudo"
+expect 1 "memkit: missing Debian packages: libzstd-dev libdw-dev libelf-dev libunwind-dev zlib1g-dev libjson-c-dev; run this, then make again: sudo apt-get install --no-install-recommends libzstd-dev libdw-dev libelf-dev libunwind-dev zlib1g-dev libjson-c-dev" "no sudo"
 [ -s "$tmp/apt.log" ] && bad "no sudo: apt-get ran" || ok
 
 # Only test tools missing, no sudo: the line also offers the opt-out.

@@ -102,6 +102,10 @@ mk_program_kind mk_program_kind_of(const char *file);
 /* A drop-in allocator's library file (e.g. "libjemalloc.so.2") in the
  * system's library directories, written to buf; NULL if not installed. */
 const char *mk_find_library(const char *soname, char *buf, size_t len);
+/* One of memkit's own libraries (the tracer, libmemkit-tlsf.so): beside the
+ * memkit binary (a build tree) or in the install's library directory; buf
+ * holds PATH_MAX bytes. NULL when neither has it. */
+const char *mk_find_own_library(const char *name, char *buf, size_t len);
 
 /* ---- stats.c: the statistics bench and tune report ---- */
 

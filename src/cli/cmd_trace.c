@@ -42,31 +42,17 @@ typedef struct trace_opts {
     int snapshot_signal;  /* --snapshot-signal; -1: the default (SIGUSR2) */
 } trace_opts_t;
 
-/* Where libmemkit-preload.so is: beside the memkit binary (build tree) or in
- * the install's library directory. */
+/* Where libmemkit-preload.so is: MEMKIT_PRELOAD, or memkit's own library
+ * directory (program.c). */
 static bool find_preload(char *out, size_t cap)
 {
     const char *env = getenv("MEMKIT_PRELOAD");
-    char exe[PATH_MAX];
-    ssize_t n;
 
     if (env && *env) {
         snprintf(out, cap, "%s", env);
         return access(out, R_OK) == 0;
     }
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return false;
-    exe[n] = 0;
-    char *dir = dirname(exe);
-    const char *candidates[] = {"libmemkit-preload.so", MEMKIT_PRELOAD_REL};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, candidates[i]);
-        if (access(path, R_OK) == 0 && realpath(path, out))
-            return true;
-    }
-    return false;
+    return mk_find_own_library("libmemkit-preload.so", out, cap) != NULL;
 }
 
 static void set_env(const char *name, const char *value)

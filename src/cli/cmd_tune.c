@@ -50,9 +50,19 @@ const mk_alloc_preset mk_alloc_presets[] = {
      "tcmalloc (gperftools, minimal) through LD_PRELOAD"},
     {"mimalloc", NULL, "libmimalloc.so.2", "libmimalloc2.0",
      "mimalloc through LD_PRELOAD"},
+    {"mk_tlsf", NULL, "libmemkit-tlsf.so", NULL,
+     "libmemkit's TLSF through LD_PRELOAD: every call a bounded number of steps, one "
+     "heap for the process (locked once it has threads)"},
 };
 const size_t mk_n_alloc_presets = sizeof mk_alloc_presets / sizeof mk_alloc_presets[0];
 #define N_PRESETS (sizeof mk_alloc_presets / sizeof mk_alloc_presets[0])
+
+/* A preset's drop-in library: a system one, or memkit's own. */
+static const char *preset_library(const mk_alloc_preset *p, char *lib, size_t len)
+{
+    return p->package ? mk_find_library(p->soname, lib, len)
+                      : mk_find_own_library(p->soname, lib, len);
+}
 
 static void list_presets(FILE *out)
 {
@@ -64,10 +74,12 @@ static void list_presets(FILE *out)
         fprintf(out, "%-17s %s\n", p->name, p->about);
         if (p->tunables)
             fprintf(out, "%-17s GLIBC_TUNABLES=%s\n", "", p->tunables);
-        else if (p->soname && mk_find_library(p->soname, lib, sizeof lib))
+        else if (p->soname && preset_library(p, lib, sizeof lib))
             fprintf(out, "%-17s LD_PRELOAD=%s\n", "", lib);
-        else if (p->soname)
+        else if (p->soname && p->package)
             fprintf(out, "%-17s not installed: apt-get install %s\n", "", p->package);
+        else if (p->soname)
+            fprintf(out, "%-17s not found beside memkit (make build)\n", "");
     }
 }
 
@@ -215,8 +227,11 @@ const char *mk_alloc_preset_env(const mk_alloc_preset *p, char **env, char *reas
         return NULL;
     if (!p->soname)
         return "ok";
-    if (!mk_find_library(p->soname, lib, sizeof lib)) {
-        snprintf(reason, len, "not installed: apt-get install %s", p->package);
+    if (!preset_library(p, lib, sizeof lib)) {
+        if (p->package)
+            snprintf(reason, len, "not installed: apt-get install %s", p->package);
+        else
+            snprintf(reason, len, "not found beside memkit: build it (make build)");
         return "missing";
     }
     return asprintf(env, "LD_PRELOAD=%s", lib) < 0 ? NULL : "ok";

@@ -7,6 +7,8 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +89,30 @@ mk_program_kind mk_program_kind_of(const char *file)
         kind = MK_PROGRAM_STATIC;
     close(fd);
     return kind;
+}
+
+const char *mk_find_own_library(const char *name, char *buf, size_t len)
+{
+    char exe[PATH_MAX], rel[PATH_MAX], path[2 * PATH_MAX + 2], full[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+    if (n <= 0)
+        return NULL;
+    exe[n] = 0;
+    const char *bindir = dirname(exe);
+    /* beside the binary (a build tree), then where the tracer is installed
+     * (MEMKIT_PRELOAD_REL: from the bindir to the tracer) */
+    snprintf(rel, sizeof rel, "%s", MEMKIT_PRELOAD_REL);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(path, sizeof path, "%s/%s", bindir, name);
+        else
+            snprintf(path, sizeof path, "%s/%s/%s", bindir, dirname(rel), name);
+        if (access(path, R_OK) == 0 && realpath(path, full) &&
+            (size_t)snprintf(buf, len, "%s", full) < len)
+            return buf;
+    }
+    return NULL;
 }
 
 const char *mk_find_library(const char *soname, char *buf, size_t len)

@@ -26,7 +26,8 @@ typedef struct mk_alloc_preset {
     const char *name;
     const char *tunables; /* GLIBC_TUNABLES value, or NULL */
     const char *soname;   /* drop-in library for LD_PRELOAD, or NULL */
-    const char *package;  /* the Debian package that ships it */
+    const char *package;  /* the Debian package that ships it; NULL: memkit's own
+                           * (mk_find_own_library) */
     const char *about;
 } mk_alloc_preset;
 extern const mk_alloc_preset mk_alloc_presets[];

@@ -87,7 +87,7 @@ got=$(json "$tmp/out" "d['threads'], d['cross_thread_calls'], d['calls']")
 
 # the table: every built-in allocator a row, measured or missing with its package
 expect_status 0 "replay table" "$memkit" replay --rounds 2 "$lifo" "$fifo"
-for n in glibc glibc-realtime glibc-lean glibc-throughput jemalloc tcmalloc mimalloc; do
+for n in glibc glibc-realtime glibc-lean glibc-throughput jemalloc tcmalloc mimalloc mk_tlsf; do
     has "$tmp/out" "^$n " "the table has a $n row"
 done
 # lifo's and fifo's calls (16,000 and 20,000) and the dynamic loader's few
@@ -107,7 +107,7 @@ except ImportError:
     open(sys.argv[1] + ".noschema", "w").close()  # the schema part: skipped, said below
 names = [a["name"] for a in d["allocators"]]
 assert names == ["glibc", "glibc-realtime", "glibc-lean", "glibc-throughput", "jemalloc",
-                 "tcmalloc", "mimalloc"], names
+                 "tcmalloc", "mimalloc", "mk_tlsf"], names
 for a in d["allocators"]:
     if a["status"] == "ok":
         r = a["allocator_ns_rounds"]

@@ -13,7 +13,7 @@ churn_static=$4
 schema=$5
 . "$(dirname "$0")/lib.sh"
 
-names="glibc glibc-realtime glibc-lean glibc-throughput jemalloc tcmalloc mimalloc"
+names="glibc glibc-realtime glibc-lean glibc-throughput jemalloc tcmalloc mimalloc mk_tlsf"
 
 # --list: every candidate with what it changes
 expect_status 0 "tune --list" "$memkit" tune --list
@@ -24,7 +24,7 @@ has "$tmp/out" "GLIBC_TUNABLES=glibc.malloc.arena_max=2" "--list shows the lean 
 expect_status 0 "tune churn" "$memkit" tune --runs 3 -- "$churn" 200000
 cp "$tmp/out" "$tmp/table"
 for n in $names; do has "$tmp/table" "^$n " "table has a $n row"; done
-for n in glibc glibc-realtime glibc-lean glibc-throughput; do
+for n in glibc glibc-realtime glibc-lean glibc-throughput mk_tlsf; do
     grep "^$n " "$tmp/table" | grep -q ' MB ' && ok || bad "$n was measured"
 done
 grep -E '^(jemalloc|tcmalloc|mimalloc) ' "$tmp/table" | grep -v ' MB ' |
@@ -123,7 +123,7 @@ if [ "$churn_static" = none ]; then
     skipped=1
 else
     expect_status 0 "static binary" "$memkit" tune --runs 1 -- "$churn_static" 10000
-    for n in jemalloc tcmalloc mimalloc; do
+    for n in jemalloc tcmalloc mimalloc mk_tlsf; do
         has "$tmp/out" "^$n .*n/a: the program is statically linked" "$n is n/a for a static binary"
     done
     grep "^glibc-lean " "$tmp/out" | grep -q ' MB ' && ok ||

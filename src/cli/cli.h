@@ -106,6 +106,9 @@ const char *mk_find_library(const char *soname, char *buf, size_t len);
  * memkit binary (a build tree) or in the install's library directory; buf
  * holds PATH_MAX bytes. NULL when neither has it. */
 const char *mk_find_own_library(const char *name, char *buf, size_t len);
+/* The last line of what the file fd holds (a child's standard error, kept
+ * in a memfd) into out; "" when it holds nothing. */
+void mk_last_line(int fd, char *out, size_t len);
 
 /* ---- stats.c: the statistics bench and tune report ---- */
 

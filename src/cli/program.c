@@ -133,3 +133,22 @@ const char *mk_find_library(const char *soname, char *buf, size_t len)
     }
     return NULL;
 }
+
+void mk_last_line(int fd, char *out, size_t len)
+{
+    char buf[4096];
+    struct stat sb;
+    off_t at = fstat(fd, &sb) == 0 && sb.st_size > (off_t)sizeof buf - 1
+                   ? sb.st_size - (off_t)sizeof buf + 1
+                   : 0;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, at);
+
+    out[0] = 0;
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = 0;
+    char *nl = strrchr(buf, '\n');
+    snprintf(out, len, "%s", nl ? nl + 1 : buf);
+}

@@ -509,21 +509,6 @@ static bool read_all(int fd, void *p, size_t n)
     return true;
 }
 
-/* The last line the child wrote on its standard error. */
-static void last_line(int fd, char *why, size_t len)
-{
-    char buf[4096];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-
-    if (n <= 0)
-        return;
-    buf[n] = 0;
-    while (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = 0;
-    char *nl = strrchr(buf, '\n');
-    snprintf(why, len, "%s", nl ? nl + 1 : buf);
-}
-
 bool mk_replay_run(const mk_replay_prog *prog, char *const *env, const char *fixes,
                    mk_replay_result *res, uint64_t *site_ticks, char *why, size_t whylen)
 {
@@ -571,7 +556,7 @@ bool mk_replay_run(const mk_replay_prog *prog, char *const *env, const char *fix
             ;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             ok = false;
-            last_line(err, why, whylen);
+            mk_last_line(err, why, whylen);
             if (!why[0] && WIFSIGNALED(status))
                 snprintf(why, whylen, "the replay was killed by signal %d (%s)",
                          WTERMSIG(status), strsignal(WTERMSIG(status)));

@@ -124,22 +124,6 @@ int mk_report_read_replay(mk_report_t *r, const char *path)
     return rc;
 }
 
-/* The last line of what fd holds (a child's standard error). */
-static void last_line(int fd, char *out, size_t len)
-{
-    char buf[4096];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-
-    out[0] = 0;
-    if (n <= 0)
-        return;
-    buf[n] = 0;
-    while (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = 0;
-    char *nl = strrchr(buf, '\n');
-    snprintf(out, len, "%s", nl ? nl + 1 : buf);
-}
-
 int mk_report_run_what_if(mk_report_t *r, const char *trace)
 {
     int out = memfd_create("memkit-what-if", MFD_CLOEXEC),
@@ -173,7 +157,7 @@ int mk_report_run_what_if(mk_report_t *r, const char *trace)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
     if (e || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        last_line(err, why, sizeof why);
+        mk_last_line(err, why, sizeof why);
         close(out);
         close(err);
         if (e)

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "opts.h"
+#include "outfile.h"
 #include "replay.h"
 #include "tune.h"
 
@@ -45,6 +46,8 @@ typedef struct alloc {
     mk_whatif *what_if;        /* a what-if's row (glibc with a finding's fix) */
     double removed;            /* the last round's heap calls the fix took */
     double fix_ns[MAX_ROUNDS]; /* the fix's own time per round */
+    uint32_t npoints;          /* the heap over the last round, the traces in turn */
+    mk_replay_point points[MK_REPLAY_POINTS];
 } alloc_t;
 
 typedef struct replay_state {
@@ -54,6 +57,7 @@ typedef struct replay_state {
     const char *extra[MAX_ALLOCS]; /* --allocator values */
     int nextra;
     bool json;
+    const char *html; /* --html FILE */
     int top;
     bool what_if;
     const char *what_if_list;
@@ -131,6 +135,12 @@ static const mk_opt_t replay_options[] = {
              "names (the findings memkit report numbers N; default those it\n"
              "shows) and all of them together: each fix's measured saving. Only\n"
              "glibc runs unless --allocators is given"},
+    {.name = "--html",
+     .arg = "FILE",
+     .kind = MK_OPT_STRING,
+     .at = RS(html),
+     .help = "also write one self-contained page: the table, bar charts, the\n"
+             "heap over time, the what-if"},
     {.name = "--json",
      .kind = MK_OPT_FLAG,
      .at = RS(json),
@@ -226,6 +236,24 @@ static void what_if_ticks(replay_state_t *st, const alloc_t *a, double *at)
         at[k] = mk_whatif_ticks(&st->set.w[k], a->site_ticks);
 }
 
+/* A process's points after the round's earlier ones (at + its time),
+ * their RSS less the process's base; every other point goes when full. */
+static void add_points(alloc_t *a, const mk_replay_result *res, uint64_t at)
+{
+    for (uint32_t i = 0; i < res->npoints; i++) {
+        mk_replay_point p = res->points[i];
+        if (a->npoints == MK_REPLAY_POINTS) {
+            for (uint32_t k = 0; k < MK_REPLAY_POINTS / 2; k++)
+                a->points[k] = a->points[2 * k + 1];
+            a->npoints = MK_REPLAY_POINTS / 2;
+        }
+        p.t_ns += at;
+        p.rss_bytes = p.rss_bytes > res->base_rss_bytes ? p.rss_bytes - res->base_rss_bytes
+                                                        : 0;
+        a->points[a->npoints++] = p;
+    }
+}
+
 static void replay_round(replay_state_t *st, alloc_t *a)
 {
     double ns = 0, rss = 0, faults = 0, wall = 0, end = 0;
@@ -233,6 +261,7 @@ static void replay_round(replay_state_t *st, alloc_t *a)
 
     if (st->what_if)
         what_if_ticks(st, a, before);
+    a->npoints = 0;
     for (int i = 0; i < st->nprog; i++) {
         mk_replay_result res;
 
@@ -243,6 +272,7 @@ static void replay_round(replay_state_t *st, alloc_t *a)
             return;
         }
         a->ns_per_tick = res.ns_per_tick;
+        add_points(a, &res, (uint64_t)wall);
         ns += (double)res.alloc_ticks * res.ns_per_tick;
         wall += (double)res.wall_ns;
         /* processes run one after another: the largest heap is the peak */
@@ -421,6 +451,40 @@ static double quantile_ns(const alloc_t *a, double q)
     return (double)mk_bench_hist_quantile(&a->hist, q) * a->ns_per_tick;
 }
 
+/* Each allocator's heap RSS over its live bytes at 8 even points of its
+ * last round, when the heap is big enough for pages not to decide it. */
+#define OVER_TIME_POINTS 8
+#define OVER_TIME_MIN    (1u << 20)
+
+static void print_over_time(replay_state_t *st, FILE *out)
+{
+    uint64_t live = 0;
+
+    for (int i = 0; i < st->nprog; i++)
+        if (st->prog[i].peak_live_bytes > live)
+            live = st->prog[i].peak_live_bytes;
+    if (live < OVER_TIME_MIN)
+        return;
+    fprintf(out, "\nHeap RSS over live bytes as the replay goes (its last round, %d even "
+                 "points):\n",
+            OVER_TIME_POINTS);
+    for (int i = 0; i < st->n; i++) {
+        const alloc_t *a = &st->a[i];
+        if (!runs(a) || a->what_if || !a->npoints)
+            continue;
+        fprintf(out, "  %-17s", a->name);
+        for (int k = 0; k < OVER_TIME_POINTS; k++) {
+            const mk_replay_point *p =
+                &a->points[(size_t)k * (a->npoints - 1) / (OVER_TIME_POINTS - 1)];
+            if (p->live_bytes)
+                fprintf(out, " %6.2fx", (double)p->rss_bytes / (double)p->live_bytes);
+            else
+                fprintf(out, " %7s", "-");
+        }
+        fputc('\n', out);
+    }
+}
+
 static void print_table(replay_state_t *st, FILE *out)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -477,6 +541,7 @@ static void print_table(replay_state_t *st, FILE *out)
             f ? st->a[f].name : "glibc (nothing beats the default beyond noise)");
     fprintf(out, "leanest: %s\n",
             l ? st->a[l].name : "glibc (nothing beats the default beyond noise)");
+    print_over_time(st, out);
     if (st->what_if)
         mk_whatif_print(&st->set, st->a[0].t.median, out);
     if (st->top == 0)
@@ -579,6 +644,19 @@ static void print_json(replay_state_t *st, FILE *out)
         mk_json_double(&j, a->r.median);
         mk_json_key(&j, "end_rss");
         mk_json_double(&j, mk_stat_of(a->end_rss, a->nrounds).median);
+        mk_json_key(&j, "rss_over_time");
+        mk_json_begin_array(&j);
+        for (uint32_t k = 0; k < a->npoints; k++) {
+            mk_json_begin_object(&j);
+            mk_json_key(&j, "t_ns");
+            mk_json_uint(&j, a->points[k].t_ns);
+            mk_json_key(&j, "live_bytes");
+            mk_json_uint(&j, a->points[k].live_bytes);
+            mk_json_key(&j, "rss");
+            mk_json_uint(&j, a->points[k].rss_bytes);
+            mk_json_end_object(&j);
+        }
+        mk_json_end_array(&j);
         mk_json_key(&j, "page_faults");
         mk_json_double(&j, a->f.median);
         mk_json_key(&j, "speedup");
@@ -626,6 +704,27 @@ static void print_json(replay_state_t *st, FILE *out)
     free(rows);
     mk_json_end_object(&j);
     fputc('\n', out);
+}
+
+extern const unsigned char mk_replay_page[];
+extern const size_t mk_replay_page_len;
+
+/* The page (replay_page.html) with the JSON in its data element. */
+static bool write_page(replay_state_t *st, const char *path)
+{
+    static const char marker[] = "@MEMKIT_DATA@";
+    const char *page = (const char *)mk_replay_page;
+    const char *at = memmem(page, mk_replay_page_len, marker, sizeof marker - 1);
+    mk_outfile_t of;
+
+    if (!at || !mk_outfile_open(&of, path))
+        return false;
+    fwrite(page, 1, (size_t)(at - page), of.f);
+    /* the writer escapes <, > and &: no string ends the script early */
+    print_json(st, of.f);
+    const char *rest = at + sizeof marker - 1;
+    fwrite(rest, 1, mk_replay_page_len - (size_t)(rest - page), of.f);
+    return mk_outfile_close(&of, true);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -720,6 +819,8 @@ int mk_cmd_replay(int argc, char **argv)
     else
         print_table(st, stdout);
     rc = fflush(stdout) == 0 && !ferror(stdout) ? MK_EXIT_OK : MK_EXIT_FAIL;
+    if (st->html && !write_page(st, st->html))
+        rc = MK_EXIT_USAGE;
 out:
     mk_whatif_free(&st->set);
     for (int i = 0; i < st->nprog; i++)

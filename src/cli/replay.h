@@ -181,6 +181,13 @@ void mk_whatif_print(const mk_whatif_set *set, double base_ns, FILE *out);
 /* "what_if" and "what_if_all", as docs/replay-json.md says. */
 void mk_whatif_json(const mk_whatif_set *set, mk_json *j);
 
+/* The heap over a replay: RSS (base included) against the live bytes the
+ * trace's calls hold, at a time from the replay's start. */
+#define MK_REPLAY_POINTS 64
+typedef struct mk_replay_point {
+    uint64_t t_ns, live_bytes, rss_bytes;
+} mk_replay_point;
+
 /* What one replay measured (the child's, sent whole over a pipe). */
 typedef struct mk_replay_result {
     uint64_t calls, alloc_ticks; /* every call's ticks, the empty reading's taken off */
@@ -194,6 +201,8 @@ typedef struct mk_replay_result {
     uint64_t fix_calls;      /* heap calls a what-if's fixes took instead */
     uint64_t fix_ticks;      /* the fixes' own calls (not in alloc_ticks) */
     mk_bench_hist hist;      /* per-call ticks */
+    uint32_t npoints;        /* the heap over the replay, in time order */
+    mk_replay_point points[MK_REPLAY_POINTS];
 } mk_replay_result;
 
 /* Replays prog in a fresh child (this executable, `memkit replay --child`)

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,7 @@ typedef struct slot {
     void *p;
     _Atomic uint32_t gen; /* allocations made into the slot (replay.h) */
     uint32_t pad;
+    uint64_t size; /* the live block's requested bytes: the live bytes' count */
 } slot_t;
 
 typedef struct child {
@@ -52,6 +54,7 @@ typedef struct child {
         progress; /* bumped at every thread's new window (SLEEPER: a sleeper) */
     _Atomic int ready;
     _Atomic int go;
+    uint64_t t0_ns; /* the replay's start: the points' time */
 } child_t;
 
 typedef struct worker {
@@ -64,6 +67,11 @@ typedef struct worker {
     mk_rfix_thread *fix;
     uint64_t calls, ticks;
     uint64_t fix_ticks; /* a what-if's fixes' own calls */
+    _Atomic int64_t live; /* bytes its calls made live (less those they freed) */
+    uint64_t calls_left;  /* until its next point */
+    uint64_t every;       /* its calls between two points */
+    uint32_t npoints;
+    mk_replay_point points[MK_REPLAY_POINTS];
     mk_bench_hist hist;
     char why[4400];
 } worker_t;
@@ -177,14 +185,21 @@ static inline void count_call(worker_t *w, const mk_replay_op *op, uint64_t d)
     mk_bench_hist_add(&w->hist, d);
 }
 
-/* The call's block, when it has one, touched and put in its slot. */
+/* The call's block, when it has one, touched and put in its slot, and the
+ * live bytes counted (the trace's requested sizes, whoever serves them). */
 static inline void place(worker_t *w, const mk_replay_op *op, slot_t *s, void *p,
-                         uint64_t touched)
+                         uint64_t touched, uint64_t size)
 {
+    int64_t live = atomic_load_explicit(&w->live, memory_order_relaxed) - (int64_t)s->size;
+
     if (op->kind == MK_ROP_FREE) {
+        atomic_store_explicit(&w->live, live, memory_order_relaxed);
+        s->size = 0;
         s->p = NULL;
         return;
     }
+    atomic_store_explicit(&w->live, live + (int64_t)size, memory_order_relaxed);
+    s->size = size; /* before publish: the freeing thread reads it */
     touch(p, touched);
     if (w->c->nthreads > 1)
         publish(s, p);
@@ -207,7 +222,7 @@ static bool perform_fixed(worker_t *w, const mk_replay_op *op, uint64_t size, bo
     else if (rc == 2)
         count_call(w, op, d);
     if (rc >= 1)
-        place(w, op, s, p, touched);
+        place(w, op, s, p, touched, size);
     return rc != 0;
 }
 
@@ -262,8 +277,27 @@ static bool perform(worker_t *w, const mk_replay_op *op, uint64_t size)
         return false;
     }
     count_call(w, op, d);
-    place(w, op, s, p, size);
+    place(w, op, s, p, size, size);
     return true;
+}
+
+static uint64_t exact_rss_bytes(void);
+
+/* A point of the heap's RSS against the live bytes of every thread, taken
+ * by each thread every `every` of its calls (outside any timed call). */
+static void take_point(worker_t *w)
+{
+    child_t *c = w->c;
+    int64_t live = 0;
+
+    w->calls_left = w->every;
+    if (w->npoints == MK_REPLAY_POINTS)
+        return;
+    for (int j = 0; j < c->nthreads; j++)
+        live += atomic_load_explicit(&c->w[j].live, memory_order_relaxed);
+    w->points[w->npoints++] = (mk_replay_point){.t_ns = mk_bench_now_ns() - c->t0_ns,
+                                                .live_bytes = live > 0 ? (uint64_t)live : 0,
+                                                .rss_bytes = exact_rss_bytes()};
 }
 
 static void *work(void *arg)
@@ -275,6 +309,10 @@ static void *work(void *arg)
 
     snprintf(path, sizeof path, "%s/t%d.ops", w->c->dir, w->index);
     fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb; /* its operations, so its points spread over its calls */
+    uint64_t ops = fd >= 0 && fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size / sizeof *w->buf : 0;
+    w->every = ops / MK_REPLAY_POINTS + 1;
+    w->calls_left = w->every;
     atomic_fetch_add(&w->c->ready, 1);
     while (!atomic_load_explicit(&w->c->go, memory_order_acquire))
         sched_yield();
@@ -315,6 +353,8 @@ static void *work(void *arg)
             if (!perform(w, op, hi | op->arg))
                 goto out;
             hi = 0;
+            if (--w->calls_left == 0)
+                take_point(w);
         }
     }
 out:
@@ -401,6 +441,28 @@ static bool write_all(int fd, const void *p, size_t n)
     return true;
 }
 
+static int by_time(const void *x, const void *y)
+{
+    const mk_replay_point *a = x, *b = y;
+    return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
+}
+
+/* A thread's points into the result's, in time order; past
+ * MK_REPLAY_POINTS, every other one goes (the curve keeps its shape). */
+static void merge_points(mk_replay_result *res, const mk_replay_point *p, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (res->npoints == MK_REPLAY_POINTS) {
+            qsort(res->points, res->npoints, sizeof *res->points, by_time);
+            for (uint32_t k = 0; k < MK_REPLAY_POINTS / 2; k++)
+                res->points[k] = res->points[2 * k + 1];
+            res->npoints = MK_REPLAY_POINTS / 2;
+        }
+        res->points[res->npoints++] = p[i];
+    }
+    qsort(res->points, res->npoints, sizeof *res->points, by_time);
+}
+
 int mk_replay_child(int argc, char **argv)
 {
     child_t c = {0};
@@ -452,6 +514,7 @@ int mk_replay_child(int argc, char **argv)
     uint64_t base_exact = exact_rss_bytes();
     getrusage(RUSAGE_SELF, &ru0);
     uint64_t t0 = mk_bench_now_ns();
+    c.t0_ns = t0;
     atomic_store_explicit(&c.go, 1, memory_order_release);
     work(&w[0]);
     for (int i = 1; i < c.nthreads; i++)
@@ -472,6 +535,7 @@ int mk_replay_child(int argc, char **argv)
         res.alloc_ticks += w[i].ticks;
         res.fix_calls += w[i].fix ? mk_rfix_removed(w[i].fix) : 0;
         res.fix_ticks += w[i].fix_ticks;
+        merge_points(&res, w[i].points, w[i].npoints);
         mk_bench_hist_merge(&res.hist, &w[i].hist);
         if (i > 0)
             for (uint32_t s = 0; s < c.nsites; s++)

@@ -41,6 +41,24 @@ for t in "$lifo" "$fifo" "$turns"; do
     [ "$got" = "glibc ok True glibc" ] && ok || bad "$t: glibc's row: $got"
 done
 
+# the heap over time: a pool of 64 blocks of 48 bytes, one replaced at a
+# time, holds the same live bytes at every point (or 48 fewer, between a
+# free and its allocation), whatever else the program keeps live
+"$memkit" trace -q -o pool -- "$patterns" pool >/dev/null 2>&1
+expect_status 0 "replay pool" "$memkit" replay --json --rounds 1 --allocators glibc "$tmp"/pool.*.mkt
+python3 - "$tmp/out" <<'PY' && ok || bad "the heap over time: $(cat "$tmp/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+pts = d["allocators"][0]["rss_over_time"]
+assert 8 <= len(pts) <= 64, len(pts)
+assert all(a["t_ns"] <= b["t_ns"] for a, b in zip(pts, pts[1:])), pts
+assert all(p["live_bytes"] <= d["peak_live_bytes"] for p in pts), pts
+mid = sorted({p["live_bytes"] for p in pts[len(pts) // 4: 3 * len(pts) // 4]})
+assert len(mid) <= 2 and mid[-1] - mid[0] in (0, 48), mid
+assert all(p["rss"] > 0 for p in pts[len(pts) // 4:]), pts
+PY
+rm -f "$tmp"/pool.*.mkt
+
 # an independent count: what reaches the allocator under the replay. The
 # child's own calls (start-up, its thread) are the same for both traces, so
 # the counts differ by exactly the replayed calls' difference.
@@ -123,6 +141,39 @@ if [ -e "$tmp/out.noschema" ]; then
     echo "SKIP: replay JSON against its schema (python3-jsonschema not installed; make test installs it)"
     skipped=1
 fi
+
+# --html: one self-contained page, drawn without errors: a bar per
+# allocator that ran in each of its three charts, a line per allocator for
+# the heap over time and one for the live bytes
+expect_status 0 "replay --html" "$memkit" replay --rounds 1 --top 3 --html "$tmp/r.html" "$lifo"
+has "$tmp/out" "^fastest: " "--html still prints the table"
+grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-replay"' \
+    "$tmp/r.html" && ok || bad "the page carries its data"
+grep -qE '<(script|link)[^>]* (src|href)=' "$tmp/r.html" && bad "the page loads something" || ok
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+    echo "SKIP: replay's page rendered (no chromium here to load it; make test installs it)"
+    skipped=1
+else
+    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
+        --v=0 --dump-dom "file://$tmp/r.html" >"$tmp/dom" 2>"$tmp/console"
+    grep -q 'data-rendered="yes"' "$tmp/dom" && ok || bad "the page's script did not finish"
+    grep -qiE 'Uncaught|CONSOLE.*(error|Error)' "$tmp/console" && bad "console errors" || ok
+    want=$(python3 - "$tmp/r.html" <<'PY'
+import json, re, sys
+page = open(sys.argv[1]).read()
+d = json.loads(re.search(r'id="memkit-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+ran = [a for a in d["allocators"] if a["status"] == "ok"]
+print(3 * len(ran), len([a for a in ran if len(a["rss_over_time"]) > 1]) + 1)
+PY
+)
+    set -- $want
+    n=$(grep -o '<rect class="bar' "$tmp/dom" | wc -l)
+    [ "$n" -eq "$1" ] && [ "$n" -ge 3 ] && ok || bad "the page has $n bars, want $1"
+    n=$(grep -oE '<path class="(line|live)"' "$tmp/dom" | wc -l)
+    [ "$n" -eq "$2" ] && ok || bad "the page has $n lines of the heap over time, want $2"
+fi
+expect_status 2 "--html into no directory" "$memkit" replay --rounds 1 --html /nonexistent/r.html "$lifo"
 
 # bad input: one line, exit 2
 one_line() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || { bad "$1: not one line"; cat "$tmp/err"; }; }

@@ -248,8 +248,8 @@ static void add_points(alloc_t *a, const mk_replay_result *res, uint64_t at)
             a->npoints = MK_REPLAY_POINTS / 2;
         }
         p.t_ns += at;
-        p.rss_bytes = p.rss_bytes > res->base_rss_bytes ? p.rss_bytes - res->base_rss_bytes
-                                                        : 0;
+        p.rss_bytes =
+            p.rss_bytes > res->base_rss_bytes ? p.rss_bytes - res->base_rss_bytes : 0;
         a->points[a->npoints++] = p;
     }
 }
@@ -465,8 +465,9 @@ static void print_over_time(replay_state_t *st, FILE *out)
             live = st->prog[i].peak_live_bytes;
     if (live < OVER_TIME_MIN)
         return;
-    fprintf(out, "\nHeap RSS over live bytes as the replay goes (its last round, %d even "
-                 "points):\n",
+    fprintf(out,
+            "\nHeap RSS over live bytes as the replay goes (its last round, %d even "
+            "points):\n",
             OVER_TIME_POINTS);
     for (int i = 0; i < st->n; i++) {
         const alloc_t *a = &st->a[i];

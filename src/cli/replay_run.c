@@ -66,7 +66,7 @@ typedef struct worker {
     uint64_t *site_ticks;
     mk_rfix_thread *fix;
     uint64_t calls, ticks;
-    uint64_t fix_ticks; /* a what-if's fixes' own calls */
+    uint64_t fix_ticks;   /* a what-if's fixes' own calls */
     _Atomic int64_t live; /* bytes its calls made live (less those they freed) */
     uint64_t calls_left;  /* until its next point */
     uint64_t every;       /* its calls between two points */
@@ -190,7 +190,8 @@ static inline void count_call(worker_t *w, const mk_replay_op *op, uint64_t d)
 static inline void place(worker_t *w, const mk_replay_op *op, slot_t *s, void *p,
                          uint64_t touched, uint64_t size)
 {
-    int64_t live = atomic_load_explicit(&w->live, memory_order_relaxed) - (int64_t)s->size;
+    int64_t live =
+        atomic_load_explicit(&w->live, memory_order_relaxed) - (int64_t)s->size;
 
     if (op->kind == MK_ROP_FREE) {
         atomic_store_explicit(&w->live, live, memory_order_relaxed);
@@ -295,9 +296,10 @@ static void take_point(worker_t *w)
         return;
     for (int j = 0; j < c->nthreads; j++)
         live += atomic_load_explicit(&c->w[j].live, memory_order_relaxed);
-    w->points[w->npoints++] = (mk_replay_point){.t_ns = mk_bench_now_ns() - c->t0_ns,
-                                                .live_bytes = live > 0 ? (uint64_t)live : 0,
-                                                .rss_bytes = exact_rss_bytes()};
+    w->points[w->npoints++] =
+        (mk_replay_point){.t_ns = mk_bench_now_ns() - c->t0_ns,
+                          .live_bytes = live > 0 ? (uint64_t)live : 0,
+                          .rss_bytes = exact_rss_bytes()};
 }
 
 static void *work(void *arg)
@@ -310,7 +312,8 @@ static void *work(void *arg)
     snprintf(path, sizeof path, "%s/t%d.ops", w->c->dir, w->index);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb; /* its operations, so its points spread over its calls */
-    uint64_t ops = fd >= 0 && fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size / sizeof *w->buf : 0;
+    uint64_t ops =
+        fd >= 0 && fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size / sizeof *w->buf : 0;
     w->every = ops / MK_REPLAY_POINTS + 1;
     w->calls_left = w->every;
     atomic_fetch_add(&w->c->ready, 1);

@@ -127,6 +127,9 @@ mk_rfix_thread *mk_rfix_thread_new(mk_rfix *fx, int thread, uint64_t empty_ticks
  * call failed (why set). */
 int mk_rfix_call(mk_rfix_thread *t, const mk_replay_op *op, uint64_t size, void **pp,
                  uint64_t *touch, uint64_t *ticks, char *why, size_t whylen);
+/* Gives back what t's fixes hold (their pools, stacks, FIFOs and hoisted
+ * blocks): a sanitizer build's leak checker scans no mapping of ours. */
+void mk_rfix_thread_release(mk_rfix_thread *t);
 /* The heap calls t's fixes took instead (allocations and frees). */
 uint64_t mk_rfix_removed(const mk_rfix_thread *t);
 /* Slot's block is the heap's (fx NULL: every block is). */
@@ -142,7 +145,7 @@ typedef struct mk_whatif {
     uint64_t removable;
     double estimated_ns; /* the report's saving */
     const char *status;  /* "ok", "not replayed" */
-    char reason[160];
+    char reason[300];
     char fixes[4200]; /* its fix file, "" when not replayed */
     uint32_t *sites;  /* the stacks its fixes serve */
     size_t nsites;

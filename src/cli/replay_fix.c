@@ -311,3 +311,19 @@ bool mk_rfix_heap_block(const mk_rfix *fx, uint32_t slot)
 {
     return !fx || slot >= fx->nslots || !fx->aux[slot].inst1;
 }
+
+void mk_rfix_thread_release(mk_rfix_thread *t)
+{
+    for (uint32_t k = 0; t && k < t->fx->ninst; k++) {
+        inst_t *in = &t->inst[k];
+        if (in->pool)
+            mk_pool_destroy(in->pool);
+        if (in->stack)
+            mk_stack_destroy(in->stack);
+        if (in->fifo)
+            mk_fifo_destroy(in->fifo);
+        if (in->block && t->fx->inst[k].kind == MK_RFIX_HOIST)
+            free(in->block);
+        *in = (inst_t){0};
+    }
+}

@@ -553,6 +553,8 @@ int mk_replay_child(int argc, char **argv)
     for (uint32_t i = 0; i < c.nslots; i++)
         if (mk_rfix_heap_block(c.fix, i))
             free(c.slots[i].p);
+    for (int i = 0; i < c.nthreads; i++)
+        mk_rfix_thread_release(w[i].fix);
 #endif
     return MK_EXIT_OK; /* the blocks still live stay so, as at a program's exit */
 }

@@ -168,5 +168,5 @@ sys.exit(1 if fails and float(sys.argv[4]) >= 1 else 0)
 PY
 echo
 # the what-if against the fixed programs' traces
-sh "$src/bench/replay/whatif.sh" "$build" "$rounds" "$scale" || status=1
+sh "$src/bench/replay/whatif.sh" "$build" 5 "$scale" || status=1 # 5 traces a side: cheap
 exit $status

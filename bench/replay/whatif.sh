@@ -2,7 +2,9 @@
 # whatif.sh BUILD [ROUNDS] [SCALE] - memkit replay --what-if against the
 # truth, part of `make bench-replay`.
 #
-# Three programs written twice, where the fix is only the allocator: the
+# Three programs written twice, where the fix is only the allocator (sized so
+# that each traced run's allocator time is milliseconds: the tracer times
+# most fast calls one in 64, so a shorter run's figure is noise): the
 # demo's transfer_before/transfer_after, malloc nodes against mk_pool nodes,
 # per-request mallocs against an MK_SCOPE frame (whatif_fixes.c). Each side
 # is traced (`memkit trace -q`, times on) ROUNDS times (default 5); the
@@ -25,7 +27,7 @@ n=$(python3 -c "print(max(200, int(20000 * $scale)))")
 : >"$work/res"
 for row in "demo|$build/memkit-transfer before $n|$build/memkit-transfer after $n" \
     "pool nodes|$build/memkit-whatif-fixes nodes-malloc $n|$build/memkit-whatif-fixes nodes-pool $n" \
-    "scope frame|$build/memkit-whatif-fixes requests-malloc $n|$build/memkit-whatif-fixes requests-scope $n"; do
+    "scope frame|$build/memkit-whatif-fixes requests-malloc $((n * 5))|$build/memkit-whatif-fixes requests-scope $((n * 5))"; do
     name=${row%%|*}
     rest=${row#*|}
     before=${rest%%|*}

@@ -237,20 +237,15 @@ static void what_if_ticks(replay_state_t *st, const alloc_t *a, double *at)
 }
 
 /* A process's points after the round's earlier ones (at + its time),
- * their RSS less the process's base; every other point goes when full. */
+ * their RSS less the process's base. */
 static void add_points(alloc_t *a, const mk_replay_result *res, uint64_t at)
 {
     for (uint32_t i = 0; i < res->npoints; i++) {
         mk_replay_point p = res->points[i];
-        if (a->npoints == MK_REPLAY_POINTS) {
-            for (uint32_t k = 0; k < MK_REPLAY_POINTS / 2; k++)
-                a->points[k] = a->points[2 * k + 1];
-            a->npoints = MK_REPLAY_POINTS / 2;
-        }
         p.t_ns += at;
         p.rss_bytes =
             p.rss_bytes > res->base_rss_bytes ? p.rss_bytes - res->base_rss_bytes : 0;
-        a->points[a->npoints++] = p;
+        mk_replay_point_add(a->points, &a->npoints, p);
     }
 }
 

@@ -190,6 +190,10 @@ void mk_whatif_json(const mk_whatif_set *set, mk_json *j);
 typedef struct mk_replay_point {
     uint64_t t_ns, live_bytes, rss_bytes;
 } mk_replay_point;
+/* p after the *n points of pts (time order kept: p is the latest); when
+ * they are MK_REPLAY_POINTS, every other one goes first, so the curve keeps
+ * its shape in the room. */
+void mk_replay_point_add(mk_replay_point *pts, uint32_t *n, mk_replay_point p);
 
 /* What one replay measured (the child's, sent whole over a pipe). */
 typedef struct mk_replay_result {

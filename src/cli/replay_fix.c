@@ -91,15 +91,21 @@ mk_rfix *mk_rfix_load(const char *path, uint32_t nsites, uint32_t nslots, char *
     fx->fixes = map_bytes((size_t)sb.st_size);
     fx->map = map_bytes(sizeof *fx->map * nsites);
     fx->aux = map_bytes(sizeof *fx->aux * (nslots ? nslots : 1));
-    fx->inst = map_bytes(sizeof *fx->inst * 65536);
     fx->nslots = nslots;
-    if (!fx->fixes || !fx->map || !fx->aux || !fx->inst ||
+    if (!fx->fixes || !fx->map || !fx->aux ||
         pread(fd, fx->fixes, (size_t)sb.st_size, 0) != sb.st_size) {
         snprintf(why, whylen, "cannot read the fixes %s", path);
         close(fd);
         return NULL;
     }
     close(fd);
+    for (size_t i = 0; i < fx->nfixes; i++)
+        if ((uint32_t)fx->fixes[i].inst + 1 > fx->ninst)
+            fx->ninst = (uint32_t)fx->fixes[i].inst + 1;
+    if (!(fx->inst = map_bytes(sizeof *fx->inst * (fx->ninst ? fx->ninst : 1)))) {
+        snprintf(why, whylen, "out of memory for the fixes of %s", path);
+        return NULL;
+    }
     for (size_t i = 0; i < fx->nfixes; i++) {
         const mk_replay_fix *e = &fx->fixes[i];
         if (e->site >= nsites || e->kind < MK_RFIX_POOL || e->kind > MK_RFIX_INSIDE ||
@@ -109,8 +115,6 @@ mk_rfix *mk_rfix_load(const char *path, uint32_t nsites, uint32_t nslots, char *
         }
         fx->map[e->site] = (uint16_t)(i + 1);
         fx->inst[e->inst] = (desc_t){.kind = e->kind, .size = e->size};
-        if ((uint32_t)e->inst + 1 > fx->ninst)
-            fx->ninst = (uint32_t)e->inst + 1;
     }
     return fx;
 }

@@ -369,44 +369,47 @@ out:
     return NULL;
 }
 
-/* The RSS as the kernel's counters have it (statm: cheap, a batch of pages
- * per CPU behind), read without stdio: no allocator call of ours lands in
- * the heap measured, mid-replay included. */
-static uint64_t rss_bytes(void)
+/* What the /proc file path holds (its first len - 1 bytes) into buf, read
+ * without stdio: no allocator call of ours lands in the heap measured,
+ * mid-replay included. False when it cannot be read. */
+static bool read_proc(const char *path, char *buf, size_t len)
 {
-    char buf[128];
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    unsigned long long pages, resident;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
 
     if (fd >= 0)
         close(fd);
     if (n <= 0)
-        return 0;
+        return false;
     buf[n] = 0;
-    if (sscanf(buf, "%llu %llu", &pages, &resident) != 2)
+    return true;
+}
+
+/* The RSS as the kernel's counters have it (statm: cheap, a batch of pages
+ * per CPU behind). */
+static uint64_t rss_bytes(void)
+{
+    char buf[128];
+    unsigned long long pages, resident;
+
+    if (!read_proc("/proc/self/statm", buf, sizeof buf) ||
+        sscanf(buf, "%llu %llu", &pages, &resident) != 2)
         return 0;
     return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 /* The RSS counted page by page (smaps_rollup walks the page tables), where
  * statm's counters lag by up to a batch of pages per CPU: a small heap's
- * end state would read a few hundred KB off. Read without stdio, so no
- * allocator call of ours lands in the heap measured; statm's when the
- * kernel has no smaps_rollup. */
+ * end state would read a few hundred KB off. statm's when the kernel has
+ * no smaps_rollup. */
 static uint64_t exact_rss_bytes(void)
 {
     char buf[4096];
-    int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
     unsigned long long kb;
+    const char *at = read_proc("/proc/self/smaps_rollup", buf, sizeof buf)
+                         ? strstr(buf, "\nRss:")
+                         : NULL;
 
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return rss_bytes();
-    buf[n] = 0;
-    const char *at = strstr(buf, "\nRss:");
     return at && sscanf(at + 5, "%llu", &kb) == 1 ? (uint64_t)kb * 1024 : rss_bytes();
 }
 
@@ -459,20 +462,28 @@ static int by_time(const void *x, const void *y)
     return (a->t_ns > b->t_ns) - (a->t_ns < b->t_ns);
 }
 
-/* A thread's points into the result's, in time order; past
- * MK_REPLAY_POINTS, every other one goes (the curve keeps its shape). */
-static void merge_points(mk_replay_result *res, const mk_replay_point *p, uint32_t n)
+void mk_replay_point_add(mk_replay_point *pts, uint32_t *n, mk_replay_point p)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        if (res->npoints == MK_REPLAY_POINTS) {
-            qsort(res->points, res->npoints, sizeof *res->points, by_time);
-            for (uint32_t k = 0; k < MK_REPLAY_POINTS / 2; k++)
-                res->points[k] = res->points[2 * k + 1];
-            res->npoints = MK_REPLAY_POINTS / 2;
-        }
-        res->points[res->npoints++] = p[i];
+    if (*n == MK_REPLAY_POINTS) {
+        for (uint32_t k = 0; k < MK_REPLAY_POINTS / 2; k++)
+            pts[k] = pts[2 * k + 1];
+        *n = MK_REPLAY_POINTS / 2;
     }
-    qsort(res->points, res->npoints, sizeof *res->points, by_time);
+    pts[(*n)++] = p;
+}
+
+/* Every thread's points into the result's, in time order. */
+static void merge_points(mk_replay_result *res, const worker_t *w, int nthreads)
+{
+    static mk_replay_point all[64 * MK_REPLAY_POINTS]; /* 64 threads at most */
+    size_t n = 0;
+
+    for (int i = 0; i < nthreads; i++)
+        for (uint32_t k = 0; k < w[i].npoints; k++)
+            all[n++] = w[i].points[k];
+    qsort(all, n, sizeof *all, by_time);
+    for (size_t i = 0; i < n; i++)
+        mk_replay_point_add(res->points, &res->npoints, all[i]);
 }
 
 int mk_replay_child(int argc, char **argv)
@@ -547,12 +558,12 @@ int mk_replay_child(int argc, char **argv)
         res.alloc_ticks += w[i].ticks;
         res.fix_calls += w[i].fix ? mk_rfix_removed(w[i].fix) : 0;
         res.fix_ticks += w[i].fix_ticks;
-        merge_points(&res, w[i].points, w[i].npoints);
         mk_bench_hist_merge(&res.hist, &w[i].hist);
         if (i > 0)
             for (uint32_t s = 0; s < c.nsites; s++)
                 w[0].site_ticks[s] += w[i].site_ticks[s];
     }
+    merge_points(&res, w, c.nthreads);
     if (!write_all(STDOUT_FILENO, &res, sizeof res) ||
         !write_all(STDOUT_FILENO, w[0].site_ticks, sizeof *w[0].site_ticks * c.nsites))
         return MK_EXIT_FAIL;

@@ -114,7 +114,12 @@ mk_rfix *mk_rfix_load(const char *path, uint32_t nsites, uint32_t nslots, char *
             return NULL;
         }
         fx->map[e->site] = (uint16_t)(i + 1);
-        fx->inst[e->inst] = (desc_t){.kind = e->kind, .size = e->size};
+        /* an instance serves all its stacks: the largest size any of them
+         * needs (the findings together grow a pair's first stack's) */
+        desc_t *d = &fx->inst[e->inst];
+        d->kind = e->kind;
+        if (e->size > d->size)
+            d->size = e->size;
     }
     return fx;
 }

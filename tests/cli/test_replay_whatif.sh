@@ -20,7 +20,7 @@ one_line_early() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || { bad "$1: not one 
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # Each pattern: the what-if of every finding against the report's counts.
-for p in lifo fifo temporary hoist pool merged paired; do
+for p in lifo fifo temporary hoist pool merged paired pool_paired; do
     "$memkit" trace -q -o "$p" -- "$patterns" "$p" >/dev/null 2>&1
     set -- "$tmp/$p".*.mkt
     [ -f "$1" ] || { bad "no $p trace"; continue; }

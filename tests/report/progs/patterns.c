@@ -740,6 +740,29 @@ static void paired(void)
     }
 }
 
+/* paired's nodes, and as many again from a second caller without a
+ * payload: one pool finding at paired_node from two stacks, one of them
+ * also the first of a pair (the what-if's pool then holds the pair). */
+__attribute__((noinline)) static void plain_nodes(void)
+{
+    struct node *live[32];
+    for (int i = 0; i < 32; i++)
+        live[i] = paired_node();
+    for (int r = 0; r < 2 * ROUNDS; r++) {
+        unsigned i = next_random() % 32;
+        free(live[i]);
+        live[i] = paired_node();
+    }
+    for (int i = 0; i < 32; i++)
+        free(live[i]);
+}
+
+static void pool_paired(void)
+{
+    paired();
+    plain_nodes();
+}
+
 /* A buffer grown 16 bytes at a time, 10 steps, 1000 times. */
 __attribute__((noinline)) static char *realloc_chain_site(char *p, size_t n)
 {
@@ -831,6 +854,7 @@ static const struct {
     {"tiny", tiny},
     {"cross_thread", cross_thread},
     {"paired", paired},
+    {"pool_paired", pool_paired},
     {"realloc_chain", realloc_chain},
     {"none", none},
     {"inlined", inlined},

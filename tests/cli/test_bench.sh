@@ -226,15 +226,7 @@ grep -q "^memkit bench list:" "$tmp/out" && ok || bad "--html still prints the t
 grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-bench-page"' \
     "$tmp/b.html" && ok || bad "the page carries its data"
 grep -qE '<(script|link)[^>]* (src|href)=' "$tmp/b.html" && bad "the page loads something" || ok
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then
-    echo "SKIP: html render (no chromium here to load the page; make test installs it)"
-    skipped=1
-else
-    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
-        --v=0 --dump-dom "file://$tmp/b.html" >"$tmp/dom" 2>"$tmp/console"
-    grep -q 'data-rendered="yes"' "$tmp/dom" && ok || bad "the page's script did not finish"
-    grep -qiE 'Uncaught|CONSOLE.*(error|Error)' "$tmp/console" && bad "console errors" || ok
+if render_page "$tmp/b.html" "html render"; then
     n=$(grep -o '<section class="config">' "$tmp/dom" | wc -l)
     [ "$n" -eq 3 ] && ok || bad "page has $n configurations, want 3"
     # One bar per allocator that ran in each chart: alloc, free and RSS, and p99

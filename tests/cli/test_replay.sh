@@ -149,15 +149,7 @@ has "$tmp/out" "^fastest: " "--html still prints the table"
 grep -q '<script id="memkit-data" type="application/json">{"schema":"memkit-replay"' \
     "$tmp/r.html" && ok || bad "the page carries its data"
 grep -qE '<(script|link)[^>]* (src|href)=' "$tmp/r.html" && bad "the page loads something" || ok
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then
-    echo "SKIP: replay's page rendered (no chromium here to load it; make test installs it)"
-    skipped=1
-else
-    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
-        --v=0 --dump-dom "file://$tmp/r.html" >"$tmp/dom" 2>"$tmp/console"
-    grep -q 'data-rendered="yes"' "$tmp/dom" && ok || bad "the page's script did not finish"
-    grep -qiE 'Uncaught|CONSOLE.*(error|Error)' "$tmp/console" && bad "console errors" || ok
+if render_page "$tmp/r.html" "replay's page rendered"; then
     want=$(python3 - "$tmp/r.html" <<'PY'
 import json, re, sys
 page = open(sys.argv[1]).read()
@@ -175,7 +167,6 @@ fi
 expect_status 2 "--html into no directory" "$memkit" replay --rounds 1 --html /nonexistent/r.html "$lifo"
 
 # bad input: one line, exit 2
-one_line() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || { bad "$1: not one line"; cat "$tmp/err"; }; }
 expect_status 2 "no trace" "$memkit" replay
 one_line "no trace"
 printf 'not a trace\n' >"$tmp/junk"

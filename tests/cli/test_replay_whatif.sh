@@ -16,7 +16,6 @@ schema=$5
 . "$(dirname "$0")/lib.sh"
 
 cd "$tmp" || exit 1
-one_line_early() { [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok || { bad "$1: not one line"; cat "$tmp/err"; }; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # Each pattern: the what-if of every finding against the report's counts.
@@ -126,11 +125,11 @@ has "$tmp/p.html" '"replayed":{"saving_ns":' "the page's data carries the measur
 # another trace with as many findings or more: only the kinds and sites tell
 "$memkit" trace -q -o other -- "$patterns" hoist >/dev/null 2>&1
 expect_status 2 "report --replay, another trace" "$memkit" report --replay "$tmp/w.json" "$tmp"/other.*.mkt
-one_line_early "report --replay, another trace"
+one_line "report --replay, another trace"
 has "$tmp/err" "a replay of another trace" "another trace's replay refused"
 printf '{"schema": "memkit-replay", "what_if": [' >"$tmp/cut.json"
 expect_status 2 "report --replay, cut JSON" "$memkit" report --replay "$tmp/cut.json" "$1"
-one_line_early "report --replay, cut JSON"
+one_line "report --replay, cut JSON"
 "$memkit" report --format json "$1" >"$tmp/rep.json" 2>/dev/null
 expect_status 2 "report --replay, a report's JSON" "$memkit" report --replay "$tmp/rep.json" "$1"
 has "$tmp/err" "is not memkit replay's JSON" "a report's JSON refused, saying why"
@@ -151,7 +150,6 @@ for t in w["what_if"] + ([w["what_if_all"]] if w["what_if_all"] else []):
 PY
 
 # bad input: one line, exit 2
-one_line() { one_line_early "$1"; }
 "$memkit" trace -q -o pool -- "$patterns" pool >/dev/null 2>&1
 set -- "$tmp"/pool.*.mkt "$tmp"/paired.*.mkt
 for bad_list in 0 99 x 1,x ,; do

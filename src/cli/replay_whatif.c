@@ -188,6 +188,9 @@ int mk_whatif_prepare(const mk_replay_prog *prog, const char *list, mk_whatif_se
     mk_report_opts_t o;
     char err[1024];
     mk_report_t *r = calloc(1, sizeof *r);
+    mk_replay_fix *all = NULL, *one = NULL; /* every finding's fixes, and one's */
+    size_t nall = 0, call = 0, cone = 0;
+    bool *want = NULL;
     int rc = -1;
 
     memset(set, 0, sizeof *set);
@@ -210,7 +213,7 @@ int mk_whatif_prepare(const mk_replay_prog *prog, const char *list, mk_whatif_se
             if (r->sites[i].stack < prog->nsites)
                 set->site_ns[r->sites[i].stack] = r->sites[i].agg->alloc_ns;
     }
-    bool *want = calloc(r->nfindings + 1, sizeof *want);
+    want = calloc(r->nfindings + 1, sizeof *want);
     set->w = calloc(r->nfindings + 1, sizeof *set->w);
     if (!want || !set->w) {
         rc = mk_usage_error("replay: out of memory");
@@ -221,8 +224,6 @@ int mk_whatif_prepare(const mk_replay_prog *prog, const char *list, mk_whatif_se
     if (!list || !*list)
         for (size_t i = 0; i < mk_findings_shown(r, 0); i++)
             want[i] = true;
-    mk_replay_fix *all = NULL, *one = NULL;
-    size_t nall = 0, call = 0, cone = 0;
     for (size_t i = 0; i < r->nfindings; i++) {
         const mk_finding_t *f = &r->findings[i];
         mk_whatif *w = &set->w[set->n];
@@ -248,30 +249,20 @@ int mk_whatif_prepare(const mk_replay_prog *prog, const char *list, mk_whatif_se
             continue;
         }
         if (!describe(r, f, (uint16_t)set->n, &one, &none, &cone, prog->nsites) ||
-            !mk_grow((void **)&all, &call, nall + none, sizeof *all)) {
+            !mk_grow((void **)&all, &call, nall + none, sizeof *all) ||
+            !take_sites(w, one, none)) {
             rc = mk_usage_error("replay: out of memory");
-            free(one);
-            free(all);
             goto out;
         }
         memcpy(all + nall, one, none * sizeof *one);
         nall += none;
-        if (!take_sites(w, one, none)) {
-            rc = mk_usage_error("replay: out of memory");
-            free(one);
-            free(all);
-            goto out;
-        }
         snprintf(w->fixes, sizeof w->fixes, "%s/fix-%d", prog->dir, w->number);
         if (!write_file(w->fixes, one, none * sizeof *one)) {
             rc = mk_usage_error("replay: cannot write %s: %s", w->fixes, strerror(errno));
-            free(one);
-            free(all);
             goto out;
         }
         w->status = "ok";
     }
-    free(one);
     if (set->n > 1 && nall) { /* the findings together: the last entry */
         mk_whatif *w = &set->w[set->n];
         w->number = 0;
@@ -288,20 +279,19 @@ int mk_whatif_prepare(const mk_replay_prog *prog, const char *list, mk_whatif_se
         w->nstacks = (uint32_t)nall; /* one entry a stack */
         if (!take_sites(w, all, nall)) {
             rc = mk_usage_error("replay: out of memory");
-            free(all);
             goto out;
         }
         if (!write_file(w->fixes, all, nall * sizeof *all)) {
             rc = mk_usage_error("replay: cannot write %s: %s", w->fixes, strerror(errno));
-            free(all);
             goto out;
         }
         set->together = true;
     }
-    free(all);
     if (set->n == 0)
         rc = mk_usage_error("replay: --what-if: %s has no finding to try", prog->path);
 out:
+    free(one);
+    free(all);
     free(want);
     mk_report_free(r);
     free(r);

@@ -7,6 +7,7 @@
 #include "reader.h"
 #include "reader_internal.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -549,6 +550,23 @@ static bool next_event(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
         mk_trace_damage(tr, "malformed events in the record ending at offset %" PRIu64,
                         tr->offset);
     return false;
+}
+
+void mk_events_streams(const mk_event_cursor_t *ec, const uint8_t *p[MK_S_COUNT],
+                       const uint8_t *end[MK_S_COUNT])
+{
+    for (int i = 0; i < MK_S_COUNT; i++) {
+        p[i] = ec->st[i].p;
+        end[i] = ec->st[i].end;
+    }
+}
+
+void mk_events_move_stream(mk_event_cursor_t *ec, int i, const uint8_t *p,
+                           const uint8_t *end)
+{
+    assert(i >= 0 && i < MK_S_COUNT && p <= end);
+    ec->st[i].p = p;
+    ec->st[i].end = end;
 }
 
 size_t mk_events_read(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,

@@ -12,14 +12,29 @@
  * event of the record is earlier), and a thread's memory goes when its
  * last event has: a program that ran 20,000 threads one after the other
  * holds a few at a time. A one-thread trace is just read in order.
+ *
+ * Threads that all run at once each hold a record open. Past SPILL_AT bytes
+ * of records in memory, the next record opened goes to a temporary file
+ * (TMPDIR, else /tmp; O_TMPFILE, so nothing is left behind) and each of its
+ * streams is read back a page at a time (SPILL_WINDOW events fit in what is
+ * left of a page before it is refilled); its stack definitions stay in
+ * memory. A thread then holds its decoder's state and a page a stream, not
+ * its record of about 1 MB (PERFORMANCE.md: the report's memory against the
+ * thread count). Without a temporary file the records stay in memory. The
+ * decoder's state is mapped, not allocated: its pages are touched only for
+ * the size classes the thread used, and its writer-only part never is.
  */
 #define _GNU_SOURCE
 #include "reader.h"
 #include "reader_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define WINDOW 256 /* events decoded at a time from a thread's record */
 
@@ -27,8 +42,18 @@
  * whose threads all run at once asks a record each (about 1 MB), and one
  * crafted to begin a million threads together must not take the machine.
  * Past it the walk stops with one line, as at damage. MEMKIT_MERGE_MAX_BYTES
- * lowers it (for tests). */
+ * lowers it, and MEMKIT_MERGE_SPILL_BYTES sets SPILL_AT (for tests). */
 #define HELD_MAX (1ull << 30)
+
+/* Record bytes held in memory before the next record opened goes to the
+ * spill file: 8 threads' worth, so that a few threads never touch it. */
+#define SPILL_AT (8u << 20)
+/* A spilled record's streams: a page's buffer each, refilled whenever
+ * fewer bytes are left in it than SPILL_WINDOW events may take. */
+#define SPILL_PAGE   4096
+#define SPILL_WINDOW 64
+#define SPILL_LOW    (SPILL_WINDOW * MK_EVENT_STREAM_MAX)
+_Static_assert(SPILL_LOW < SPILL_PAGE, "a window's bytes fit in a page");
 
 typedef struct stream {
     uint32_t thread;
@@ -38,6 +63,12 @@ typedef struct stream {
     size_t n, cap, next;
     uint8_t *bytes; /* the current record's, decompressed (cur reads them) */
     size_t bytes_cap;
+    /* Or, spilled: each stream's next bytes in the spill file are
+     * [at[i], to[i]), its unread ones so far in win + i * SPILL_PAGE, and
+     * DEFS whole in defs. */
+    bool spilled;
+    uint8_t *win, *defs;
+    uint64_t at[MK_S_COUNT], to[MK_S_COUNT];
     mk_event_cursor_t *cur;
     mk_event_t *ev; /* WINDOW decoded from it, ev[pos] next (a stream of
                      * each thread that ever ran: none until it is loaded) */
@@ -54,9 +85,18 @@ typedef struct merge {
                                * is decoded at a time */
     stream_t **heap;          /* min-heap on the head event's time */
     size_t nheap;
-    uint64_t last_tick, last_ns; /* the latest clock anchor seen */
-    uint64_t held, held_max;     /* record bytes the streams hold; HELD_MAX */
+    uint64_t last_tick, last_ns;  /* the latest clock anchor seen */
+    uint64_t held, held_max;      /* record bytes (in memory or spilled) and
+                                   * decoder states the streams hold; HELD_MAX */
+    uint64_t in_memory, spill_at; /* of held, record bytes in memory; SPILL_AT */
+    int spill_fd;                 /* -1: none yet; -2: none to be had */
+    uint64_t spill_end;           /* the spill file's next record goes here */
 } merge_t;
+
+/* What a stream holds besides its record, once loaded: counted in held, so
+ * that a trace beginning a million threads at once meets the bound too. */
+#define STATE_BYTES                                                                      \
+    (sizeof(mk_addr_state_t) + WINDOW * sizeof(mk_event_t) + MK_S_COUNT * SPILL_PAGE)
 
 /* Ticks to ns: the slope between the header's anchor and the latest one. */
 static void calibrate(mk_trace_t *tr, const merge_t *m)
@@ -93,15 +133,140 @@ static stream_t *stream_for(merge_t *m, uint32_t thread)
     return s;
 }
 
+/* The spilled record a stream is done with: its file space punched out, so
+ * that the file holds only the records open. */
+static void unspill(merge_t *m, stream_t *s)
+{
+    if (!s->spilled)
+        return;
+    uint64_t from = s->at[0], to = s->to[0];
+    for (int i = 0; i < MK_S_COUNT; i++) {
+        from = s->at[i] < from ? s->at[i] : from;
+        to = s->to[i] > to ? s->to[i] : to;
+    }
+    fallocate(m->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+              (off_t)(to - from));
+    m->held -= to - from;
+    free(s->defs);
+    s->defs = NULL;
+    s->spilled = false;
+}
+
+static bool pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
+{
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return true;
+}
+
+/* Before a window of a spilled record: each stream left with fewer bytes
+ * than SPILL_WINDOW events take is topped up from the file. False on a
+ * read error (said as damage). */
+static bool refill(merge_t *m, stream_t *s)
+{
+    const uint8_t *p[MK_S_COUNT], *end[MK_S_COUNT];
+    mk_events_streams(s->cur, p, end);
+    for (int i = 0; i < MK_S_COUNT; i++) {
+        size_t left = (size_t)(end[i] - p[i]);
+        if (i == MK_S_DEFS || s->at[i] == s->to[i] || left >= SPILL_LOW)
+            continue;
+        uint8_t *buf = s->win + (size_t)i * SPILL_PAGE;
+        memmove(buf, p[i], left);
+        size_t n = SPILL_PAGE - left;
+        if (n > s->to[i] - s->at[i])
+            n = (size_t)(s->to[i] - s->at[i]);
+        if (!pread_all(m->spill_fd, buf + left, n, s->at[i])) {
+            mk_trace_damage(m->tr, "the report's temporary file could not be read: %s",
+                            strerror(errno ? errno : EIO));
+            return false;
+        }
+        s->at[i] += n;
+        mk_events_move_stream(s->cur, i, buf, buf + left + n);
+    }
+    return true;
+}
+
+/* The record just opened (its bytes raw, the trace's buffer) into the spill
+ * file, the cursor's streams moved to their windows; false when it cannot
+ * be (no temporary file here, a full disk: memory serves). */
+static bool spill(merge_t *m, stream_t *s, const uint8_t *raw, size_t len)
+{
+    if (m->spill_fd == -1) {
+        const char *dir = getenv("TMPDIR");
+        if (!dir || !*dir)
+            dir = "/tmp";
+        m->spill_fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+        if (m->spill_fd < 0)
+            m->spill_fd = -2;
+    }
+    if (m->spill_fd < 0)
+        return false;
+    if (!s->win && !(s->win = malloc(MK_S_COUNT * SPILL_PAGE)))
+        return false;
+    const uint8_t *p[MK_S_COUNT], *end[MK_S_COUNT];
+    mk_events_streams(s->cur, p, end);
+    size_t ndefs = (size_t)(end[MK_S_DEFS] - p[MK_S_DEFS]);
+    uint8_t *defs = malloc(ndefs ? ndefs : 1);
+    if (!defs)
+        return false;
+    uint64_t off = m->spill_end;
+    for (size_t done = 0; done < len;) {
+        ssize_t w = pwrite(m->spill_fd, raw + done, len - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            free(defs);
+            return false;
+        }
+        done += (size_t)w;
+    }
+    m->spill_end = off + ((len + SPILL_PAGE - 1) & ~(uint64_t)(SPILL_PAGE - 1));
+    m->held += len;
+    memcpy(defs, p[MK_S_DEFS], ndefs);
+    s->defs = defs;
+    for (int i = 0; i < MK_S_COUNT; i++) {
+        s->at[i] = s->to[i] = off + (uint64_t)(end[i] - raw);
+        if (i == MK_S_DEFS) {
+            mk_events_move_stream(s->cur, i, defs, defs + ndefs);
+            continue;
+        }
+        /* the window's first bytes from raw, the rest from the file */
+        size_t n = (size_t)(end[i] - p[i]);
+        if (n > SPILL_PAGE)
+            n = SPILL_PAGE;
+        uint8_t *buf = s->win + (size_t)i * SPILL_PAGE;
+        memcpy(buf, p[i], n);
+        s->at[i] = off + (uint64_t)(p[i] - raw) + n;
+        mk_events_move_stream(s->cur, i, buf, buf + n);
+    }
+    s->spilled = true;
+    return true;
+}
+
 /* A stream whose records are all delivered gives its memory back at once. */
 static void stream_done(merge_t *m, stream_t *s)
 {
+    unspill(m, s);
     m->held -= s->bytes_cap;
+    m->in_memory -= s->bytes_cap;
+    if (s->cur)
+        m->held -= STATE_BYTES;
     mk_decoder_free(&s->dec);
     free(s->bytes);
+    free(s->win);
+    s->win = NULL;
     free(s->ev);
     mk_events_free(s->cur);
-    free(s->dec.addr);
+    if (s->dec.addr)
+        munmap(s->dec.addr, sizeof *s->dec.addr);
     s->bytes = NULL;
     s->ev = NULL;
     s->cur = NULL;
@@ -176,18 +341,35 @@ static bool load_next(merge_t *m, stream_t *s)
     size_t len;
 
     s->nev = s->pos = 0;
-    if (!s->cur && !(s->cur = mk_events_new()))
-        return false;
+    if (!s->cur) {
+        if (!(s->cur = mk_events_new()))
+            return false;
+        m->held += STATE_BYTES;
+    }
     if (!s->ev && !(s->ev = malloc(WINDOW * sizeof *s->ev)))
         return false;
-    if (!s->dec.addr && !(s->dec.addr = calloc(1, sizeof *s->dec.addr)))
-        return false; /* the rings start anywhere: zero */
+    /* The rings start anywhere: zero. Mapped, so that only the pages its
+     * size classes use are touched (its writer-only part never is). */
+    if (!s->dec.addr) {
+        void *a = mmap(NULL, sizeof *s->dec.addr, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a == MAP_FAILED)
+            return false;
+        s->dec.addr = a;
+    }
     for (;;) {
-        if (s->bytes) {
+        if (s->spilled) {
+            if (!refill(m, s))
+                return false;
+            s->nev = mk_events_read(m->tr, &s->dec, s->cur, s->ev, SPILL_WINDOW);
+            if (s->nev > 0)
+                return true;
+        } else if (s->bytes) {
             s->nev = mk_events_read(m->tr, &s->dec, s->cur, s->ev, WINDOW);
             if (s->nev > 0)
                 return true;
         }
+        unspill(m, s);
         if (s->next == s->n || m->tr->damage[0])
             return false;
         if (mk_trace_record_at(m->tr, s->offsets[s->next++], &type, &raw, &len) != 1)
@@ -196,13 +378,24 @@ static bool load_next(merge_t *m, stream_t *s)
         if (len > s->bytes_cap && m->held - had + len > m->held_max) {
             size_t open = 0;
             for (size_t i = 0; i < m->nstreams; i++)
-                open += m->streams[i].bytes != NULL;
+                open += m->streams[i].cur != NULL;
             m->tr->bounded = true;
             mk_trace_damage(m->tr,
                             "%zu threads' records at once need more than %.3g MB "
                             "(the report's bound): reported up to here",
-                            open + !s->bytes, (double)m->held_max / 1048576);
+                            open, (double)m->held_max / 1048576);
             return false;
+        }
+        if (len > s->bytes_cap && m->in_memory - had + len > m->spill_at) {
+            mk_events_open(m->tr, &s->dec, s->cur, raw, len);
+            if (spill(m, s, raw, len)) {
+                m->held -= had; /* its buffer is not needed while it spills */
+                m->in_memory -= had;
+                free(s->bytes);
+                s->bytes = NULL;
+                s->bytes_cap = 0;
+                continue;
+            }
         }
         if (len > s->bytes_cap) { /* exactly: doubling held twice the bytes */
             uint8_t *b = realloc(s->bytes, len);
@@ -212,6 +405,7 @@ static bool load_next(merge_t *m, stream_t *s)
             s->bytes_cap = len;
         }
         m->held += s->bytes_cap - had;
+        m->in_memory += s->bytes_cap - had;
         memcpy(s->bytes, raw, len);
         mk_events_open(m->tr, &s->dec, s->cur, s->bytes, len);
     }
@@ -301,10 +495,16 @@ static bool pass_on(void *ctx, const mk_event_t *ev)
 
 bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
 {
-    merge_t m = {.tr = tr, .stream_of = mk_kv_heap_table(), .held_max = HELD_MAX};
+    merge_t m = {.tr = tr,
+                 .stream_of = mk_kv_heap_table(),
+                 .held_max = HELD_MAX,
+                 .spill_at = SPILL_AT,
+                 .spill_fd = -1};
     const char *v = getenv("MEMKIT_MERGE_MAX_BYTES");
     if (v && *v && strtoull(v, NULL, 10) > 0)
         m.held_max = strtoull(v, NULL, 10);
+    if ((v = getenv("MEMKIT_MERGE_SPILL_BYTES")) && *v)
+        m.spill_at = strtoull(v, NULL, 10);
     bool ok = true;
 
     m.scratch = calloc(1, sizeof *m.scratch); /* the rings start anywhere: zero */
@@ -342,6 +542,8 @@ bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
             m.streams[i].dec.addr = NULL; /* the one-thread walk's */
         stream_done(&m, &m.streams[i]);
     }
+    if (m.spill_fd >= 0)
+        close(m.spill_fd);
     free(m.streams);
     free(m.heap);
     free(m.stream_of.slots); /* a heap table (mk_kv_heap_table) */

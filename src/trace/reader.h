@@ -274,6 +274,16 @@ void mk_events_open(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
                     const uint8_t *raw, size_t len);
 size_t mk_events_read(mk_trace_t *tr, mk_decoder_t *d, mk_event_cursor_t *ec,
                       mk_event_t *out, size_t max);
+/* A record read a window at a time (the merge's spilled records): each
+ * stream's unread bytes are [p[i], end[i]); the cursor reads only forward,
+ * never before p[i], and an event takes at most MK_EVENT_STREAM_MAX bytes
+ * of any stream but DEFS. mk_events_move_stream points stream i at a copy
+ * of its next bytes (p, the first unread one). */
+#define MK_EVENT_STREAM_MAX (2 * MK_VARINT_MAX)
+void mk_events_streams(const mk_event_cursor_t *ec, const uint8_t *p[MK_S_COUNT],
+                       const uint8_t *end[MK_S_COUNT]);
+void mk_events_move_stream(mk_event_cursor_t *ec, int i, const uint8_t *p,
+                           const uint8_t *end);
 
 /* The stack definitions of an EVENTS record into tr, its events skipped
  * (for a trace whose SUMMARY names its sites by stack: MK_TF_SITE_STACKS).

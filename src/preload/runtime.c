@@ -10,6 +10,7 @@
 #include "modules.h"
 #include "output.h"
 #include "sampling.h"
+#include "go_exit.h"
 #include "signals.h"
 #include "stacks.h"
 #include "summary.h"
@@ -388,6 +389,7 @@ void mk_init(void)
     mk_st.path = path_of(&mk_st.cfg);
     atomic_store_explicit(&mk_st.phase, MK_PHASE_ON, memory_order_release);
     mk_signals_arm(mk_finish);
+    mk_go_exit_arm(mk_finish);
     mk_guard--;
 }
 

@@ -21,8 +21,9 @@ import sys
 TRACER_LAYERS = [
     ("hooks", True, ["hooks", "hooks_cxx", "hooks_proc"]),
     # signals.c ends the trace on a fatal signal (the core's to do), and
-    # keeps the program's own sigaction apart while it does
-    ("core", True, ["runtime", "threads", "summary", "signals"]),
+    # keeps the program's own sigaction apart while it does; go_exit.c ends
+    # it where Go's runtime exits
+    ("core", True, ["runtime", "threads", "summary", "signals", "go_exit"]),
     ("services", False, ["stacks", "modules", "shadowed", "sampling", "glibc_heap",
                          "child_env"]),
     ("output", False, ["output"]),

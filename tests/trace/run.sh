@@ -799,6 +799,29 @@ exitgroup)
     expect "Mallocs: 1001"
     expect "Frees: 1000"
     ;;
+go)
+    # A Go program built with cgo ends through its runtime's own exit_group
+    # (preload/go_exit.c): its C half's 20,000 mallocs, the end and the
+    # summary-only totals are all in the trace (before: none of them).
+    if ! command -v go >/dev/null 2>&1; then
+        echo "SKIP: go is not installed (make test installs golang-go)"
+        exit 77
+    fi
+    cp -r "$(dirname "$0")/progs/cgo" "$work/cgo"
+    (cd "$work/cgo" && GOCACHE="$work/gocache" GOPATH="$work/gopath" GOFLAGS=-mod=mod \
+        GOPROXY=off CGO_ENABLED=1 go build -o "$work/cgoprog" .) >"$out" 2>&1 ||
+        fail "go build failed"
+    for mode in "" --summary-only; do
+        rm -f "$work"/t.*
+        trace $mode -- "$work/cgoprog"
+        expect_status 3
+        expect "sums 247500 247500 247500 247500" # 50 x (0 + 1 + ... + 99) each
+        expect_re "^  1\. 20000 calls, 640000 bytes: build at main.go:[0-9]+ \(cgoprog\)$"
+        grep -q "no end record" "$out" && fail "go ($mode): the trace has no end"
+    done
+    report_whole "go"
+    expect_re "^Frees: 200[0-9][0-9]$"
+    ;;
 latefail)
     # A process that outlives memkit trace and then cannot write its trace:
     # it says so itself, and leaves no run marker in /dev/shm behind.

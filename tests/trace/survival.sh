@@ -1,18 +1,22 @@
 #!/bin/sh
-# survival.sh MEMKIT SOURCE_DIR [quick|long] - real programs nobody here wrote,
-# each run untraced and under `memkit trace`: the same exit status, the same
-# stdout, and every trace the run wrote reads with `memkit report`.
+# survival.sh MEMKIT SOURCE_DIR [quick|long] [COUNTALLOC_SO] - real programs
+# nobody here wrote, each run untraced and under `memkit trace`: the same exit
+# status, the same stdout, and every trace the run wrote reads with `memkit
+# report`.
 #
 # quick (make test): binutils on a small object and archive (ar, nm, ranlib,
 # objdump load the LTO plugin, a C++ library, with RTLD_LOCAL), python3
 # importing a C++ extension (apt_pkg), make building a small C project with
-# a static library, a Java VM starting, a shell pipeline, git log.
+# a static library, a Java VM starting, a shell pipeline, git log, a Go
+# program built with cgo (its allocation calls also counted in the same run
+# by the counting preload, COUNTALLOC_SO, and equal).
 # long (.ci/run): also chromium --dump-dom, and `make build` of a clean clone
 # of this repository (cmake, cc1, as, ld, ar: hundreds of processes).
 set -u
 memkit=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
 mode=${3:-quick}
+countalloc=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fails=0
@@ -109,6 +113,43 @@ if need git; then
     else
         echo "SKIP: git-log-memkit: $src is not a git checkout"
         skips=1
+    fi
+fi
+# Go with cgo: Go's runtime ends the process with its own exit_group system
+# call, past libc (preload/go_exit.c). The counting preload goes ahead of
+# the tracer in the same run (Go starts a varying number of threads, so two
+# runs may differ by a few of glibc's calls for them), and both count the
+# calls the program's own code makes: the tracer's own (glibc's
+# pthread_getattr_np allocates) come from libraries.
+if need go && need cc; then
+    cp -r "$src/tests/trace/progs/cgo" "$work/cgo"
+    if ! (cd "$work/cgo" && GOCACHE="$work/gocache" GOPATH="$work/gopath" GOFLAGS=-mod=mod \
+        GOPROXY=off CGO_ENABLED=1 go build -o "$work/cgoprog" .) >"$work/go.err" 2>&1; then
+        fail "go build of the cgo program: $(tail -3 "$work/go.err")"
+    else
+        same go-cgo "$work" "$work/cgoprog"
+        if [ -z "$countalloc" ]; then
+            echo "SKIP: go-cgo count: no counting preload given (argument 4)"
+            skips=1
+        else
+            rm -rf "$work/tr-gocount" "$work/count"*
+            mkdir -p "$work/tr-gocount"
+            COUNTALLOC_OUT="$work/count" CA="$countalloc" PROG="$work/cgoprog" \
+                "$memkit" trace -q -o "$work/tr-gocount/t" -- \
+                sh -c 'LD_PRELOAD="$CA:$LD_PRELOAD" exec "$PROG"' >/dev/null 2>&1
+            want=$(od -An -tu8 -j16 -N8 "$work/count.live" 2>/dev/null | tr -d ' ')
+            got=$("$memkit" report --no-symbols --format json \
+                "$(ls -t "$work"/tr-gocount/t.*.mkt | head -1)" 2>/dev/null | python3 -c '
+import json, sys
+sites = json.load(sys.stdin)["sites"]
+print(sum(s["calls"] for s in sites if s["frames"] and s["frames"][0]["module"] == "cgoprog"))')
+            # 50 lists of 100 nodes in each of 4 goroutines: 20,000, and cgo's own
+            if [ -n "$want" ] && [ "$want" = "$got" ] && [ "$got" -ge 20000 ]; then
+                echo "ok [go-cgo count]: $got allocation calls from the program by both"
+            else
+                fail "go-cgo: memkit counts ${got:-nothing}, the counting preload ${want:-nothing}"
+            fi
+        fi
     fi
 fi
 

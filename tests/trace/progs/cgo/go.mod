@@ -1,0 +1,3 @@
+module memkit.test/cgo
+
+go 1.19

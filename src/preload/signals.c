@@ -17,7 +17,9 @@
  * by kill (or raise) is the program's, and ends it as untraced.
  *
  * The program is not to see the difference: sigaction() and signal() report
- * the default action while our handler stands in for it; a handler the
+ * the default action while our handler stands in for it, with the flags and
+ * mask the program last set it with (as the kernel would keep them, with
+ * glibc's SA_RESTORER and restorer); a handler the
  * program installs (or SIG_IGN) replaces ours; setting the default again puts
  * ours back. Calls that bypass those two (the system call itself, sigset(),
  * glibc's internal ones such as system()'s) see our handler; those that save
@@ -36,6 +38,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The kernel's flag for a user-space restorer, which glibc's sigaction
+ * always sets and reads back, but does not define for programs. */
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+
 /* Signals whose default action ends the process: the user's and the
  * system's (HUP, INT, QUIT, TERM, PIPE, PWR), crashes (ILL, ABRT, BUS, FPE,
  * SEGV; the faults come back by themselves, see below; TRAP, SYS and
@@ -52,6 +60,13 @@ static bool covered_signals[NSIG];
 
 /* Our handler is installed where the program believes the default is. */
 static atomic_bool stands_in[NSIG];
+/* What the program believes is there meanwhile: the default, with the flags,
+ * mask and restorer the kernel would hold for it (read back as they were at
+ * start-up, or as the program set them since). */
+static struct sigaction believed[NSIG];
+/* The restorer glibc gives the kernel with SA_RESTORER (read back from our
+ * own action): what a default set with flags reads back with. */
+static void (*glibc_restorer)(void);
 /* Set once mk_signals_arm has run: before, every call passes through. */
 static atomic_bool armed;
 
@@ -83,10 +98,29 @@ static bool own_process(void)
     return atomic_load(&armed) && getpid() == mk_st.pid;
 }
 
-static void report_default(struct sigaction *old)
+/* The default action as the kernel would read it back (reset_default:
+ * with no flags, as a signal never set has). */
+static void report_default(int sig, struct sigaction *old)
 {
-    memset(old, 0, sizeof *old);
-    old->sa_handler = SIG_DFL;
+    *old = believed[sig];
+}
+
+static void reset_default(struct sigaction *act)
+{
+    memset(act, 0, sizeof *act);
+    act->sa_handler = SIG_DFL;
+}
+
+/* The program set the default with act: what the kernel would keep. */
+static void believe(int sig, const struct sigaction *act)
+{
+    struct sigaction b = *act;
+    b.sa_flags |= SA_RESTORER;
+    if (!(act->sa_flags & SA_RESTORER))
+        b.sa_restorer = glibc_restorer;
+    sigdelset(&b.sa_mask, SIGKILL);
+    sigdelset(&b.sa_mask, SIGSTOP);
+    believed[sig] = b;
 }
 
 static void on_fatal_signal(int sig, siginfo_t *info, void *context)
@@ -106,7 +140,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context)
     }
     /* The default action first: a fault while the trace ends then ends the
      * process at once instead of coming back here. */
-    report_default(&dfl);
+    reset_default(&dfl);
     next_sigaction()(sig, &dfl, NULL);
     if (own_process())
         atomic_store(&stands_in[sig], false);
@@ -137,6 +171,11 @@ static int stand_in(int sig, struct sigaction *prev)
     int rc = next_sigaction()(sig, &ours, prev);
     if (rc == 0)
         atomic_store(&stands_in[sig], true);
+    if (rc == 0 && !glibc_restorer) {
+        struct sigaction now;
+        if (next_sigaction()(sig, NULL, &now) == 0 && (now.sa_flags & SA_RESTORER))
+            glibc_restorer = now.sa_restorer;
+    }
     return rc;
 }
 
@@ -157,10 +196,13 @@ void mk_signals_arm(void (*end)(int reason))
     pthread_sigmask(SIG_BLOCK, &all, &was);
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction prev;
-        if (covered_signals[sig] && stand_in(sig, &prev) == 0 &&
-            prev.sa_handler != SIG_DFL) {
-            next_sigaction()(sig, &prev, NULL);
-            atomic_store(&stands_in[sig], false);
+        if (covered_signals[sig] && stand_in(sig, &prev) == 0) {
+            if (prev.sa_handler != SIG_DFL) {
+                next_sigaction()(sig, &prev, NULL);
+                atomic_store(&stands_in[sig], false);
+            } else {
+                believed[sig] = prev; /* the default as it was, flags and all */
+            }
         }
     }
     pthread_sigmask(SIG_SETMASK, &was, NULL);
@@ -184,11 +226,17 @@ MK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
             atomic_store(&stands_in[sig], false);
         }
         if (old) /* a query, or the default again: ours stays */
-            report_default(old);
+            report_default(sig, old);
+        if (act && act->sa_handler == SIG_DFL)
+            believe(sig, act);
         return 0;
     }
-    if (act && act->sa_handler == SIG_DFL && mk_tracing_on())
-        return stand_in(sig, old); /* back to the default: ours stands in again */
+    if (act && act->sa_handler == SIG_DFL && mk_tracing_on()) {
+        int rc = stand_in(sig, old); /* back to the default: ours stands in again */
+        if (rc == 0)
+            believe(sig, act);
+        return rc;
+    }
     return next(sig, act, old);
 }
 
@@ -233,9 +281,17 @@ MK_EXPORT sighandler_t signal(int sig, sighandler_t handler)
     }
     if (!covered(sig) || !own_process())
         return next(sig, handler);
+    /* glibc's signal() is sigaction with SA_RESTART, the signal itself masked */
+    struct sigaction as_glibc;
+    memset(&as_glibc, 0, sizeof as_glibc);
+    as_glibc.sa_handler = SIG_DFL;
+    as_glibc.sa_flags = SA_RESTART;
+    sigaddset(&as_glibc.sa_mask, sig);
     if (atomic_load(&stands_in[sig])) {
-        if (handler == SIG_DFL)
+        if (handler == SIG_DFL) {
+            believe(sig, &as_glibc);
             return SIG_DFL; /* ours stays */
+        }
         if (next(sig, handler) == SIG_ERR)
             return SIG_ERR;
         atomic_store(&stands_in[sig], false);
@@ -245,6 +301,7 @@ MK_EXPORT sighandler_t signal(int sig, sighandler_t handler)
         struct sigaction prev;
         if (stand_in(sig, &prev) != 0)
             return SIG_ERR;
+        believe(sig, &as_glibc);
         return prev.sa_handler;
     }
     return next(sig, handler);

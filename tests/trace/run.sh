@@ -913,6 +913,18 @@ signaled)
     status=$?
     expect_status 0
     expect "Mallocs: 10"
+    # sigaction reads back what the program set, in every mode: the default
+    # set again with flags and a mask (by sigaction, and by signal) keeps
+    # them, as the kernel would, while the tracer's handler stands in.
+    "$progs/signaled" readback >"$work/readback.plain" 2>&1
+    for mode in -q --summary-only "--sample 64K"; do
+        rm -f "$work"/t.*
+        # shellcheck disable=SC2086 # the mode's words
+        "$memkit" trace $mode -o "$work/t" -- "$progs/signaled" readback \
+            >"$work/readback" 2>/dev/null
+        cmp -s "$work/readback.plain" "$work/readback" ||
+            fail "readback ($mode): $(diff "$work/readback.plain" "$work/readback" | head -4)"
+    done
     ;;
 unwritable)
     "$memkit" trace -o "$work/no/such/dir/t" -- "$progs/sigexit" >"$out" 2>&1

@@ -17,6 +17,10 @@
  *   prof     a profiling timer, then spins: its SIGPROF ends it
  *   rt       raise(SIGRTMIN + 3)
  *   trap     raise(SIGTRAP)
+ *   readback what sigaction reads back (handler, flags, a mask member) for
+ *            SIGTERM, SIGUSR1 and SIGINT: at start, after signal(), after
+ *            a sigaction of its own, after signal(SIG_DFL); the test
+ *            compares it with the untraced run's
  */
 #include <pthread.h>
 #include <signal.h>
@@ -65,6 +69,46 @@ static int own_handler(void)
     return 0;
 }
 
+static void show(int sig, const char *when)
+{
+    struct sigaction now;
+    if (sigaction(sig, NULL, &now) != 0) {
+        printf("%d %s: sigaction failed\n", sig, when);
+        return;
+    }
+    const char *h = now.sa_handler == SIG_DFL   ? "SIG_DFL"
+                    : now.sa_handler == SIG_IGN ? "SIG_IGN"
+                    : now.sa_handler == on_int  ? "on_int"
+                                                : "another";
+    printf("%d %s: %s flags %#x usr2 masked %d\n", sig, when, h, (unsigned)now.sa_flags,
+           sigismember(&now.sa_mask, SIGUSR2));
+}
+
+static int readback(void)
+{
+    const int sigs[] = {SIGTERM, SIGUSR1, SIGINT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        int sig = sigs[i];
+        show(sig, "at start");
+        signal(sig, on_int);
+        show(sig, "after signal");
+        struct sigaction own;
+        memset(&own, 0, sizeof own);
+        own.sa_handler = on_int;
+        own.sa_flags = SA_ONSTACK | SA_NODEFER;
+        sigemptyset(&own.sa_mask);
+        sigaddset(&own.sa_mask, SIGUSR2);
+        sigaction(sig, &own, NULL);
+        show(sig, "after sigaction");
+        signal(sig, SIG_DFL);
+        show(sig, "after the default");
+        own.sa_handler = SIG_DFL;
+        sigaction(sig, &own, NULL);
+        show(sig, "after the default with flags");
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "term";
@@ -85,6 +129,8 @@ int main(int argc, char **argv)
         pthread_barrier_wait(&ready);
     } else if (!strcmp(mode, "own")) {
         return own_handler();
+    } else if (!strcmp(mode, "readback")) {
+        return readback();
     } else if (!strcmp(mode, "ignored")) {
         raise(SIGINT);
         return 0;

@@ -300,9 +300,18 @@ static void touch(const mk_profile_t *p, mk_stack_agg_t *a)
 
 /* ---- the timeline ---- */
 
+/* The slices halve with the timeline: each pair becomes one. */
+static void slices_halve(mk_profile_t *p)
+{
+    for (size_t k = 0; k < p->nstacks; k++)
+        mk_slices_halve(&p->stacks[k].slices);
+}
+
 static void timeline_halve(mk_profile_t *p)
 {
     mk_timeline_bucket_t *t = p->timeline;
+    if (p->opts.slices)
+        slices_halve(p);
     for (uint32_t i = 0; i < MK_TIMELINE / 2; i++) {
         mk_timeline_bucket_t a = t[2 * i], b = t[2 * i + 1];
         bool b_used = 2 * i + 1 < p->nbuckets;
@@ -336,6 +345,16 @@ static mk_timeline_bucket_t *timeline_at(mk_profile_t *p, uint64_t t)
         b->max_blocks = p->live_blocks;
     }
     return &p->timeline[i];
+}
+
+/* Adds v to field f of a's slice at time t (opts.slices). */
+static void slice_add(mk_profile_t *p, mk_stack_agg_t *a, uint64_t t, int f, double v)
+{
+    if (!p->opts.slices || !a || v == 0)
+        return;
+    uint64_t i = (uint64_t)(timeline_at(p, t) - p->timeline) / MK_SLICE_WIDTH;
+    if (!mk_slices_put(&a->slices, (int)i, f, v))
+        p->oom = true;
 }
 
 static void timeline_note(mk_profile_t *p, uint64_t t, uint64_t allocs, uint64_t bytes)
@@ -484,6 +503,7 @@ static void add_cost(mk_profile_t *p, mk_stack_agg_t *a, const mk_event_t *ev, u
     if (a) {
         a->alloc_ns += ns;
         a->slow_ns += ev->slow ? ns : 0;
+        slice_add(p, a, ev->time, MK_SLICE_NS, ns);
     } else {
         p->alloc_ns_unattributed += ns;
     }
@@ -644,6 +664,8 @@ static bool block_born(mk_profile_t *p, const mk_event_t *ev, const mk_block_t *
         a->max_size = size;
     a->calls += w;
     a->bytes += size * w;
+    slice_add(p, a, ev->time, MK_SLICE_CALLS, (double)w);
+    slice_add(p, a, ev->time, MK_SLICE_BYTES, (double)(size * w));
     mk_hist_add(&a->size_hist, mk_hist_bucket(size), (uint32_t)w);
     p->size_hist[mk_hist_bucket(size)] += (uint32_t)w;
     if (size < MK_TINY_SIZE) {
@@ -875,6 +897,7 @@ static bool on_realloc(mk_profile_t *p, const mk_event_t *ev)
         mk_stack_agg_t *a = mk_profile_agg(p, ev->stack);
         if (a) {
             a->calls++;
+            slice_add(p, a, ev->time, MK_SLICE_CALLS, 1);
             add_cost(p, a, ev, 1);
         }
         timeline_note(p, ev->time, 1, 0);
@@ -1176,13 +1199,19 @@ void mk_profile_release_replay(mk_profile_t *p)
     p->last_agg = UINT32_MAX;
 }
 
+void mk_agg_release(mk_stack_agg_t *a)
+{
+    mk_hist_free(&a->size_hist);
+    mk_hist_free(&a->life_hist);
+    mk_slices_free(&a->slices);
+}
+
 void mk_profile_free(mk_profile_t *p)
 {
     mk_profile_release_replay(p);
     for (size_t i = 0; i < p->nstacks; i++) {
         free(p->stacks[i].growth);
-        mk_hist_free(&p->stacks[i].size_hist);
-        mk_hist_free(&p->stacks[i].life_hist);
+        mk_agg_release(&p->stacks[i]);
     }
     free(p->growth.times);
     free(p->stacks);

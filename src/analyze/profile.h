@@ -20,6 +20,7 @@
 #include "../trace/kv_table.h"
 #include "../trace/reader.h"
 #include "hist.h"
+#include "slices.h"
 
 /* Allocations smaller than this cost more in bookkeeping than they carry. */
 #define MK_TINY_SIZE 32
@@ -73,10 +74,16 @@ typedef struct mk_stack_agg {
     double call_slow_ns; /* the part of call_ns in slow calls */
     uint64_t *growth;    /* live bytes at each growth point (mk_profile_t.growth),
                           * NULL while it had none at any */
+    /* With opts.slices: its calls, bytes and allocator ns in each of
+     * MK_SLICES time slices, the timeline's buckets MK_SLICE_WIDTH at a
+     * time (slices.h). */
+    mk_slices_t slices;
 } mk_stack_agg_t;
 
 /* The heap over time: fixed buckets whose width doubles as the input grows. */
 #define MK_TIMELINE 256
+/* The page's time slices (slices.h): so many of the timeline's buckets. */
+#define MK_SLICE_WIDTH (MK_TIMELINE / MK_SLICES)
 
 typedef struct mk_timeline_bucket {
     uint64_t allocs;     /* allocating calls in the bucket */
@@ -101,6 +108,8 @@ typedef struct mk_profile_opts {
                               * (MK_TF_SITE_STACKS): read that, skip the events */
     bool counts_only;        /* with summary_first: the totals alone, so the
                               * EVENTS records are not even decompressed */
+    bool slices;             /* each stack's calls, bytes and time per slice
+                              * (mk_stack_agg_t.slices: the HTML page's) */
 } mk_profile_opts_t;
 
 /* Growth points when a trace has no snapshots: even times over its run. */
@@ -224,6 +233,10 @@ mk_stack_agg_t *mk_profile_agg(mk_profile_t *p, uint32_t stack);
  * index), keeping the totals, the per-stack aggregates (the report's site
  * rows point at them), histograms, timeline and pairs. */
 void mk_profile_release_replay(mk_profile_t *p);
+
+/* Frees what an aggregate (or a sum of them) holds: its histograms'
+ * tables and its slices. */
+void mk_agg_release(mk_stack_agg_t *a);
 
 /* Starts an empty profile; opts may be NULL (everything counts). */
 void mk_profile_init(mk_profile_t *p, const mk_profile_opts_t *opts);

@@ -132,15 +132,14 @@ void mk_agg_add(mk_stack_agg_t *d, const mk_stack_agg_t *s)
     d->bytes_var += s->bytes_var;
     mk_hist_merge(&d->size_hist, &s->size_hist);
     mk_hist_merge(&d->life_hist, &s->life_hist);
+    mk_slices_add(&d->slices, &s->slices); /* out of memory: the page's ranges miss it */
 }
 
-/* The roll-ups' sums (one per row) and their histograms' tables. */
+/* The roll-ups' sums (one per row) and what each holds. */
 static void free_sums(mk_stack_agg_t *sums, size_t n)
 {
-    for (size_t i = 0; sums && i < n; i++) {
-        mk_hist_free(&sums[i].size_hist);
-        mk_hist_free(&sums[i].life_hist);
-    }
+    for (size_t i = 0; sums && i < n; i++)
+        mk_agg_release(&sums[i]);
     free(sums);
 }
 
@@ -516,7 +515,8 @@ static int load_trace(mk_report_t *r, const char *src, const char *path, filter_
     mk_profile_opts_t po = {.thread = r->opts.thread,
                             .summary_first = r->opts.summary_first && !narrowed,
                             .growth = r->opts.growth,
-                            .counts_only = r->opts.counts_only};
+                            .counts_only = r->opts.counts_only,
+                            .slices = r->opts.slices};
     if (r->opts.module || r->opts.function || r->opts.file) {
         po.stack_pass = filter_stack;
         po.filter_ctx = flt;
@@ -871,8 +871,7 @@ static bool adopt_profile(mk_report_t *m, mk_report_t *one)
             continue;
         }
         merge_agg(&d->stacks[e->a], a); /* an earlier stack, same frames */
-        mk_hist_free(&a->size_hist);
-        mk_hist_free(&a->life_hist);
+        mk_agg_release(a);
         memset(a, 0, sizeof *a); /* no calls, no leaks: not a site */
     }
     d->last_agg = UINT32_MAX;
@@ -1137,6 +1136,7 @@ int mk_report_load_many(mk_report_t *r, const char *const *paths, size_t n,
     mk_report_opts_t each = r->opts;
     each.totals_only = true;     /* each process's aggregates; rows once, merged */
     each.share_names = r->names; /* one symbolization of each module for the run */
+    each.slices = false;         /* processes' times do not share one axis */
     bool ahead = !each.module && !each.function && !each.file; /* see prefetch_t */
     size_t *order = largest_first(paths, n);
     prefetch_t *slot = calloc(2, sizeof *slot); /* trace k's load is slot[k % 2] */

@@ -36,6 +36,8 @@ typedef struct mk_report_opts {
     bool growth;        /* keep each site's live bytes at the growth points
                          * (profile.h), for mk_report_growth */
     bool growth_asked;  /* --growth: the page carries them without snapshots */
+    bool slices;        /* each site's calls, bytes and time per time slice (the
+                         * page's ranges; one process's report only) */
     int sort;           /* enum mk_sort: the rows' order (--sort) */
     bool wait_known;    /* the process's end as its parent saw it (memkit trace's
                          * own child): what a missing end record means */

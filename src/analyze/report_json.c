@@ -386,6 +386,28 @@ static void input(mk_json *j, mk_report_t *r, int top)
     mk_json_end_object(j);
 }
 
+/* The slices a profile's timeline has used (0: no slices kept). */
+static uint32_t slices_used(const mk_report_t *r)
+{
+    return r->prof.opts.slices ? (r->prof.nbuckets + MK_SLICE_WIDTH - 1) / MK_SLICE_WIDTH
+                               : 0;
+}
+
+/* The page's "slices": [calls, bytes, allocator ns] per time slice, each
+ * an array of n. */
+static void row_slices(mk_json *j, const mk_stack_agg_t *a, uint32_t n)
+{
+    mk_json_key(j, "slices");
+    mk_json_begin_array(j);
+    for (int f = 0; f < MK_SLICE_FIELDS; f++) {
+        mk_json_begin_array(j);
+        for (uint32_t i = 0; i < n; i++)
+            mk_json_uint(j, (uint64_t)(mk_slices_get(&a->slices, (int)i, f) + 0.5));
+        mk_json_end_array(j);
+    }
+    mk_json_end_array(j);
+}
+
 /* Does a row hold at least 0.1% of one of the page's weights (calls,
  * bytes, allocator time, at the peak, leaked) of all rows'? */
 static bool page_worthy(const mk_stack_agg_t *a, const mk_stack_agg_t *all)
@@ -423,6 +445,8 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
             frames(j, r, rw[i].stack);
         }
         agg_fields(j, rw[i].agg, r->prof.sampled, r->prof.site_times);
+        if (pg && slices_used(r))
+            row_slices(j, rw[i].agg, slices_used(r));
         mk_json_end_object(j);
     }
     if (folded) { /* the page's "other": one row, named, without frames */
@@ -437,13 +461,13 @@ static void rows(mk_json *j, mk_report_t *r, const char *k, const mk_row_t *rw, 
         mk_json_begin_array(j);
         mk_json_end_array(j);
         agg_fields(j, &other, r->prof.sampled, r->prof.site_times);
+        if (slices_used(r))
+            row_slices(j, &other, slices_used(r));
         mk_json_end_object(j);
     }
     mk_json_end_array(j);
-    mk_hist_free(&all.size_hist); /* the sums' histograms may have spilled */
-    mk_hist_free(&all.life_hist);
-    mk_hist_free(&other.size_hist);
-    mk_hist_free(&other.life_hist);
+    mk_agg_release(&all); /* the sums' histograms may have spilled */
+    mk_agg_release(&other);
 }
 
 /* "key": {"stack": id, "frames": [...]} */
@@ -511,11 +535,16 @@ static void findings(mk_json *j, mk_report_t *r)
     key_uint(j, "findings_shown", mk_findings_shown(r, r->opts.findings_shown));
 }
 
-static void timeline(mk_json *j, const mk_profile_t *p)
+static void timeline(mk_json *j, const mk_report_t *r)
 {
+    const mk_profile_t *p = &r->prof;
     mk_json_key(j, "timeline");
     mk_json_begin_object(j);
     key_uint(j, "bucket", 1ull << p->bucket_shift);
+    if (((jout_t *)j)->page && slices_used(r)) { /* the page's ranges: rows' "slices" */
+        key_uint(j, "slice", (1ull << p->bucket_shift) * MK_SLICE_WIDTH);
+        key_uint(j, "slices", slices_used(r));
+    }
     mk_json_key(j, "buckets");
     mk_json_begin_array(j);
     for (uint32_t i = 0; i < p->nbuckets; i++) {
@@ -649,7 +678,7 @@ static void render(mk_report_t *r, FILE *out, int top, page_t *pg)
     hist(j, "size", r->prof.size_hist);
     hist(j, "lifetime", r->prof.life_hist);
     mk_json_end_object(j);
-    timeline(j, &r->prof);
+    timeline(j, r);
     callers(j, r, top);
     rows(j, r, "sites", r->sites, r->nsites, top);
     rows(j, r, "functions", r->functions, r->nfunctions, top);

@@ -531,6 +531,7 @@ int mk_cmd_report(int argc, char **argv)
         return free(inputs), mk_usage_error("report: --replay or --what-if, not both");
     /* JSON and the page carry growth whenever the trace has snapshots. */
     o.growth = growth_only || fmt == FMT_JSON || fmt == FMT_HTML;
+    o.slices = fmt == FMT_HTML;
     o.growth_asked = growth_only;
     char **paths;
     size_t npaths;

@@ -13,7 +13,8 @@
 #       make fuzz (the trace reader, its EVENTS decoder, the curl-log reader and JSON
 #                  escaping under libFuzzer, FUZZ_SECONDS each; needs clang),
 #       make bench-trace (the tracer's overhead next to heaptrack's),
-#       make bench-report (memkit report next to heaptrack_print on one workload),
+#       make bench-report (memkit report next to heaptrack_print on one workload; memory
+#         against threads; the HTML page's size and load time),
 #       make bench-real (memkit on real programs next to heaptrack: bench/real/run.sh)
 #       make bench-real-outside (the same for perl, sqlite3 and jq: bench/real/outside.sh)
 #       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh)
@@ -104,6 +105,7 @@ bench-trace: build
 bench-report: build
 	@sh bench/report/run.sh $(BUILD)
 	@sh bench/report/threads.sh $(BUILD)
+	@sh bench/report/page.sh $(BUILD)
 
 bench-real:
 	@$(DEPS) build test

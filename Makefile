@@ -17,7 +17,8 @@
 #         against threads; the HTML page's size and load time),
 #       make bench-real (memkit on real programs next to heaptrack: bench/real/run.sh)
 #       make bench-real-outside (the same for perl, sqlite3 and jq: bench/real/outside.sh)
-#       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh)
+#       make bench-sample (trace --sample: overhead and accuracy: bench/sample/run.sh;
+#         its standard errors' calibration: bench/sample/calibrate.py)
 #       make bench-cost (the allocator's share of a run, memkit's beside perf's:
 #                        bench/cost/run.sh)
 #       make bench-patterns (libmemkit's defaults against malloc on the shapes of
@@ -136,6 +137,7 @@ bench-sample:
 	@$(DEPS) build test
 	$(build_steps)
 	@sh bench/sample/run.sh $(BUILD)
+	@python3 bench/sample/calibrate.py $(BUILD)
 
 # The fuzz build instruments everything but the tracer with ASan, UBSan and
 # libFuzzer coverage; seeds are traces of the end-to-end test programs (and

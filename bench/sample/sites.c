@@ -25,16 +25,16 @@
         }                                                                                \
     }
 
-SITE(site_16, 16, 200000)      /* 3.2 MB */
-SITE(site_96, 96, 60000)       /* 5.8 MB */
-SITE(site_48, 48, 100000)      /* 4.8 MB */
-SITE(site_200, 200, 40000)     /* 8 MB */
-SITE(site_1k, 1024, 4000)      /* 4 MB */
-SITE(site_3k, 3000, 3000)      /* 9 MB */
-SITE(site_8k, 8192, 700)       /* 5.7 MB */
-SITE(site_16k, 16384, 1000)    /* 16 MB */
-SITE(site_100k, 100000, 100)   /* 10 MB */
-SITE(site_256k, 262144, 120)   /* 31 MB */
+SITE(site_16, 16, 200000)    /* 3.2 MB */
+SITE(site_96, 96, 60000)     /* 5.8 MB */
+SITE(site_48, 48, 100000)    /* 4.8 MB */
+SITE(site_200, 200, 40000)   /* 8 MB */
+SITE(site_1k, 1024, 4000)    /* 4 MB */
+SITE(site_3k, 3000, 3000)    /* 9 MB */
+SITE(site_8k, 8192, 700)     /* 5.7 MB */
+SITE(site_16k, 16384, 1000)  /* 16 MB */
+SITE(site_100k, 100000, 100) /* 10 MB */
+SITE(site_256k, 262144, 120) /* 31 MB */
 
 int main(void)
 {

@@ -71,6 +71,11 @@ struct mk_report_opts;
 int mk_load_inputs(struct mk_report *r, char *const *paths, size_t n,
                    const struct mk_report_opts *o);
 
+/* memkit trace --pprof (trace_pprof.c): path's trace also as pprof
+ * profiles beside it, the whole run's and each snapshot's; one line on said
+ * names them. Returns 1 when the run's profile was written. */
+int mk_trace_write_pprof(const char *path, FILE *said);
+
 /* Loads an input for analysis, printing its problems on stderr. Returns
  * MK_EXIT_OK, or MK_EXIT_USAGE when it could not be read (r->tr NULL and
  * nothing to show) or was damaged (r holds what came before). */

@@ -35,7 +35,7 @@ typedef struct trace_opts {
     const char *prefix;
     const char *mallopt; /* MEMKIT_MALLOPT for the program, or NULL */
     int depth;
-    bool no_stacks, summary_only, syscalls, quiet, no_times;
+    bool no_stacks, summary_only, syscalls, quiet, no_times, pprof;
     int top;
     uint64_t sample;      /* --sample: mean bytes between samples; 0: every event */
     uint64_t snapshot_ns; /* --snapshot-every */
@@ -513,6 +513,11 @@ static const mk_opt_t trace_options[] = {
              "mmap_threshold=33554432,trim_threshold=-1 (names as in\n"
              "GLIBC_TUNABLES: mmap_threshold, trim_threshold, top_pad,\n"
              "mmap_max, arena_max, arena_test, perturb, mxfast)"},
+    {.name = "--pprof",
+     .kind = MK_OPT_FLAG,
+     .at = TRACE(pprof),
+     .help = "also write each trace as pprof profiles beside it (PREFIX.<pid>.pb.gz;\n"
+             "with --snapshot-every, one per snapshot too: .snap<K>.pb.gz)"},
     {.name = "--quiet",
      .alias = "-q",
      .kind = MK_OPT_FLAG,
@@ -643,6 +648,9 @@ int mk_cmd_trace(int argc, char **argv)
         list_traces(stderr, traces, n, false);
     else
         print_summary(traces, n, main_trace, cmd[0], pid, status, o.top);
+    for (size_t i = 0; o.pprof && i < n; i++)
+        if (!mk_trace_write_pprof(traces[i].path, stderr))
+            fprintf(stderr, "memkit: trace: no pprof profile of %s\n", traces[i].path);
     free(traces);
     return rc;
 }

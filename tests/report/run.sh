@@ -759,6 +759,62 @@ PY
     HOME=$work GOCACHE=$work/gocache go tool pprof -top -sample_index=alloc_objects "$work/m.pb.gz" >"$work/out" 2>&1 ||
         fail "go tool pprof -top failed"
     expect_re "^ +6192 +[0-9.]+% +[0-9.]+% +6192 +[0-9.]+% +merged_site$"
+    # memkit trace --pprof: a sampled run's profile and one per snapshot, each
+    # read back; the run's totals are its JSON report's estimates, snapshot
+    # K's the report's up to that time (allocated since the start, live then)
+    mkdir -p "$work/pp"
+    "$memkit" trace -q --sample 16K --snapshot-every 0.25s --pprof -o "$work/pp/t" -- \
+        "$tprogs/sampled" grow 1 >"$work/out" 2>&1 || fail "memkit trace --pprof failed"
+    grep -q "^pprof: .*\.pb\.gz, and .*\.snap1\.\.[0-9]*\.pb\.gz ([0-9]* of [0-9]* snapshots)$" \
+        "$work/out" || fail "memkit trace --pprof does not name its profiles: $(cat "$work/out")"
+    mkt=$(ls "$work"/pp/t.*.mkt)
+    "$memkit" report --format json "$mkt" >"$work/pp/all.json" || fail "report of the sampled trace"
+    for f in "$work"/pp/*.pb.gz; do
+        HOME=$work GOCACHE=$work/gocache go tool pprof -raw "$f" >"$f.raw" 2>&1 ||
+            fail "go tool pprof -raw $(basename "$f") failed: $(head -3 "$f.raw")"
+    done
+    for k in $(python3 -c 'import json, sys; print(" ".join(str(i + 1) for i in range(len(json.load(open(sys.argv[1]))["growth"]["points_ns"]))))' "$work/pp/all.json"); do
+        t=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["growth"]["points_ns"][int(sys.argv[2]) - 1] / 1e9)' "$work/pp/all.json" "$k")
+        "$memkit" report --format json --to "$t" "$mkt" >"$work/pp/snap$k.json" || fail "report --to $t"
+    done
+    python3 - "$work/pp" <<'PY' || fail "memkit trace --pprof's profiles (above)"
+import glob, json, os, re, sys
+d = sys.argv[1]
+def totals(raw):
+    rows = raw.split("Samples:\n", 1)[1].split("Locations", 1)[0].splitlines()[1:]
+    vals = [[int(v) for v in line.split(":")[0].split()] for line in rows if ":" in line]
+    return [sum(v[i] for v in vals) for i in range(4)]
+def want(r):
+    s = r["sites"]
+    return [sum(x["calls"] for x in s), sum(x["bytes"] for x in s),
+            sum(x["leaked_blocks"] for x in s), sum(x["leaked_bytes"] for x in s)]
+run = [p for p in glob.glob(d + "/t.*.pb.gz.raw") if ".snap" not in p]
+assert len(run) == 1, run
+assert totals(open(run[0]).read()) == want(json.load(open(d + "/all.json"))), "the run's profile"
+snaps = sorted(glob.glob(d + "/t.*.snap*.pb.gz.raw"), key=lambda p: int(re.search(r"snap(\d+)", p).group(1)))
+assert len(snaps) >= 2, snaps
+prev = None
+for k, p in enumerate(snaps, 1):
+    got = totals(open(p).read())
+    assert got == want(json.load(open("%s/snap%d.json" % (d, k)))), (k, got)
+    assert prev is None or got[1] >= prev[1], (k, got, prev)  # allocated since the start grows
+    prev = got
+PY
+    # a process tree's profile: the processes merged, as the JSON report merges them
+    rm -f "$work"/f.*
+    "$memkit" trace -q -o "$work/f" -- "$tprogs/forkexec" >/dev/null 2>&1 || fail "trace of forkexec"
+    "$memkit" report --format pprof -o "$work/tree.pb.gz" "$work"/f.*.mkt || fail "pprof of a tree"
+    "$memkit" report --format json "$work"/f.*.mkt >"$work/tree.json" || fail "json of a tree"
+    HOME=$work GOCACHE=$work/gocache go tool pprof -raw "$work/tree.pb.gz" >"$work/tree.raw" 2>&1 ||
+        fail "go tool pprof -raw of a tree failed"
+    python3 - "$work/tree.raw" "$work/tree.json" <<'PY' || fail "the tree's profile (above)"
+import json, sys
+raw, r = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+rows = raw.split("Samples:\n", 1)[1].split("Locations", 1)[0].splitlines()[1:]
+vals = [[int(v) for v in line.split(":")[0].split()] for line in rows if ":" in line]
+got = [sum(v[i] for v in vals) for i in range(2)]
+assert got == [r["totals"]["allocation_calls"], sum(s["bytes"] for s in r["sites"])], (got, r["totals"])
+PY
     # a sampled trace's estimates, and the filters, apply as in the other formats
     "$memkit" report --format pprof --function merged_b -o "$work/b.pb.gz" "$work/m.mkt" ||
         fail "report --format pprof --function failed"

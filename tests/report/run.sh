@@ -424,7 +424,7 @@ PY
         # (#search=, #bottom-up, #sort=): search marks the frames that match
         # and says their share of the total, counted once per stack; bottom-up
         # puts the allocating frames on the first row; the sites table sorts.
-        for view in "search=hoist_share" "bottom-up" "sort=bytes"; do
+        for view in "search=hoist_share" "bottom-up" "sort=bytes" "sort=site"; do
             "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
                 --v=0 --dump-dom "file://$work/p.html#$view" >"$work/dom-$view" 2>"$work/console-$view"
             grep -q 'data-rendered="yes"' "$work/dom-$view" || fail "the page did not render ($view)"
@@ -455,6 +455,12 @@ def num(b):
     return float(v) * {"": 1, "B": 1, "KB": 1024, "MB": 1 << 20, "GB": 1 << 30}.get(u, 1)
 got = [num(b) for _, b in cells]
 assert len(got) >= 2 and got == sorted(got, reverse=True), got
+# the site column sorts too, by the site's name
+by_name = open(sys.argv[1].replace("search=hoist_share", "sort=site")).read()
+by_name = by_name[by_name.index('<table id="sites">'):]
+names = [html.unescape(re.sub("<[^>]+>", "", c)).split("  <-  ")[0]
+         for c in re.findall(r'<td class="l frames">(.*?)</td>', by_name[:by_name.index("</table>")])]
+assert len(names) >= 2 and names == sorted(names), names
 PY
     fi
     ;;

@@ -10,6 +10,7 @@
 #include "modules.h"
 #include "output.h"
 #include "sampling.h"
+#include "elf_sym.h"
 #include "go_exit.h"
 #include "signals.h"
 #include "stacks.h"
@@ -317,10 +318,15 @@ static void resolve_real(void)
     /* Asked about blocks free is given (record.h's read_slot): only if it is
      * the same allocator's. A drop-in that defines free but not it would
      * leave glibc's reading a header the drop-in never wrote. */
-    Dl_info f, u;
+    /* (the object holding each, by the loader's list: dladdr walked libc's
+     * dynamic symbols twice, 50 us of every process's start) */
+    mk_elf_sym_t f, u;
     if (mk_real.malloc_usable_size &&
-        (!mk_real.free || !dladdr((void *)mk_real.free, &f) ||
-         !dladdr((void *)mk_real.malloc_usable_size, &u) || f.dli_fbase != u.dli_fbase))
+        (!mk_real.free ||
+         mk_elf_symbol_at((void *)mk_real.free, "", &f) == MK_ELF_NO_OBJECT ||
+         mk_elf_symbol_at((void *)mk_real.malloc_usable_size, "", &u) ==
+             MK_ELF_NO_OBJECT ||
+         f.base != u.base || strcmp(f.path, u.path) != 0))
         mk_real.malloc_usable_size = NULL;
 }
 

@@ -28,6 +28,7 @@
 #include "reader.h"
 #include "reader_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -69,6 +70,7 @@ typedef struct stream {
     bool spilled;
     uint8_t *win, *defs;
     uint64_t at[MK_S_COUNT], to[MK_S_COUNT];
+    uint64_t spill_off, spill_len; /* the record's place in the spill file */
     mk_event_cursor_t *cur;
     mk_event_t *ev; /* WINDOW decoded from it, ev[pos] next (a stream of
                      * each thread that ever ran: none until it is loaded) */
@@ -139,14 +141,9 @@ static void unspill(merge_t *m, stream_t *s)
 {
     if (!s->spilled)
         return;
-    uint64_t from = s->at[0], to = s->to[0];
-    for (int i = 0; i < MK_S_COUNT; i++) {
-        from = s->at[i] < from ? s->at[i] : from;
-        to = s->to[i] > to ? s->to[i] : to;
-    }
-    fallocate(m->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
-              (off_t)(to - from));
-    m->held -= to - from;
+    fallocate(m->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+              (off_t)s->spill_off, (off_t)s->spill_len);
+    m->held -= s->spill_len;
     free(s->defs);
     s->defs = NULL;
     s->spilled = false;
@@ -230,6 +227,8 @@ static bool spill(merge_t *m, stream_t *s, const uint8_t *raw, size_t len)
     }
     m->spill_end = off + ((len + SPILL_PAGE - 1) & ~(uint64_t)(SPILL_PAGE - 1));
     m->held += len;
+    s->spill_off = off;
+    s->spill_len = len;
     memcpy(defs, p[MK_S_DEFS], ndefs);
     s->defs = defs;
     for (int i = 0; i < MK_S_COUNT; i++) {
@@ -542,6 +541,8 @@ bool mk_trace_walk(mk_trace_t *tr, mk_event_fn fn, void *ctx)
             m.streams[i].dec.addr = NULL; /* the one-thread walk's */
         stream_done(&m, &m.streams[i]);
     }
+    /* every record and state taken was given back */
+    assert(m.held == 0 && m.in_memory == 0);
     if (m.spill_fd >= 0)
         close(m.spill_fd);
     free(m.streams);

@@ -581,7 +581,7 @@ static int load_log(mk_report_t *r, const char *src, const char *path, filter_t 
     r->kind = MK_INPUT_MEMDEBUG;
     r->time_unit = "line";
     r->names = mk_names_new();
-    mk_profile_opts_t po = {.thread = -1};
+    mk_profile_opts_t po = {.thread = -1, .slices = r->opts.slices};
     if (r->opts.module) {
         snprintf(err, errlen, "%s is a curl memdebug log: it names no modules", path);
         return 2;

@@ -3,8 +3,9 @@
 # truth, part of `make bench-replay`.
 #
 # Three programs written twice, where the fix is only the allocator (sized so
-# that each traced run's allocator time is milliseconds: the tracer times
-# most fast calls one in 64, so a shorter run's figure is noise): the
+# that each traced run's allocator time is tens of milliseconds: the tracer
+# times most fast calls one in 64, and a run of a few milliseconds moved by
+# 0.64-1.30x between runs of one build on this machine): the
 # demo's transfer_before/transfer_after, malloc nodes against mk_pool nodes,
 # per-request mallocs against an MK_SCOPE frame (whatif_fixes.c). Each side
 # is traced (`memkit trace -q`, times on) ROUNDS times (default 5); the
@@ -25,9 +26,9 @@ trap 'rm -rf "$work"' EXIT
 n=$(python3 -c "print(max(200, int(20000 * $scale)))")
 
 : >"$work/res"
-for row in "demo|$build/memkit-transfer before $n|$build/memkit-transfer after $n" \
-    "pool nodes|$build/memkit-whatif-fixes nodes-malloc $n|$build/memkit-whatif-fixes nodes-pool $n" \
-    "scope frame|$build/memkit-whatif-fixes requests-malloc $((n * 5))|$build/memkit-whatif-fixes requests-scope $((n * 5))"; do
+for row in "demo|$build/memkit-transfer before $((n * 5))|$build/memkit-transfer after $((n * 5))" \
+    "pool nodes|$build/memkit-whatif-fixes nodes-malloc $((n * 5))|$build/memkit-whatif-fixes nodes-pool $((n * 5))" \
+    "scope frame|$build/memkit-whatif-fixes requests-malloc $((n * 25))|$build/memkit-whatif-fixes requests-scope $((n * 25))"; do
     name=${row%%|*}
     rest=${row#*|}
     before=${rest%%|*}

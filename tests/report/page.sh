@@ -17,15 +17,10 @@ transfer=$2
 templates=$3
 src=$4
 artifacts=$5
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
 skipped=
-
-fail() {
-    echo "FAIL [page]: $*" >&2
-    fails=$((fails + 1))
-}
+# bad, ok, render_page and the scratch directory $tmp
+. "$(dirname "$0")/../cli/lib.sh"
+work=$tmp
 
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
@@ -39,26 +34,23 @@ page() {
     name=$1
     shift
     "$memkit" trace -q -o "$work/$name" -- "$@" >"$work/$name.out" 2>&1 ||
-        fail "$name: memkit trace failed: $(tail -3 "$work/$name.out")"
+        bad "$name: memkit trace failed: $(tail -3 "$work/$name.out")"
     "$memkit" report --format html -o "$work/$name.html" "$work/$name".*.mkt ||
-        fail "$name: report --format html failed"
+        bad "$name: report --format html failed"
 }
 
-# dom NAME VIEW: the page's DOM after its script ran, with VIEW as its address's
-# fragment, in $work/NAME.VIEW.dom; no console error.
+# dom NAME VIEW: the page drawn with VIEW as its address's fragment, its
+# script finished and no console error (render_page); its DOM in $out.
 dom() {
     out="$work/$1.$(echo "$2" | tr -c 'a-z0-9\n' _).dom"
-    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --enable-logging=stderr \
-        --v=0 --dump-dom "file://$work/$1.html#$2" >"$out" 2>"$out.console"
-    grep -q 'data-rendered="yes"' "$out" || fail "$1 ($2): the page's script did not finish"
-    grep -iE 'Uncaught|CONSOLE.*(error|Error)' "$out.console" && fail "$1 ($2): console errors"
-    echo "$out"
+    render_page "$work/$1.html#$2" "$1 ($2)"
+    cp "$tmp/dom" "$out"
 }
 
 # check NAME: the slices' sums, and a range through the address
 check() {
     name=$1
-    python3 - "$work/$name.html" >"$work/$name.range" <<'PY' || fail "$name: the page's slices (above)"
+    python3 - "$work/$name.html" >"$work/$name.range" <<'PY' || bad "$name: the page's slices (above)"
 import json, re, sys
 d = json.loads(re.search(r'<script id="memkit-data" type="application/json">(.*?)</script>',
                          open(sys.argv[1]).read(), re.S).group(1))
@@ -84,8 +76,8 @@ PY
     set -- $(cat "$work/$name.range")
     [ $# -eq 4 ] || return
     from=$1 to=$2 calls=$3 rows=$4
-    out=$(dom "$name" "range=$from-$to")
-    python3 - "$out" "$work/$name.html" "$calls" "$rows" "$from" "$to" <<'PY' || fail "$name: the range (above)"
+    dom "$name" "range=$from-$to"
+    python3 - "$out" "$work/$name.html" "$calls" "$rows" "$from" "$to" <<'PY' || bad "$name: the range (above)"
 import html, json, re, sys
 dom = open(sys.argv[1]).read()
 d = json.loads(re.search(r'<script id="memkit-data" type="application/json">(.*?)</script>',
@@ -114,12 +106,12 @@ check demo
 shot="$artifacts/page-demo.png"
 timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
     --window-size=1300,1600 --screenshot="$shot" "file://$work/demo.html" >/dev/null 2>&1
-[ "$(stat -c %s "$shot" 2>/dev/null || echo 0)" -gt 10000 ] || fail "no screenshot of the demo's page"
+[ "$(stat -c %s "$shot" 2>/dev/null || echo 0)" -gt 10000 ] || bad "no screenshot of the demo's page"
 
 page templates "$templates"
 check templates
-out=$(dom templates "")
-python3 - "$out" <<'PY' || fail "templates: folded names and stacks that open (above)"
+dom templates ""
+python3 - "$out" <<'PY' || bad "templates: folded names and stacks that open (above)"
 import html, re, sys
 dom = open(sys.argv[1]).read()
 # the flame graph's labels fold template arguments and parameters...
@@ -145,13 +137,13 @@ if command -v clang-14 >/dev/null 2>&1; then
     shot="$artifacts/page-clang.png"
     timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
         --window-size=1300,1600 --screenshot="$shot" "file://$work/clang.html" >/dev/null 2>&1
-    [ "$(stat -c %s "$shot" 2>/dev/null || echo 0)" -gt 10000 ] || fail "no screenshot of clang's page"
+    [ "$(stat -c %s "$shot" 2>/dev/null || echo 0)" -gt 10000 ] || bad "no screenshot of clang's page"
 else
     echo "SKIP: clang: clang-14 is not installed (make test installs it)"
     skipped=1
 fi
 
-[ "$fails" -eq 0 ] || exit 1
+[ "$fail" -eq 0 ] || exit 1
 echo "page: screenshots in $artifacts"
 [ -n "$skipped" ] && exit 77
 echo "ok [page]"

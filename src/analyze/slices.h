@@ -77,6 +77,8 @@ static inline void mk_slices_halve(mk_slices_t *s)
 /* d += s, slice by slice. */
 static inline bool mk_slices_add(mk_slices_t *d, const mk_slices_t *s)
 {
+    if (!s->one) /* no value (every report but the page's) */
+        return true;
     for (int i = 0; i < MK_SLICES; i++) {
         if (!s->all && s->one != i + 1)
             continue;

@@ -19,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One profile of path's trace, to_s its end (0: the whole run), into out. */
-static bool write_one(const char *path, double to_s, const char *out)
+/* One profile of path's trace, to_s its end (0: the whole run), into out;
+ * with snaps, its snapshots' times too (a copy in *snaps, to free). */
+static bool write_one(const char *path, double to_s, const char *out, uint64_t **snaps,
+                      size_t *nsnaps)
 {
     mk_report_opts_t o;
     mk_report_opts_default(&o);
@@ -28,6 +30,11 @@ static bool write_one(const char *path, double to_s, const char *out)
     mk_report_t r;
     if (mk_load_input(&r, path, &o) != MK_EXIT_OK && !r.tr)
         return false;
+    if (snaps && r.tr && r.tr->sampling.nsnapshots &&
+        (*snaps = malloc(r.tr->sampling.nsnapshots * sizeof **snaps))) {
+        *nsnaps = r.tr->sampling.nsnapshots;
+        memcpy(*snaps, r.tr->sampling.snapshots, *nsnaps * sizeof **snaps);
+    }
     mk_outfile_t of;
     bool ok = mk_outfile_open(&of, out);
     if (ok) {
@@ -49,29 +56,17 @@ int mk_trace_write_pprof(const char *path, FILE *said)
     memcpy(base, path, len - 4);
     base[len - 4] = '\0';
     snprintf(out, sizeof out, "%s.pb.gz", base);
-    if (!write_one(path, 0, out))
-        return 0;
-    /* the snapshots' times, from the trace itself */
-    mk_report_opts_t o;
-    mk_report_opts_default(&o);
-    o.counts_only = true;
-    mk_report_t r;
-    uint64_t *at = NULL;
+    uint64_t *at = NULL; /* the snapshots' times, from the trace itself */
     size_t n = 0;
-    if (mk_report_load(&r, path, &o, out, sizeof out) == 0) {
-        n = r.tr ? r.tr->sampling.nsnapshots : 0;
-        at = n ? malloc(n * sizeof *at) : NULL;
-        if (at)
-            memcpy(at, r.tr->sampling.snapshots, n * sizeof *at);
-        else
-            n = 0;
-        mk_report_free(&r);
+    if (!write_one(path, 0, out, &at, &n)) {
+        free(at);
+        return 0;
     }
     size_t written = 0;
     for (size_t k = 0; k < n; k++) {
         snprintf(out, sizeof out, "%s.snap%zu.pb.gz", base, k + 1);
         /* a snapshot at time 0 would read as "to the end": just after it */
-        written += write_one(path, at[k] ? (double)at[k] / 1e9 : 1e-9, out);
+        written += write_one(path, at[k] ? (double)at[k] / 1e9 : 1e-9, out, NULL, NULL);
     }
     free(at);
     if (n)

@@ -98,13 +98,7 @@ static bool own_process(void)
     return atomic_load(&armed) && getpid() == mk_st.pid;
 }
 
-/* The default action as the kernel would read it back (reset_default:
- * with no flags, as a signal never set has). */
-static void report_default(int sig, struct sigaction *old)
-{
-    *old = believed[sig];
-}
-
+/* The default action, with no flags (as a signal never set has). */
 static void reset_default(struct sigaction *act)
 {
     memset(act, 0, sizeof *act);
@@ -226,7 +220,7 @@ MK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
             atomic_store(&stands_in[sig], false);
         }
         if (old) /* a query, or the default again: ours stays */
-            report_default(sig, old);
+            *old = believed[sig];
         if (act && act->sa_handler == SIG_DFL)
             believe(sig, act);
         return 0;

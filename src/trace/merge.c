@@ -149,10 +149,11 @@ static void unspill(merge_t *m, stream_t *s)
     s->spilled = false;
 }
 
-static bool pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
+/* The spill file's bytes at off, read, or written whole from p (write). */
+static bool spill_io(int fd, bool write, uint8_t *p, size_t n, uint64_t off)
 {
     while (n) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
+        ssize_t r = write ? pwrite(fd, p, n, (off_t)off) : pread(fd, p, n, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -180,7 +181,7 @@ static bool refill(merge_t *m, stream_t *s)
         size_t n = SPILL_PAGE - left;
         if (n > s->to[i] - s->at[i])
             n = (size_t)(s->to[i] - s->at[i]);
-        if (!pread_all(m->spill_fd, buf + left, n, s->at[i])) {
+        if (!spill_io(m->spill_fd, false, buf + left, n, s->at[i])) {
             mk_trace_damage(m->tr, "the report's temporary file could not be read: %s",
                             strerror(errno ? errno : EIO));
             return false;
@@ -215,15 +216,9 @@ static bool spill(merge_t *m, stream_t *s, const uint8_t *raw, size_t len)
     if (!defs)
         return false;
     uint64_t off = m->spill_end;
-    for (size_t done = 0; done < len;) {
-        ssize_t w = pwrite(m->spill_fd, raw + done, len - done, (off_t)(off + done));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            free(defs);
-            return false;
-        }
-        done += (size_t)w;
+    if (!spill_io(m->spill_fd, true, (uint8_t *)raw, len, off)) {
+        free(defs);
+        return false;
     }
     m->spill_end = off + ((len + SPILL_PAGE - 1) & ~(uint64_t)(SPILL_PAGE - 1));
     m->held += len;

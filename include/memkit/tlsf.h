@@ -30,6 +30,18 @@
  * a request is rounded up to its size class for the search, so at most 1/32 of a
  * large block is slack. The largest block is 2^40 bytes.
  *
+ * Quick lists (MK_TLSF_GROW heaps, not debug mode). A freed block of under 2 KiB
+ * is not merged: it stays whole on a list of its exact size, and the next request
+ * of that size takes it back, so a program that builds and frees the same shapes
+ * again and again never splits, merges or searches (malloc's and mimalloc's free
+ * lists do the same). The cached blocks are merged back all at once before the
+ * heap grows (a request nothing free serves), at mk_tlsf_trim, and when the caller
+ * frees its last block unless the heap emptied within the retention period before
+ * (a cycle that repeats keeps them; a burst followed by idle gives them back).
+ * That merge is O(cached blocks), so a growing heap's calls are not bounded; a
+ * heap without MK_TLSF_GROW keeps the bound below. mk_tlsf_stats counts the
+ * cached blocks apart.
+ *
  * Frees in flight. A free is merged two frees later: mk_tlsf_free prefetches the
  * block's header, the next free its neighbours', and the one after that merges it
  * with everything in cache. A free that merges at once waits for two or three
@@ -45,7 +57,8 @@
  * split; memalign one malloc plus at most one split at each end. Merging the two
  * frees in flight adds at most 10 steps to the malloc that finds no block and to
  * realloc, so no call takes more than 24 (a realloc that moves on a full heap); 10
- * in debug mode. mk_tlsf_check is the one call that walks the heap.
+ * in debug mode. mk_tlsf_check is the one call that walks the heap. (A heap that
+ * grows: see the quick lists above.)
  *
  * Threads. A heap is single-threaded: one heap per thread is the usual realtime
  * design. MK_TLSF_THREAD_SAFE serializes every call with a mutex (which makes the
@@ -93,6 +106,8 @@ typedef struct mk_tlsf_stats {
                               one block; near 1 when it is many small ones */
     size_t max_call_steps; /* most steps (list operations, bit scans, splits, merges)
                               any single call took since creation */
+    size_t cached_blocks, cached_bytes; /* freed blocks on the quick lists (MK_TLSF_GROW):
+                                           in neither used nor free */
 } mk_tlsf_stats_t;
 
 typedef struct mk_tlsf mk_tlsf_t;

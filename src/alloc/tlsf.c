@@ -25,7 +25,9 @@
  *   - PREV_FREE in a block's size <=> its previous block is free, and then its
  *     prev_phys points at that block;
  *   - a free block is in exactly the list of its class; a list's bit in sl_bitmap
- *     is set <=> the list is not empty; fl_bitmap's bit <=> sl_bitmap[fl] != 0.
+ *     is set <=> the list is not empty; fl_bitmap's bit <=> sl_bitmap[fl] != 0;
+ *   - a block marked CACHED is a used block below quick_max, on exactly the quick
+ *     list of its size (see quick_put).
  */
 #include "internal.h"
 
@@ -53,7 +55,13 @@
 
 #define FREE      ((size_t)1)
 #define PREV_FREE ((size_t)2)
-#define FLAGS     (FREE | PREV_FREE)
+#define CACHED    ((size_t)4) /* a used block on a quick list (see quick_put) */
+#define FLAGS     (FREE | PREV_FREE | CACHED)
+
+/* The quick lists: usable sizes below QUICK_MAX are one size a class of 16 bytes
+ * (16k + 8), so list k holds blocks of exactly 16k + 8 bytes. */
+#define QUICK_MAX   ((size_t)2048)
+#define QUICK_LISTS (QUICK_MAX / ALIGN)
 
 /* Debug mode: after the caller's bytes, an 8-byte canary; in the block's last 16
  * bytes the requested size and a tag that ties the block to its address. */
@@ -100,9 +108,13 @@ struct mk_tlsf {
     uint64_t wild_fl_below;
     uint32_t wild_sl_below;
     size_t wild_floor;
-    block_t *pending[2];      /* frees not merged yet, newest first (defer_release) */
-    size_t grown_bytes;       /* bytes of the regions MK_TLSF_GROW mapped */
-    struct mk__retain retain; /* how long wholly free grown regions are kept */
+    block_t *pending[2];         /* frees not merged yet, newest first (defer_release) */
+    size_t quick_max;            /* QUICK_MAX when the quick lists are on, else 0 */
+    size_t live;                 /* blocks the caller holds */
+    uint64_t quick_emptied;      /* when the last emptying kept the quick lists */
+    block_t *quick[QUICK_LISTS]; /* cached blocks by usable size / 16, newest first */
+    size_t grown_bytes;          /* bytes of the regions MK_TLSF_GROW mapped */
+    struct mk__retain retain;    /* how long wholly free grown regions are kept */
     bool defer; /* neither debug mode nor poisoning: frees go through pending */
     bool fast;  /* defer, and no lock: malloc's and free's inline paths apply */
     pthread_mutex_t lock;
@@ -152,13 +164,13 @@ static inline size_t make_word(size_t n, size_t flags)
 
 static inline size_t word_with(size_t w, size_t flag)
 {
-    MK_ASSERT(flag == FREE || flag == PREV_FREE);
+    MK_ASSERT(flag == FREE || flag == PREV_FREE || flag == CACHED);
     return w | flag;
 }
 
 static inline size_t word_without(size_t w, size_t flag)
 {
-    MK_ASSERT(flag == FREE || flag == PREV_FREE);
+    MK_ASSERT(flag == FREE || flag == PREV_FREE || flag == CACHED);
     return w & ~flag;
 }
 
@@ -664,6 +676,91 @@ static unsigned drain(mk_tlsf_t *t)
 }
 
 /* ------------------------------------------------------------------------ */
+/* quick lists                                                                */
+
+/* The record of a call's steps (counted in a local and returned by the
+ * helpers, so no store per step). */
+static inline void note_steps(mk_tlsf_t *t, unsigned steps)
+{
+    if (steps > t->max_steps)
+        t->max_steps = steps;
+}
+
+/* In a heap that grows (MK_TLSF_GROW, not debug mode) a freed block below
+ * QUICK_MAX is not merged: it stays a used block, marked CACHED, on the list of
+ * its exact size, and the next request of that size takes it back. Each is a
+ * load and three stores, so a program that builds and frees the same shapes
+ * again and again (lists, requests, queues) never splits, merges or searches.
+ * The price is TLSF's bound: the cached blocks are merged back all at once
+ * (quick_flush) when a search finds nothing, before the heap grows; when the
+ * caller frees its last block, unless the heap emptied within the retention
+ * period before (a cycle that repeats keeps them); and at trim. A heap that
+ * grows makes system calls already; a fixed heap keeps its bound. */
+
+/* Used block b, its size word bs, goes on its quick list. Its body is poisoned
+ * as a free block's is: the link stays open, and the last 8 bytes (the next
+ * block's prev_phys, which a merge of that block writes). */
+HOT void quick_put(mk_tlsf_t *t, block_t *b, size_t bs, bool poison)
+{
+    size_t k = word_size(bs) >> ALIGN_LOG2;
+
+    MK_ASSERT(word_size(bs) < t->quick_max && !word_free(bs) && !(bs & CACHED));
+    b->next_free = t->quick[k];
+    t->quick[k] = b;
+    b->size = word_with(bs, CACHED);
+    poison_body(poison, b);
+}
+
+/* A cached block of exactly n usable bytes (n below quick_max), or NULL. */
+HOT block_t *quick_take(mk_tlsf_t *t, size_t n, bool poison)
+{
+    block_t *b = t->quick[n >> ALIGN_LOG2];
+
+    if (b) {
+        MK_ASSERT(bsize(b) == n && (b->size & CACHED));
+        t->quick[n >> ALIGN_LOG2] = b->next_free;
+        b->size = word_without(b->size, CACHED);
+        open_up(poison, payload(b), n);
+    }
+    return b;
+}
+
+/* Merges every cached block back into the heap (each a free); O(cached blocks).
+ * A merge may unmap a wholly free region (region_freed): never one with a
+ * cached block in it, which is a used block. */
+static __attribute__((noinline, cold)) unsigned quick_flush(mk_tlsf_t *t)
+{
+    unsigned steps = 0;
+
+    for (size_t k = 0; k < QUICK_LISTS; k++)
+        for (block_t *b; (b = t->quick[k]);) {
+            t->quick[k] = b->next_free;
+            b->size = word_without(b->size, CACHED);
+            steps += release(t, b, t->poison);
+        }
+    return steps;
+}
+
+/* The caller holds no block now. A heap emptied for the first time, or not
+ * within the retention period, merges its cached blocks back so that its grown
+ * regions can go back to the OS (region_freed decides); one that empties again
+ * within the period keeps them for the next cycle. A heap that never grew has
+ * nothing to give back, and reads no clock. */
+static __attribute__((noinline, cold)) void quick_emptied(mk_tlsf_t *t)
+{
+    uint64_t now;
+    bool again;
+
+    if (!t->grown_bytes)
+        return;
+    now = mk__retain_clock();
+    again = t->quick_emptied && now - t->quick_emptied < t->retain.decay_ns;
+    t->quick_emptied = now;
+    if (!again)
+        note_steps(t, quick_flush(t));
+}
+
+/* ------------------------------------------------------------------------ */
 /* regions                                                                   */
 
 /* True when region r holds no block in use: one free block up to the sentinel. */
@@ -814,6 +911,7 @@ static bool init(mk_tlsf_t *t, unsigned flags)
         t->poison = true;
     t->defer = !t->poison && !(flags & MK_TLSF_DEBUG);
     t->fast = t->defer && !(flags & MK_TLSF_THREAD_SAFE);
+    t->quick_max = (flags & MK_TLSF_GROW) && !(flags & MK_TLSF_DEBUG) ? QUICK_MAX : 0;
     if (flags & MK_TLSF_THREAD_SAFE)
         pthread_mutex_init(&t->lock, NULL);
     return true;
@@ -978,12 +1076,6 @@ static inline void call_begin(mk_tlsf_t *t)
         pthread_mutex_lock(&t->lock);
 }
 
-static inline void note_steps(mk_tlsf_t *t, unsigned steps)
-{
-    if (steps > t->max_steps)
-        t->max_steps = steps;
-}
-
 static inline void call_end(mk_tlsf_t *t, unsigned steps)
 {
     note_steps(t, steps);
@@ -999,6 +1091,10 @@ HOT block_t *take(mk_tlsf_t *t, size_t n, unsigned *fl, unsigned *sl, unsigned *
 
     if (MK_UNLIKELY(!b) && t->defer) {
         *steps += drain(t);
+        b = find_fit(t, n, fl, sl, steps);
+    }
+    if (MK_UNLIKELY(!b) && t->quick_max) {
+        *steps += quick_flush(t);
         b = find_fit(t, n, fl, sl, steps);
     }
     if (MK_UNLIKELY(!b) && (t->flags & MK_TLSF_GROW)) {
@@ -1021,7 +1117,9 @@ HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
         errno = ENOMEM;
         return NULL;
     }
-    if ((b = wild_fit(t, n))) {
+    if (n < t->quick_max && (b = quick_take(t, n, t->poison))) {
+        *steps += 1;
+    } else if ((b = wild_fit(t, n))) {
         /* the block find_fit would take, and carve's same-class case; the
          * check stands for find_fit's scan in the step count */
         *steps += 1 + carve_wild(t, b, n, t->poison);
@@ -1034,6 +1132,7 @@ HOT void *alloc_locked(mk_tlsf_t *t, size_t size, unsigned *steps)
     MK_ASSERT(!is_free(b) && bsize(b) >= n);
     if (t->flags & MK_TLSF_DEBUG)
         debug_tag(b, req);
+    t->live++;
     return payload(b);
 }
 
@@ -1054,10 +1153,19 @@ void *mk_tlsf_malloc(mk_tlsf_t *t, size_t size)
     block_t *b;
 
     /* The fast path: no lock, no debug mode, no poisoning, and the request is
-     * carved from the wild block (what alloc_locked would do, minus its checks). */
-    if (MK_LIKELY(t->fast) && (n = adjust(size)) && (b = wild_fit(t, n))) {
-        note_steps(t, 1 + carve_wild(t, b, n, false));
-        return payload(b);
+     * a cached block or carved from the wild block (what alloc_locked would do,
+     * minus its checks). A quick list's one step is below any earlier call's
+     * (a cached block was carved once), so it notes none. */
+    if (MK_LIKELY(t->fast) && (n = adjust(size))) {
+        if (n < t->quick_max && (b = quick_take(t, n, false))) {
+            t->live++;
+            return payload(b);
+        }
+        if ((b = wild_fit(t, n))) {
+            note_steps(t, 1 + carve_wild(t, b, n, false));
+            t->live++;
+            return payload(b);
+        }
     }
     return malloc_slow(t, size);
 }
@@ -1118,6 +1226,7 @@ void *mk_tlsf_memalign(mk_tlsf_t *t, size_t align, size_t size)
     steps += carve(t, b, n, false, 0, 0, t->poison);
     if (t->flags & MK_TLSF_DEBUG)
         debug_tag(b, req);
+    t->live++;
     p = payload(b);
 out:
     call_end(t, steps);
@@ -1129,22 +1238,51 @@ out:
 
 static __attribute__((noinline)) void free_slow(mk_tlsf_t *t, void *p)
 {
+    block_t *b;
+    unsigned steps;
+
     if (!p)
         return;
+    b = of_payload(p);
     call_begin(t);
-    if (t->defer) {
-        call_end(t, defer_release(t, of_payload(p)));
-        return;
-    }
     if (t->flags & MK_TLSF_DEBUG)
         debug_verify(t, p, "mk_tlsf_free");
-    call_end(t, release(t, of_payload(p), t->poison));
+    if (bsize(b) < t->quick_max) {
+        quick_put(t, b, b->size, t->poison);
+        steps = 1;
+    } else {
+        steps = t->defer ? defer_release(t, b) : release(t, b, t->poison);
+    }
+    MK_ASSERT(t->live > 0);
+    if (--t->live == 0 && t->quick_max)
+        quick_emptied(t);
+    call_end(t, steps);
+}
+
+/* The fast path's merge, out of line: the quick path then needs no frame. */
+static __attribute__((noinline)) void free_deferred(mk_tlsf_t *t, block_t *b)
+{
+    note_steps(t, defer_release(t, b));
+    MK_ASSERT(t->live > 0);
+    if (MK_UNLIKELY(--t->live == 0) && t->quick_max)
+        quick_emptied(t);
 }
 
 void mk_tlsf_free(mk_tlsf_t *t, void *p)
 {
     if (MK_LIKELY(t->fast) && p) {
-        note_steps(t, defer_release(t, of_payload(p)));
+        block_t *b = of_payload(p);
+        size_t bs;
+
+        /* A fixed heap reads no header here: its free is deferred whole. */
+        if (!t->quick_max || word_size(bs = b->size) >= t->quick_max) {
+            free_deferred(t, b);
+            return;
+        }
+        quick_put(t, b, bs, false);
+        MK_ASSERT(t->live > 0);
+        if (MK_UNLIKELY(--t->live == 0))
+            quick_emptied(t);
         return;
     }
     free_slow(t, p);
@@ -1215,6 +1353,7 @@ void *mk_tlsf_realloc(mk_tlsf_t *t, void *p, size_t size)
     if ((q = alloc_locked(t, size, &steps))) {
         memcpy(q, p, old < size ? old : size);
         steps += release(t, of_payload(p), t->poison);
+        t->live--; /* alloc_locked counted q */
     }
     call_end(t, steps);
     return q;
@@ -1243,8 +1382,8 @@ size_t mk_tlsf_usable_size(mk_tlsf_t *t, const void *p)
         return false;                                                                    \
     } while (0)
 
-static bool check_regions(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char *why,
-                          size_t why_len)
+static bool check_regions(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], size_t *cached,
+                          char *why, size_t why_len)
 {
     for (region_t *r = t->regions; r; r = r->next) {
         block_t *b = (block_t *)((uintptr_t)r + REGION_HEAD), *prev = NULL;
@@ -1270,7 +1409,11 @@ static bool check_regions(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char 
                 FAIL("block %p: bad size %zu", (void *)b, s);
             if (is_free(b) && (prev && is_free(prev)))
                 FAIL("blocks %p and %p are free neighbours", (void *)prev, (void *)b);
-            if (is_free(b)) {
+            if (b->size & CACHED) {
+                if (is_free(b) || s >= t->quick_max)
+                    FAIL("block %p: cached but free, or too large to be", (void *)b);
+                ++*cached;
+            } else if (is_free(b)) {
                 unsigned fl, sl;
                 mapping_insert(s, &fl, &sl);
                 counts[fl][sl]++;
@@ -1324,9 +1467,28 @@ static bool check_lists(mk_tlsf_t *t, size_t counts[FL_COUNT][SL_COUNT], char *w
     return true;
 }
 
+/* Each quick list holds only cached blocks of its size, and the lists together
+ * hold every cached block of the heap (cached, counted by check_regions): then
+ * none is on two lists (one next pointer, one size) or twice on one. */
+static bool check_quick(mk_tlsf_t *t, size_t cached, char *why, size_t why_len)
+{
+    size_t n = 0;
+
+    for (size_t k = 0; k < QUICK_LISTS; k++)
+        for (block_t *b = t->quick[k]; b && n <= cached; b = b->next_free, n++)
+            if (!region_of(t, (uintptr_t)payload(b)) || !(b->size & CACHED) ||
+                bsize(b) != k * ALIGN + HDR)
+                FAIL("quick list %zu holds %p, not a cached block of its size", k,
+                     (void *)b);
+    if (n != cached)
+        FAIL("the quick lists hold %s blocks, the heap %zu cached ones",
+             n > cached ? "more" : "fewer", cached);
+    return true;
+}
+
 bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len)
 {
-    size_t counts[FL_COUNT][SL_COUNT];
+    size_t counts[FL_COUNT][SL_COUNT], cached = 0;
     bool ok;
 
     call_begin(t);
@@ -1334,7 +1496,8 @@ bool mk_tlsf_check(mk_tlsf_t *t, char *why, size_t why_len)
     memset(counts, 0, sizeof counts);
     /* Reading free bodies' headers is the point here: open nothing, read only
      * headers and links, which are never poisoned. */
-    ok = check_regions(t, counts, why, why_len) && check_lists(t, counts, why, why_len);
+    ok = check_regions(t, counts, &cached, why, why_len) &&
+         check_lists(t, counts, why, why_len) && check_quick(t, cached, why, why_len);
     call_end(t, 0);
     return ok;
 }
@@ -1343,6 +1506,7 @@ void mk_tlsf_trim(mk_tlsf_t *t)
 {
     call_begin(t);
     drain(t);
+    quick_flush(t);
     unmap_empty_regions(t, SIZE_MAX);
     call_end(t, 0);
 }
@@ -1358,7 +1522,10 @@ void mk_tlsf_stats(mk_tlsf_t *t, mk_tlsf_stats_t *out)
         s.region_bytes += r->bytes;
         for (block_t *b = (block_t *)((uintptr_t)r + REGION_HEAD); bsize(b);
              b = next_phys(b))
-            if (is_free(b)) {
+            if (b->size & CACHED) {
+                s.cached_blocks++;
+                s.cached_bytes += bsize(b);
+            } else if (is_free(b)) {
                 s.free_blocks++;
                 s.free_bytes += bsize(b);
                 if (bsize(b) > s.largest_free)

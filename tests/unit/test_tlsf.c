@@ -2,10 +2,11 @@
  * test_tlsf.c - unit tests of mk_tlsf: configuration, sizes and alignment, calloc,
  * realloc in place and by moving, memalign, exhaustion, regions given and grown,
  * statistics and the bounded step count, thread-safe mode, prelocked mode (no page
- * faults after creation), the integrity check catching damage, and the debug-mode
- * aborts.
+ * faults after creation), the quick lists of a heap that grows and when they are
+ * merged back, the integrity check catching damage, and the debug-mode aborts.
  */
 #include "check.h"
+#include "fake_clock.h"
 
 #include <memkit/tlsf.h>
 
@@ -324,6 +325,104 @@ static void test_prelock(void)
     mk_tlsf_destroy(t);
 }
 
+/* ---- the quick lists (MK_TLSF_GROW) ---- */
+
+static size_t cached_blocks(mk_tlsf_t *t, size_t *regions)
+{
+    mk_tlsf_stats_t s;
+
+    mk_tlsf_stats(t, &s);
+    if (regions)
+        *regions = s.regions;
+    return s.cached_blocks;
+}
+
+static void test_quick_lists(void)
+{
+    enum { N = 2000 };
+    static void *p[N], *q[N];
+    mk_tlsf_t *t = mk_tlsf_create(&(mk_tlsf_config_t){
+        .initial_size = 64 * KIB, .grow_size = 64 * KIB, .flags = MK_TLSF_GROW});
+    size_t regions, before;
+    bool same = true;
+
+    fake_clock_install();
+    /* The first emptying of a heap that grew merges everything back. */
+    for (int i = 0; i < N; i++)
+        CHECK((p[i] = mk_tlsf_malloc(t, 100)) != NULL);
+    for (int i = 0; i < N; i++)
+        mk_tlsf_free(t, p[i]);
+    CHECK_EQ(cached_blocks(t, NULL), 0);
+    CHECK(heap_ok(t));
+    /* Emptied again within the retention period: the blocks stay cached, and the
+     * next requests of their size take them back, newest first. */
+    for (int i = 0; i < N; i++)
+        CHECK((p[i] = mk_tlsf_malloc(t, 100)) != NULL);
+    for (int i = 0; i < N; i++)
+        mk_tlsf_free(t, p[i]);
+    CHECK_EQ(cached_blocks(t, NULL), N);
+    CHECK(heap_ok(t));
+    for (int i = 0; i < N; i++)
+        same &= (q[i] = mk_tlsf_malloc(t, 100)) == p[N - 1 - i];
+    CHECK(same);
+    CHECK_EQ(cached_blocks(t, NULL), 0);
+    /* Blocks of 2 KiB and more are merged as before. */
+    void *big = mk_tlsf_malloc(t, 3000);
+    mk_tlsf_free(t, big);
+    CHECK_EQ(cached_blocks(t, NULL), 0);
+    for (int i = 0; i < N; i++)
+        mk_tlsf_free(t, q[i]);
+    CHECK_EQ(cached_blocks(t, &before), N);
+    /* A request nothing free serves merges the cached blocks before the heap
+     * grows: 40 KiB fits in a region of 64 KiB once its blocks merge. */
+    big = mk_tlsf_malloc(t, 40 * KIB);
+    CHECK(big != NULL);
+    CHECK_EQ(cached_blocks(t, &regions), 0);
+    CHECK(regions <= before);
+    CHECK(heap_ok(t));
+    /* An emptying a retention period after the last merges them back. */
+    for (int i = 0; i < N; i++)
+        p[i] = mk_tlsf_malloc(t, 200);
+    for (int i = 0; i < N; i++)
+        mk_tlsf_free(t, p[i]);
+    CHECK_EQ(cached_blocks(t, NULL), N); /* big is still held */
+    fake_clock_advance_ms(2 * MK_DECAY_MS);
+    mk_tlsf_free(t, big);
+    CHECK_EQ(cached_blocks(t, NULL), 0);
+    /* Trim merges them back and unmaps every grown region but keep's. */
+    for (int i = 0; i < N; i++)
+        p[i] = mk_tlsf_malloc(t, 100);
+    void *keep = mk_tlsf_malloc(t, 24);
+    for (int i = 0; i < N; i++)
+        mk_tlsf_free(t, p[i]);
+    CHECK_EQ(cached_blocks(t, NULL), N);
+    mk_tlsf_trim(t);
+    CHECK_EQ(cached_blocks(t, &regions), 0);
+    CHECK(regions <= 2);
+    mk_tlsf_free(t, keep);
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+
+    /* A heap that does not grow keeps TLSF's bound: no quick lists. */
+    static _Alignas(64) char arena[256 * KIB];
+    t = mk_tlsf_create_in(arena, sizeof arena, 0);
+    keep = mk_tlsf_malloc(t, 100);
+    mk_tlsf_free(t, mk_tlsf_malloc(t, 100));
+    CHECK_EQ(cached_blocks(t, NULL), 0);
+    mk_tlsf_free(t, keep);
+    mk_tlsf_destroy(t);
+
+    /* A thread-safe heap that grows caches under its lock. */
+    t = mk_tlsf_create(&(mk_tlsf_config_t){.flags = MK_TLSF_GROW | MK_TLSF_THREAD_SAFE});
+    keep = mk_tlsf_malloc(t, 100);
+    void *x = mk_tlsf_malloc(t, 100);
+    mk_tlsf_free(t, x);
+    CHECK_EQ(cached_blocks(t, NULL), 1);
+    CHECK(mk_tlsf_malloc(t, 100) == x);
+    CHECK(heap_ok(t));
+    mk_tlsf_destroy(t);
+}
+
 /* ---- the check catches damage; debug mode aborts ---- */
 
 static void test_check_catches_damage(void)
@@ -415,6 +514,7 @@ int main(int argc, char **argv)
     test_bounded_steps();
     test_thread_safe();
     test_prelock();
+    test_quick_lists();
     test_check_catches_damage();
     test_debug_aborts();
 #ifdef TEST_ASAN

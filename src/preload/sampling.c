@@ -41,16 +41,38 @@ static void set_unlock(void)
  * cannot be mapped. Under the lock, or before any thread samples. */
 static mk_sample_filter_t *filter_build(unsigned bits)
 {
-    mk_sample_filter_t *f = mk_pages_zeroed(sizeof *f + ((size_t)1 << bits));
+    size_t buckets = (size_t)1 << bits, words = buckets / 64;
+    mk_sample_filter_t *f = mk_pages_zeroed(sizeof *f + words * 8 + buckets);
     if (!f)
         return NULL;
     f->shift = 64 - bits;
+    f->count = (uint8_t *)&f->bits[words];
     for (size_t i = 0; i < sampled.cap; i++) {
         uintptr_t p = sampled.slots[i].key;
-        if (p && f->count[mk_sample_bucket(f, p)] < 255)
-            f->count[mk_sample_bucket(f, p)]++;
+        size_t h = p ? mk_sample_bucket(f, p) : 0;
+        if (p && f->count[h] < 255) {
+            f->count[h]++;
+            f->bits[h / 64] |= (uint64_t)1 << (h % 64);
+        }
     }
     return f;
+}
+
+/* Under the lock: bucket h gains (+1) or loses (-1) a member. A count that
+ * saturated stays, and so does its bit. */
+static void filter_count(mk_sample_filter_t *f, size_t h, int by)
+{
+    uint8_t v = f->count[h];
+    uint64_t bit = (uint64_t)1 << (h % 64),
+             w = __atomic_load_n(&f->bits[h / 64], __ATOMIC_RELAXED);
+
+    if (v == 255)
+        return;
+    f->count[h] = (uint8_t)(v + by);
+    if (f->count[h] == 0)
+        __atomic_store_n(&f->bits[h / 64], w & ~bit, __ATOMIC_RELAXED);
+    else if (v == 0)
+        __atomic_store_n(&f->bits[h / 64], w | bit, __ATOMIC_RELAXED);
 }
 
 /* Under the lock, after a member joined: a larger filter when this one has
@@ -146,10 +168,7 @@ bool mk_sampled_put(uintptr_t p)
     /* Not fresh: a block whose free went unseen (a nested call's) left its
      * entry; the address is live again, and its count is already there. */
     if (e && fresh) {
-        uint8_t *c = &f->count[mk_sample_bucket(f, p)];
-        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-        if (v < 255)
-            __atomic_store_n(c, (uint8_t)(v + 1), __ATOMIC_RELAXED);
+        filter_count(f, mk_sample_bucket(f, p), +1);
         filter_grow(f);
     }
     set_unlock();
@@ -166,10 +185,7 @@ bool mk_sampled_take_slow(uintptr_t p)
     mk_kv_t *e = mk_addr_find(&sampled, p);
     if (e) {
         mk_addr_remove(&sampled, e);
-        uint8_t *c = &f->count[mk_sample_bucket(f, p)];
-        uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
-        if (v < 255) /* a saturated count stays: it no longer knows its members */
-            __atomic_store_n(c, (uint8_t)(v - 1), __ATOMIC_RELAXED);
+        filter_count(f, mk_sample_bucket(f, p), -1);
     }
     set_unlock();
     return e != NULL;

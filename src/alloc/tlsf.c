@@ -111,7 +111,7 @@ struct mk_tlsf {
     block_t *pending[2];         /* frees not merged yet, newest first (defer_release) */
     size_t quick_max;            /* QUICK_MAX when the quick lists are on, else 0 */
     size_t live;                 /* blocks the caller holds */
-    uint64_t quick_emptied;      /* when it last fell to 0, once the heap grew */
+    uint64_t quick_emptied;      /* when live last fell to 0 (once it grew) */
     block_t *quick[QUICK_LISTS]; /* cached blocks by usable size / 16, newest first */
     size_t grown_bytes;          /* bytes of the regions MK_TLSF_GROW mapped */
     struct mk__retain retain;    /* how long wholly free grown regions are kept */

@@ -1,8 +1,9 @@
 /*
  * stacks.c - call-stack capture and interning for the tracer.
  *
- * Capture uses libunwind, which reads the DWARF unwind tables, so programs
- * built without frame pointers (all of Debian) get full stacks: its
+ * Capture uses libunwind (loaded when first needed: below), which reads the
+ * DWARF unwind tables, so programs built without frame pointers (all of
+ * Debian) get full stacks: its
  * unw_backtrace, whose per-thread cache of frame layouts by code address
  * walks known frames with plain loads (unwind_fast), and unw_step where that
  * cannot start (unwind). On top, memkit's own cache (below) makes repeated
@@ -41,6 +42,86 @@
 #include <sched.h>
 #include <stdio.h>
 #include <unwind.h>
+
+/* ---- libunwind, loaded when first needed ----
+ *
+ * It is no dependency of the tracer: --sample walks with libgcc and needs it
+ * only once the program registers unwind tables, and loading it (with its
+ * liblzma) cost every sampled process about 0.2 ms before any sample. Full
+ * tracing loads it at start-up (mk_stacks_init). RTLD_LOCAL: its own
+ * _Unwind_* functions never stand in for libgcc's in the program. The names
+ * are the header's (unw_step is a macro for the architecture's symbol). */
+#define MK_LIBUNWIND "libunwind.so.8"
+#define MK_NAME_(x)  #x
+#define MK_NAME(x)   MK_NAME_(x)
+
+static struct {
+    __typeof__(unw_tdep_getcontext) *getcontext;
+    __typeof__(unw_init_local) *init_local;
+    __typeof__(unw_step) *step;
+    __typeof__(unw_get_reg) *get_reg;
+    __typeof__(unw_is_signal_frame) *is_signal_frame;
+    __typeof__(unw_set_caching_policy) *set_caching_policy;
+    __typeof__(unw_flush_cache) *flush_cache;
+    __typeof__(unw_backtrace) *backtrace;
+    unw_addr_space_t *local_as;
+} unw;
+static atomic_int unw_state; /* 0 not tried, 1 loading, 2 loaded, 3 not there */
+
+/* libunwind's code, for the calls it makes from within a capture. */
+static uintptr_t unwinder_lo, unwinder_hi;
+
+static bool unw_open(void)
+{
+    static void *dlopen_slot;
+    /* glibc's dlopen, not our interposer (hooks_proc.c: it would write a
+     * module map) */
+    void *(*real_dlopen)(const char *, int) =
+        (void *(*)(const char *, int))mk_next_symbol(&dlopen_slot, "dlopen");
+    void *h = real_dlopen ? real_dlopen(MK_LIBUNWIND, RTLD_NOW | RTLD_LOCAL) : NULL;
+    uintptr_t lo, hi;
+
+    if (!h)
+        return false;
+#define UNW_SYM(field, name) (unw.field = (__typeof__(unw.field))dlsym(h, MK_NAME(name)))
+    if (!UNW_SYM(getcontext, unw_tdep_getcontext) ||
+        !UNW_SYM(init_local, unw_init_local) || !UNW_SYM(step, unw_step) ||
+        !UNW_SYM(get_reg, unw_get_reg) ||
+        !UNW_SYM(is_signal_frame, unw_is_signal_frame) ||
+        !UNW_SYM(set_caching_policy, unw_set_caching_policy) ||
+        !UNW_SYM(flush_cache, unw_flush_cache) || !UNW_SYM(backtrace, unw_backtrace) ||
+        !UNW_SYM(local_as, unw_local_addr_space))
+        return false; /* the library stays: nodelete, as a dependency would */
+#undef UNW_SYM
+    if (!mk_mode_sampled())
+        /* Per-thread caches: no lock inside libunwind on the capture path. */
+        unw.set_caching_policy(*unw.local_as, UNW_CACHE_PER_THREAD);
+    if (mk_elf_segment_of((const void *)unw.backtrace, &lo, &hi)) {
+        unwinder_lo = lo;
+        unwinder_hi = hi;
+    }
+    return true;
+}
+
+/* Is libunwind there? Loads it on the first call. False while another
+ * thread loads it: that thread may wait for the loader's lock, which this
+ * one may hold (a malloc inside dlopen), so this capture goes without. */
+static bool unw_ready(void)
+{
+    int none = 0;
+
+    if (MK_LIKELY(atomic_load_explicit(&unw_state, memory_order_acquire) == 2))
+        return true;
+    if (atomic_compare_exchange_strong(&unw_state, &none, 1)) {
+        bool ok = unw_open();
+        if (!ok)
+            mk_warn_once("memkit: cannot load " MK_LIBUNWIND "; stacks past libgcc's "
+                         "walk are not recorded");
+        atomic_store_explicit(&unw_state, ok ? 2 : 3, memory_order_release);
+        return ok;
+    }
+    return false;
+}
 
 typedef struct mk_stack_cache mk_stack_cache_t;
 
@@ -103,8 +184,6 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t table_used;       /* records in the current table; under table_lock */
 static atomic_bool table_stuck; /* the lock's holder never came back */
 static uint8_t *arena;
-/* libunwind's code, for the calls it makes from within a capture. */
-static uintptr_t unwinder_lo, unwinder_hi;
 /* For a return address, how far above its slot the next frame's slot was
  * (find_slots): the caller's frame size at that call, which its code fixes. */
 typedef struct gap_map {
@@ -270,19 +349,13 @@ static stack_table_t *table_new(int bits)
 
 void mk_stacks_init(void)
 {
-    /* Per-thread caches: no lock inside libunwind on the capture path.
-     * --sample unwinds with libgcc (unwind_gcc) and leaves libunwind alone:
-     * it starts by itself if a registered table sends samples back to it. */
+    /* --sample unwinds with libgcc (unwind_gcc) and leaves libunwind alone:
+     * it is loaded if a registered table sends samples back to it. */
     if (!mk_mode_sampled())
-        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+        (void)unw_ready();
     else
         find_gcc_unwinder();
     find_stack_query();
-    uintptr_t lo, hi;
-    if (mk_elf_segment_of((const void *)&unw_backtrace, &lo, &hi)) {
-        unwinder_lo = lo;
-        unwinder_hi = hi;
-    }
     stack_table_t *first = table_new(TABLE_BITS_FIRST);
     arena = mk_sys_mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -319,9 +392,9 @@ bool mk_stacks_init_once(void)
 
 void mk_stacks_flush_cache(void)
 {
-    if (atomic_load(&mk_stacks_state) != 2)
-        return;                                  /* nothing cached yet */
-    unw_flush_cache(unw_local_addr_space, 0, 0); /* after dlclose: stale entries */
+    if (atomic_load(&unw_state) != 2)
+        return;                           /* nothing cached yet */
+    unw.flush_cache(*unw.local_as, 0, 0); /* after dlclose: stale entries */
 }
 
 static uint64_t hash_frames(const uintptr_t *f, int depth)
@@ -696,12 +769,12 @@ static int unwind(uintptr_t *frames, uintptr_t *slots, int max, uintptr_t ra)
     unw_cursor_t cur;
     int n = 0;
 
-    if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+    if (unw.getcontext(&uc) != 0 || unw.init_local(&cur, &uc) != 0)
         return 0;
     /* Step out of mk_stack_id, then out of memkit: up to the caller. */
     for (int skip = 0;; skip++) {
         unw_word_t ip;
-        if (unw_step(&cur) <= 0 || unw_get_reg(&cur, UNW_REG_IP, &ip) != 0)
+        if (unw.step(&cur) <= 0 || unw.get_reg(&cur, UNW_REG_IP, &ip) != 0)
             return 0;
         if (ip == ra)
             break;
@@ -710,15 +783,15 @@ static int unwind(uintptr_t *frames, uintptr_t *slots, int max, uintptr_t ra)
     }
     do {
         unw_word_t ip, sp;
-        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
+        if (unw.get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0)
             break;
-        unw_get_reg(&cur, UNW_REG_SP, &sp);
+        unw.get_reg(&cur, UNW_REG_SP, &sp);
         frames[n] = ip;
         /* A return address sits just below the caller's stack pointer. */
         slots[n] =
-            unw_is_signal_frame(&cur) <= 0 && *(uintptr_t *)(sp - 8) == ip ? sp - 8 : 0;
+            unw.is_signal_frame(&cur) <= 0 && *(uintptr_t *)(sp - 8) == ip ? sp - 8 : 0;
         n++;
-    } while (n < max && unw_step(&cur) > 0);
+    } while (n < max && unw.step(&cur) > 0);
     return n;
 }
 
@@ -853,7 +926,7 @@ static __attribute__((noinline)) int unwind_fast(uintptr_t *frames, uintptr_t *s
                                                  uintptr_t hi, bool *slots_found)
 {
     void *buf[MK_MAX_DEPTH + MK_OWN_FRAMES + 2];
-    int got = unw_backtrace(buf, max + MK_OWN_FRAMES + 2);
+    int got = unw.backtrace(buf, max + MK_OWN_FRAMES + 2);
     int skip = 0;
     while (skip < got && skip <= MK_OWN_FRAMES + 1 && (uintptr_t)buf[skip] != ra)
         skip++;
@@ -914,11 +987,14 @@ __attribute__((noinline)) uint32_t mk_stack_id(mk_thread_t *t, uintptr_t ra, uin
         n = unwind_gcc(frames, depth, ra); /* a sample: libgcc's walk (above) */
         if (n > 0 && slots_found)
             find_slots(frames, slots, n, fp, mk_stacks_of(t)->stack_hi);
+    } else if (!unw_ready()) {
+        n = 0;
     } else if (fp >= mk_stacks_of(t)->stack_lo && fp < mk_stacks_of(t)->stack_hi) {
         n = unwind_fast(frames, slots, depth, ra, fp, mk_stacks_of(t)->stack_hi,
                         &slots_found);
     }
-    if (n < 0) { /* a stack we do not know the bounds of, or an unusual call */
+    /* A stack we do not know the bounds of, or an unusual call. */
+    if (n < 0 && unw_ready()) {
         n = unwind(frames, slots, depth, ra);
         slots_found = true; /* libunwind's walk reads them on the way */
     }

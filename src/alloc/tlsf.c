@@ -688,9 +688,11 @@ static inline void note_steps(mk_tlsf_t *t, unsigned steps)
 
 /* In a heap that grows (MK_TLSF_GROW, not debug mode) a freed block below
  * QUICK_MAX is not merged: it stays a used block, marked CACHED, on the list of
- * its exact size, and the next request of that size takes it back. Each is a
- * load and three stores, so a program that builds and frees the same shapes
- * again and again (lists, requests, queues) never splits, merges or searches.
+ * its exact size, and the next request of that size takes it back, newest
+ * first (the block freed last is the one in cache: oldest first made the
+ * request loop 1.3x slower). Each is a load and three stores, so a program
+ * that builds and frees the same shapes again and again (lists, requests,
+ * queues) never splits, merges or searches.
  * The price is TLSF's bound: the cached blocks are merged back all at once
  * (quick_flush) when a search finds nothing, before the heap grows; when the
  * caller frees its last block, unless the heap emptied within the retention

@@ -225,8 +225,10 @@ atomic_bool mk_frames_registered;
 
 /* libgcc's own: libunwind exports a _Unwind_Backtrace of its own (over
  * unw_step, the costly walk), and which of the two a plain reference binds
- * to depends on the program's libraries. Found in libgcc_s by handle at
- * start-up (mk_stacks_init); NULL: the samples use libunwind. */
+ * to depends on the program's libraries. Found in libgcc_s by handle at the
+ * first sample (mk_stacks_init), which loads it in a program that has none
+ * (RTLD_LOCAL: a C program's scope stays as it was); NULL: the samples use
+ * libunwind. */
 static _Unwind_Reason_Code (*gcc_backtrace)(_Unwind_Trace_Fn, void *);
 static _Unwind_Word (*gcc_get_ip)(struct _Unwind_Context *);
 
@@ -234,12 +236,11 @@ static void find_gcc_unwinder(void)
 {
     /* glibc's dlopen, not our interposer (hooks_proc.c: it would write a
      * module map) */
-    static void *dlopen_slot, *dlclose_slot;
+    static void *dlopen_slot;
     void *(*real_dlopen)(const char *, int) =
         (void *(*)(const char *, int))mk_next_symbol(&dlopen_slot, "dlopen");
-    int (*real_dlclose)(void *) =
-        (int (*)(void *))mk_next_symbol(&dlclose_slot, "dlclose");
-    void *h = real_dlopen ? real_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    /* never closed: the pointers below live as long as the process */
+    void *h = real_dlopen ? real_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_LOCAL) : NULL;
     if (!h)
         return;
     void *bt = dlsym(h, "_Unwind_Backtrace"), *ip = dlsym(h, "_Unwind_GetIP");
@@ -247,8 +248,6 @@ static void find_gcc_unwinder(void)
         gcc_get_ip = (_Unwind_Word(*)(struct _Unwind_Context *))ip;
         gcc_backtrace = (_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *))bt;
     }
-    if (real_dlclose)
-        real_dlclose(h); /* our dependency (through libunwind): it stays */
 }
 
 /* ---- a thread's stack bounds ----

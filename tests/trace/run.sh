@@ -653,9 +653,14 @@ fifoplant)
     ;;
 cxxplugin)
     # libstdc++ only in a plugin's local scope: the operators are found there,
-    # the program runs as untraced, every call is counted (full and summary).
+    # the program runs as untraced, every call is counted (full and summary),
+    # and a bad_alloc thrown through the hooks reaches the plugin.
     "$progs/cxxplugin" "$progs/libcxxplugin_lib.so" >"$work/untraced" 2>&1 ||
         fail "the program fails untraced"
+    rm -f "$work"/t.*
+    trace --sample 1 -- "$progs/cxxplugin" "$progs/libcxxplugin_lib.so"
+    expect_status 0
+    expect "cxxplugin: done"
     for mode in "" --summary-only; do
         rm -f "$work"/t.*
         trace $mode -- "$progs/cxxplugin" "$progs/libcxxplugin_lib.so"

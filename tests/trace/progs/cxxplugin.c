@@ -2,7 +2,8 @@
  * library with RTLD_LOCAL, as binutils load their LTO plugin: libstdc++ is
  * then only in the library's local scope. It calls the library, unloads it,
  * loads it again and calls it again. Per call: 10 new/delete and 10
- * new[]/delete[] pairs, and one aligned new/delete. */
+ * new[]/delete[] pairs, a new[] that throws bad_alloc (caught in the
+ * library), and one aligned new/delete. */
 #include <dlfcn.h>
 #include <stdio.h>
 

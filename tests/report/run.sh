@@ -842,8 +842,19 @@ diff)
     expect_line "No site changed its allocation count."
     status "$memkit" diff --format json "$work/before.mkt" "$work/after.mkt"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["before"]["allocation_calls"]==8000 and d["after"]["allocation_calls"]==2000' "$work/out" || fail "diff json"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert all(d[s]["allocator_ns"] > 0 and 0 < d[s]["allocator_share"] < 1 for s in ("before", "after"))' "$work/out" ||
-        fail "diff json: the allocator's time"
+    # Both runs' allocator time and share. These runs take a few ms, and a
+    # timed call that the host stole the CPU from inside (a shared VM: no
+    # switch the kernel sees, so no rseq abort) can hold more than the run's
+    # CPU time: a pair out of range is traced again once, its values said.
+    share_ok='import json,sys; d=json.load(open(sys.argv[1])); v=[(d[s]["allocator_ns"], d[s]["allocator_share"]) for s in ("before", "after")]; print(v); assert all(ns and ns > 0 and sh and 0 < sh < 1 for ns, sh in v)'
+    if ! python3 -c "$share_ok" "$work/out" >"$work/share1" 2>&1; then
+        echo "diff json: allocator time and share out of range, once: $(head -1 "$work/share1")"
+        trace before "$rprogs/patterns" lifo
+        trace after "$rprogs/patterns" none
+        status "$memkit" diff --format json "$work/before.mkt" "$work/after.mkt"
+        python3 -c "$share_ok" "$work/out" >"$work/share2" 2>&1 ||
+            fail "diff json: the allocator's time: $(head -1 "$work/share1"), then $(head -1 "$work/share2")"
+    fi
     status "$memkit" diff "$work/before.mkt" "$work/after.mkt"
     expect_re "^Allocator time +[0-9.]+ (ns|us|ms) +[0-9.]+ (ns|us|ms)  [0-9.]+x (less|more)$"
     expect_re "^Allocator share +[0-9.]+% +[0-9.]+%$"

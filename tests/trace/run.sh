@@ -33,6 +33,26 @@ trace() {
     status=$?
 }
 
+# costs_check JSON: the costs program's report ranks few_costly first by
+# allocator time, over many_cheap's 100x calls, and its times add up.
+costs_check() {
+    python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["totals"]
+assert t["allocator_ns"] and t["allocator_ns"] > 0, t
+fn = {f["name"]: f for f in d["functions"]}
+costly, cheap = fn.get("few_costly"), fn.get("many_cheap")
+assert costly and cheap, sorted(fn)
+assert cheap["calls"] >= 100 * costly["calls"], (cheap["calls"], costly["calls"])
+top = max(d["functions"], key=lambda f: f["allocator_ns"] or 0)
+assert top["name"] == "few_costly", (top["name"], costly["allocator_ns"], cheap["allocator_ns"])
+total = sum(s["allocator_ns"] for s in d["sites"]) + t["allocator_ns_unattributed"]
+assert abs(total - t["allocator_ns"]) <= 1e-4 * t["allocator_ns"], (total, t["allocator_ns"])  # JSON keeps 6-7 digits
+assert t["cpu_ns"] > 0 and abs(t["allocator_share"] - t["allocator_ns"] / t["cpu_ns"]) < 1e-4, t
+PY
+}
+
 # The bytes the last trace's summary says leaked at exit (0 when none).
 leaked_bytes() {
     sed -n 's/^Leaks at exit: .* blocks, \([0-9]*\) bytes$/\1/p' "$out" | grep . || echo 0
@@ -1052,27 +1072,21 @@ costs)
     # of many_cheap()'s calls, each mapped and unmapped by the kernel, and
     # must come first by time; the sites' times and the unattributed part add
     # up to the total, and the text says it was measured.
-    trace -q -- "$progs/costs"
-    expect_status 0
-    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
-    expect_re "^Allocator time: [0-9.]+ (us|ms|s) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\)"
-    "$memkit" report --format json "$work"/t.*.mkt >"$work/costs.json" 2>&1 ||
-        fail "report --format json failed"
-    python3 - "$work/costs.json" <<'PY' || fail "allocator time by site (above)"
-import json, sys
-d = json.load(open(sys.argv[1]))
-t = d["totals"]
-assert t["allocator_ns"] and t["allocator_ns"] > 0, t
-fn = {f["name"]: f for f in d["functions"]}
-costly, cheap = fn.get("few_costly"), fn.get("many_cheap")
-assert costly and cheap, sorted(fn)
-assert cheap["calls"] >= 100 * costly["calls"], (cheap["calls"], costly["calls"])
-top = max(d["functions"], key=lambda f: f["allocator_ns"] or 0)
-assert top["name"] == "few_costly", (top["name"], costly["allocator_ns"], cheap["allocator_ns"])
-total = sum(s["allocator_ns"] for s in d["sites"]) + t["allocator_ns_unattributed"]
-assert abs(total - t["allocator_ns"]) <= 1e-4 * t["allocator_ns"], (total, t["allocator_ns"])  # JSON keeps 6-7 digits
-assert t["cpu_ns"] > 0 and abs(t["allocator_share"] - t["allocator_ns"] / t["cpu_ns"]) < 1e-4, t
-PY
+    # A loaded shared machine can steal the CPU inside timed cheap calls, which
+    # no switch shows (the host's, not the kernel's): a run whose ranking
+    # fails is traced again once, and both runs' figures are said.
+    for try in 1 2; do
+        rm -f "$work"/t.*
+        trace -q -- "$progs/costs"
+        expect_status 0
+        "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+        expect_re "^Allocator time: [0-9.]+ (us|ms|s) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\)"
+        "$memkit" report --format json "$work"/t.*.mkt >"$work/costs.json" 2>&1 ||
+            fail "report --format json failed"
+        costs_check "$work/costs.json" >"$work/costs.$try" 2>&1 && break
+        [ "$try" = 1 ] && echo "costs: the ranking failed once: $(tail -1 "$work/costs.1")"
+        [ "$try" = 2 ] && fail "allocator time by site: $(tail -1 "$work/costs.1"), then $(tail -1 "$work/costs.2")"
+    done
     ;;
 switched)
     # libslowlib.so's malloc sleeps 2 ms in each of 50 calls: 100 ms off the

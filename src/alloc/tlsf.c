@@ -762,6 +762,15 @@ static __attribute__((noinline, cold)) void quick_emptied(mk_tlsf_t *t)
         note_steps(t, quick_flush(t));
 }
 
+/* A free of the caller's: one block fewer held; at none, the quick lists may
+ * go back (quick_emptied). */
+static inline void count_free(mk_tlsf_t *t)
+{
+    MK_ASSERT(t->live > 0);
+    if (MK_UNLIKELY(--t->live == 0) && t->quick_max)
+        quick_emptied(t);
+}
+
 /* ------------------------------------------------------------------------ */
 /* regions                                                                   */
 
@@ -1255,9 +1264,7 @@ static __attribute__((noinline)) void free_slow(mk_tlsf_t *t, void *p)
     } else {
         steps = t->defer ? defer_release(t, b) : release(t, b, t->poison);
     }
-    MK_ASSERT(t->live > 0);
-    if (--t->live == 0 && t->quick_max)
-        quick_emptied(t);
+    count_free(t);
     call_end(t, steps);
 }
 
@@ -1265,9 +1272,7 @@ static __attribute__((noinline)) void free_slow(mk_tlsf_t *t, void *p)
 static __attribute__((noinline)) void free_deferred(mk_tlsf_t *t, block_t *b)
 {
     note_steps(t, defer_release(t, b));
-    MK_ASSERT(t->live > 0);
-    if (MK_UNLIKELY(--t->live == 0) && t->quick_max)
-        quick_emptied(t);
+    count_free(t);
 }
 
 void mk_tlsf_free(mk_tlsf_t *t, void *p)
@@ -1282,9 +1287,7 @@ void mk_tlsf_free(mk_tlsf_t *t, void *p)
             return;
         }
         quick_put(t, b, bs, false);
-        MK_ASSERT(t->live > 0);
-        if (MK_UNLIKELY(--t->live == 0))
-            quick_emptied(t);
+        count_free(t);
         return;
     }
     free_slow(t, p);

@@ -37,29 +37,8 @@ static void set_unlock(void)
     atomic_store_explicit(&sampled_lock, 0, memory_order_release);
 }
 
-/* A filter of 2^bits buckets holding the set's members; NULL when it
- * cannot be mapped. Under the lock, or before any thread samples. */
-static mk_sample_filter_t *filter_build(unsigned bits)
-{
-    size_t buckets = (size_t)1 << bits, words = buckets / 64;
-    mk_sample_filter_t *f = mk_pages_zeroed(sizeof *f + words * 8 + buckets);
-    if (!f)
-        return NULL;
-    f->shift = 64 - bits;
-    f->count = (uint8_t *)&f->bits[words];
-    for (size_t i = 0; i < sampled.cap; i++) {
-        uintptr_t p = sampled.slots[i].key;
-        size_t h = p ? mk_sample_bucket(f, p) : 0;
-        if (p && f->count[h] < 255) {
-            f->count[h]++;
-            f->bits[h / 64] |= (uint64_t)1 << (h % 64);
-        }
-    }
-    return f;
-}
-
-/* Under the lock: bucket h gains (+1) or loses (-1) a member. A count that
- * saturated stays, and so does its bit. */
+/* Under the lock, or on a filter no thread reads yet: bucket h gains (+1) or
+ * loses (-1) a member. A count that saturated stays, and so does its bit. */
 static void filter_count(mk_sample_filter_t *f, size_t h, int by)
 {
     uint8_t v = f->count[h];
@@ -73,6 +52,24 @@ static void filter_count(mk_sample_filter_t *f, size_t h, int by)
         __atomic_store_n(&f->bits[h / 64], w & ~bit, __ATOMIC_RELAXED);
     else if (v == 0)
         __atomic_store_n(&f->bits[h / 64], w | bit, __ATOMIC_RELAXED);
+}
+
+/* A filter of 2^bits buckets holding the set's members; NULL when it
+ * cannot be mapped. Under the lock, or before any thread samples. */
+static mk_sample_filter_t *filter_build(unsigned bits)
+{
+    size_t buckets = (size_t)1 << bits, words = buckets / 64;
+    mk_sample_filter_t *f = mk_pages_zeroed(sizeof *f + words * 8 + buckets);
+    if (!f)
+        return NULL;
+    f->shift = 64 - bits;
+    f->count = (uint8_t *)&f->bits[words];
+    for (size_t i = 0; i < sampled.cap; i++) {
+        uintptr_t p = sampled.slots[i].key;
+        if (p)
+            filter_count(f, mk_sample_bucket(f, p), +1);
+    }
+    return f;
 }
 
 /* Under the lock, after a member joined: a larger filter when this one has

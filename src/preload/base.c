@@ -45,6 +45,15 @@ void *mk_next_symbol(void **slot, const char *name)
     return f;
 }
 
+void *mk_own_dlopen(const char *file, int mode)
+{
+    static void *slot;
+    void *(*real)(const char *, int) =
+        (void *(*)(const char *, int))mk_next_symbol(&slot, "dlopen");
+
+    return real ? real(file, mode) : NULL;
+}
+
 /* The tracer's own image, from its ELF header to the end of its bss: the
  * linker defines both ends in every link, and the hidden references bind
  * to this object's. (dladdr on the address would walk the dynamic symbols

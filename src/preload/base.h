@@ -357,6 +357,10 @@ MK_HIDDEN void *mk_boot_alloc(size_t n);
 /* The next definition of name (dlsym(RTLD_NEXT)), cached in *slot; NULL if
  * there is none. */
 MK_HIDDEN void *mk_next_symbol(void **slot, const char *name);
+/* glibc's dlopen, not the tracer's interposer (hooks_proc.c: it would write a
+ * module map), for the libraries the tracer loads for itself; NULL as dlopen
+ * returns it, or when dlopen cannot be found. */
+MK_HIDDEN void *mk_own_dlopen(const char *file, int mode);
 /* Is the code or data at p part of the tracer itself (libmemkit-preload.so)? */
 MK_HIDDEN bool mk_in_tracer(const void *p);
 /* The bootstrap heap (mk_boot_alloc): blocks handed out before dlsym found

@@ -335,47 +335,41 @@ MK_HIDDEN int __gcc_personality_v0(int version, int actions, uint64_t exception_
                                    struct _Unwind_Exception *e,
                                    struct _Unwind_Context *context);
 
-/* The unwinder's function `name` (libgcc's symbol version `version`). */
-static void *unwinder_function(const char *name, const char *version)
+/* The unwinder's function `name` (libgcc's symbol version `version`),
+ * found on the first call and kept in *slot (racing first calls agree). */
+static void *unwinder_function(void *_Atomic *slot, const char *name, const char *version)
 {
-    static void *dlopen_slot;
-    void *(*real_dlopen)(const char *, int) =
-        (void *(*)(const char *, int))mk_next_symbol(&dlopen_slot, "dlopen");
-    void *f = dlvsym(RTLD_DEFAULT, name, version), *h;
+    void *f = atomic_load_explicit(slot, memory_order_relaxed), *h;
 
+    if (f)
+        return f;
+    f = dlvsym(RTLD_DEFAULT, name, version);
     if (!f) /* an unwinder without libgcc's versions (LLVM's libunwind) */
         f = dlsym(RTLD_DEFAULT, name);
-    if (!f && real_dlopen && (h = real_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD)))
+    if (!f && (h = mk_own_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD)))
         f = dlvsym(h, name, version); /* the handle stays: libgcc_s is in use */
     if (!f)
         abort(); /* an exception, and no unwinder: cannot happen */
+    atomic_store_explicit(slot, f, memory_order_relaxed);
     return f;
 }
 
 void _Unwind_Resume(struct _Unwind_Exception *e)
 {
-    static _Atomic(unwind_resume_fn) real; /* racing first calls agree */
-    unwind_resume_fn f = atomic_load_explicit(&real, memory_order_relaxed);
+    static void *_Atomic real;
 
-    if (!f) {
-        f = (unwind_resume_fn)unwinder_function("_Unwind_Resume", "GCC_3.0");
-        atomic_store_explicit(&real, f, memory_order_relaxed);
-    }
-    f(e);
+    ((unwind_resume_fn)unwinder_function(&real, "_Unwind_Resume", "GCC_3.0"))(e);
     __builtin_unreachable();
 }
 
 int __gcc_personality_v0(int version, int actions, uint64_t exception_class,
                          struct _Unwind_Exception *e, struct _Unwind_Context *context)
 {
-    static _Atomic(personality_fn) real;
-    personality_fn f = atomic_load_explicit(&real, memory_order_relaxed);
+    static void *_Atomic real;
 
-    if (!f) {
-        f = (personality_fn)unwinder_function("__gcc_personality_v0", "GCC_3.3.1");
-        atomic_store_explicit(&real, f, memory_order_relaxed);
-    }
-    return f(version, actions, exception_class, e, context);
+    return ((personality_fn)unwinder_function(&real, "__gcc_personality_v0",
+                                              "GCC_3.3.1"))(version, actions,
+                                                            exception_class, e, context);
 }
 
 static void leave_cleanup(mk_thread_t **t)

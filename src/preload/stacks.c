@@ -73,12 +73,7 @@ static uintptr_t unwinder_lo, unwinder_hi;
 
 static bool unw_open(void)
 {
-    static void *dlopen_slot;
-    /* glibc's dlopen, not our interposer (hooks_proc.c: it would write a
-     * module map) */
-    void *(*real_dlopen)(const char *, int) =
-        (void *(*)(const char *, int))mk_next_symbol(&dlopen_slot, "dlopen");
-    void *h = real_dlopen ? real_dlopen(MK_LIBUNWIND, RTLD_NOW | RTLD_LOCAL) : NULL;
+    void *h = mk_own_dlopen(MK_LIBUNWIND, RTLD_NOW | RTLD_LOCAL);
     uintptr_t lo, hi;
 
     if (!h)
@@ -234,13 +229,8 @@ static _Unwind_Word (*gcc_get_ip)(struct _Unwind_Context *);
 
 static void find_gcc_unwinder(void)
 {
-    /* glibc's dlopen, not our interposer (hooks_proc.c: it would write a
-     * module map) */
-    static void *dlopen_slot;
-    void *(*real_dlopen)(const char *, int) =
-        (void *(*)(const char *, int))mk_next_symbol(&dlopen_slot, "dlopen");
     /* never closed: the pointers below live as long as the process */
-    void *h = real_dlopen ? real_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_LOCAL) : NULL;
+    void *h = mk_own_dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!h)
         return;
     void *bt = dlsym(h, "_Unwind_Backtrace"), *ip = dlsym(h, "_Unwind_GetIP");

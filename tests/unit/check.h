@@ -110,12 +110,25 @@ static inline unsigned long long rng_next(unsigned long long *s)
     return *s * 2685821657736338717ull;
 }
 
-/* The seed: MEMKIT_TEST_SEED if set (to replay a failure), else a fixed one. */
-static inline unsigned long long test_seed(void)
+/* The seed: MEMKIT_TEST_SEED if set (to replay a failure), else fixed. */
+static inline unsigned long long test_seed_or(unsigned long long fixed)
 {
     const char *s = getenv("MEMKIT_TEST_SEED");
 
-    return s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
+    return s ? strtoull(s, NULL, 0) : fixed;
+}
+
+static inline unsigned long long test_seed(void)
+{
+    return test_seed_or(0x9e3779b97f4a7c15ull);
+}
+
+/* A randomized test's length: MEMKIT_TEST_STEPS if set, else fixed. */
+static inline int test_steps(int fixed)
+{
+    const char *s = getenv("MEMKIT_TEST_STEPS");
+
+    return s ? atoi(s) : fixed;
 }
 
 /* True when the library under test runs in MEMKIT_BYPASS mode. */

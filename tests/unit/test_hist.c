@@ -50,10 +50,8 @@ static uint64_t model_median(const model_t *m)
 
 int main(void)
 {
-    uint64_t seed = getenv("MEMKIT_TEST_SEED")
-                        ? strtoull(getenv("MEMKIT_TEST_SEED"), 0, 0)
-                        : 0x5eed4157ull;
-    int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 200000;
+    uint64_t seed = test_seed_or(0x5eed4157ull);
+    int steps = test_steps(200000);
     uint64_t rng = seed;
     model_t m[NHIST];
     memset(m, 0, sizeof m);

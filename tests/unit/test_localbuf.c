@@ -249,7 +249,7 @@ static void smallvec_case(void)
 static void smallvec_random(void)
 {
     unsigned long long rng = test_seed();
-    int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 200000;
+    int steps = test_steps(200000);
     static uint32_t model[1 << 16];
     size_t n = 0;
     int bad = 0;

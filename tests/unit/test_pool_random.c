@@ -123,7 +123,7 @@ static void run(size_t size, size_t align, unsigned flags, size_t max_empty,
 int main(void)
 {
     unsigned long long seed = test_seed();
-    int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 60000;
+    int steps = test_steps(60000);
     static const size_t sizes[] = {1, 8, 12, 24, 64, 100, 4000, 40000};
 
     fake_clock_install();

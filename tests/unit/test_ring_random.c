@@ -157,7 +157,7 @@ static void run(size_t chunk, unsigned flags, size_t max_spare, unsigned long lo
 int main(void)
 {
     unsigned long long seed = test_seed();
-    int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 60000;
+    int steps = test_steps(60000);
 
     printf("test_ring_random: seed 0x%llx, %d steps per configuration\n", seed, steps);
     run((size_t)64 << 10, 0, 0, seed, steps);

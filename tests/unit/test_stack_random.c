@@ -158,7 +158,7 @@ static void op_pop(mk_stack_t *st)
 int main(void)
 {
     unsigned long long seed = test_seed(), rng = seed;
-    int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 200000;
+    int steps = test_steps(200000);
     mk_stack_t *st = mk_stack_create();
     mk_stack_stats_t s;
 

@@ -213,7 +213,7 @@ static void run(size_t region, unsigned flags, unsigned long long seed, int step
 int main(void)
 {
     unsigned long long seed = test_seed();
-    int steps = getenv("MEMKIT_TEST_STEPS") ? atoi(getenv("MEMKIT_TEST_STEPS")) : 60000;
+    int steps = test_steps(60000);
 
     printf("test_tlsf_random: seed 0x%llx, %d steps per configuration\n", seed, steps);
     run((size_t)8 << 20, 0, seed, steps);

@@ -33,6 +33,17 @@ trace() {
     status=$?
 }
 
+# trace_reports PROG: PROG traced (-q) alone, its text report in $out and its
+# JSON report in $work/costs.json.
+trace_reports() {
+    rm -f "$work"/t.*
+    trace -q -- "$progs/$1"
+    expect_status 0
+    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    "$memkit" report --format json "$work"/t.*.mkt >"$work/costs.json" 2>&1 ||
+        fail "report --format json failed"
+}
+
 # costs_check JSON: the costs program's report ranks few_costly first by
 # allocator time, over many_cheap's 100x calls, and its times add up.
 costs_check() {
@@ -1076,13 +1087,8 @@ costs)
     # no switch shows (the host's, not the kernel's): a run whose ranking
     # fails is traced again once, and both runs' figures are said.
     for try in 1 2; do
-        rm -f "$work"/t.*
-        trace -q -- "$progs/costs"
-        expect_status 0
-        "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+        trace_reports costs
         expect_re "^Allocator time: [0-9.]+ (us|ms|s) of [0-9.]+ (us|ms|s) CPU \([0-9.]+%\)"
-        "$memkit" report --format json "$work"/t.*.mkt >"$work/costs.json" 2>&1 ||
-            fail "report --format json failed"
         costs_check "$work/costs.json" >"$work/costs.$try" 2>&1 && break
         [ "$try" = 1 ] && echo "costs: the ranking failed once: $(tail -1 "$work/costs.1")"
         [ "$try" = 2 ] && fail "allocator time by site: $(tail -1 "$work/costs.1"), then $(tail -1 "$work/costs.2")"
@@ -1131,12 +1137,8 @@ costs_slow)
     # 250 times as many calls. Every slow call is timed (format.h, SLOW), so
     # one_slow() comes first by time, its time in slow calls; timing one
     # call in 64 alone misses all four in most runs.
-    trace -q -- "$progs/costs_slow"
-    expect_status 0
-    "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
+    trace_reports costs_slow
     expect_re "^Allocator time: .*; [0-9]+% of it in [0-9]+ calls of [0-9.]+ (ns|us) or more$"
-    "$memkit" report --format json "$work"/t.*.mkt >"$work/costs.json" 2>&1 ||
-        fail "report --format json failed"
     python3 - "$work/costs.json" <<'PY' || fail "slow calls by site (above)"
 import json, sys
 d = json.load(open(sys.argv[1]))

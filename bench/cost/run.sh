@@ -7,10 +7,12 @@
 #   - the program untraced under `perf record -e cpu-clock` (no memkit):
 #     perf's share of its samples in glibc's allocator functions and the C++
 #     operators new and delete (perf_share.py), and in the kernel;
-#   - `memkit trace -q` and `memkit trace -q --no-times`, in turn (the
-#     reverse order every other round), the CPU time of each tree;
-# then `memkit report --format json` on the timed run's traces: its
-# allocator_share (allocator_ns over cpu_ns, summed over the processes).
+#   - `memkit trace -q`, `memkit trace -q --no-times` and `memkit trace -q
+#     --summary-only --cpu-samples`, in turn (the reverse order every other round), the
+#     CPU time of each tree;
+# then `memkit report --format json` on the timed and the summary run's
+# traces: their allocator_share (allocator_ns over cpu_ns, summed over the
+# processes; a summary measures by CPU samples alone, n/a without them).
 # Round 1 also records perf's call graph (--call-graph dwarf): its top 3
 # callers of the allocator must be among memkit's top 5 calling functions
 # (the report's "callers"). Printed per program, medians over ROUNDS
@@ -83,17 +85,21 @@ while [ "$r" -le "$rounds" ]; do
             callers=$(python3 "$src/bench/cost/perf_share.py" --callers "$d/perf-g.data") ||
                 callers=null
         fi
-        for way in $(if [ $((r % 2)) = 1 ]; then echo t n; else echo n t; fi); do
+        for way in $(if [ $((r % 2)) = 1 ]; then echo t n s; else echo s n t; fi); do
             $prep
             case $way in
             t) cpu "$d/t.time" "$memkit" trace -q -o "$d/t" -- "$@" ;;
             n) cpu "$d/n.time" "$memkit" trace -q --no-times -o "$d/n" -- "$@" ;;
+            s) cpu "$d/s.time" "$memkit" trace -q --summary-only --cpu-samples -o "$d/s" -- "$@" ;;
             esac
         done
         mk_json=$("$memkit" report --format json "$d"/t.*.mkt 2>/dev/null |
-            python3 -c 'import json, sys; d = json.load(sys.stdin); t = d["totals"]; o = {k: t.get(k) for k in ("allocator_ns", "cpu_ns", "allocator_share", "allocator_slow_ns")}; o["callers"] = [c["function"] for c in d.get("callers", [])[:5]]; print(json.dumps(o))' ||
+            python3 -c 'import json, sys; d = json.load(sys.stdin); t = d["totals"]; o = {k: t.get(k) for k in ("allocator_ns", "cpu_ns", "allocator_share", "allocator_slow_ns", "allocator_time_from", "tracer_ns")}; o["callers"] = [c["function"] for c in d.get("callers", [])[:5]]; print(json.dumps(o))' ||
             echo null)
-        echo "{\"name\": \"$name\", \"round\": $r, \"perf\": $perf_json, \"memkit\": $mk_json, \"perf_callers\": $callers," \
+        sum_json=$("$memkit" report --format json "$d"/s.*.mkt 2>/dev/null |
+            python3 -c 'import json, sys; t = json.load(sys.stdin)["totals"]; print(json.dumps({k: t.get(k) for k in ("allocator_ns", "allocator_share", "allocator_time_from")}))' ||
+            echo null)
+        echo "{\"name\": \"$name\", \"round\": $r, \"perf\": $perf_json, \"memkit\": $mk_json, \"summary\": $sum_json, \"perf_callers\": $callers," \
             "\"timed_s\": $(cat "$d/t.time"), \"untimed_s\": $(cat "$d/n.time")}" >>"$work/res"
         rm -rf "$d"
         cd "$src" || exit 2
@@ -114,8 +120,8 @@ def med(v):
 print("allocator share, memkit beside perf: medians of %s round(s), scale %s" % (sys.argv[2], sys.argv[3]))
 print("CPU: %s" % next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                          if l.startswith("model name")), "unknown"))
-print("%-12s %8s %8s %8s %8s %8s %8s %9s %9s %7s %8s" % ("program", "perf", "kernel", "memkit",
-      "low", "high", "share", "perf ms", "memkit ms", "cost", "verdict"))
+print("%-12s %8s %8s %8s %8s %8s %8s %8s %9s %9s %7s %8s" % ("program", "perf", "kernel", "memkit",
+      "summary", "low", "high", "share", "perf ms", "memkit ms", "cost", "verdict"))
 fails = 0
 ranking = {}
 for n in names:
@@ -123,6 +129,7 @@ for n in names:
     pa = med([r["perf"]["allocator"] if r["perf"] else None for r in rs])
     pk = med([r["perf"]["kernel"] if r["perf"] else None for r in rs])
     ms = med([r["memkit"]["allocator_share"] if r["memkit"] else None for r in rs])
+    ss = med([r["summary"]["allocator_share"] if r.get("summary") else None for r in rs])
     cost = med([r["timed_s"] / r["untimed_s"] if r["untimed_s"] > 0 else None for r in rs])
     # the allocator's time itself: perf's samples at 4999 Hz, memkit's ns
     pms = med([r["perf"]["allocator"] * r["perf"]["samples"] / 4.999 if r["perf"] else None
@@ -144,14 +151,16 @@ for n in names:
     missing = [c for c in pc if c.rsplit(" (", 1)[0] not in mc]
     ranking[n] = (pc, mc, missing)
     lo, hi = 0.75 * pa, pa + pk + 0.03
-    share_ok = lo <= ms <= hi
+    share_ok = lo <= ms <= hi and (ss is None or lo <= ss <= hi)
     cost_ok = cost is not None and cost <= 1.10
     rank_ok = not missing
     fails += not (share_ok and cost_ok and rank_ok)
-    print("%-12s %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %8s %9.1f %9.1f %6.2fx %8s" % (
-        n, 100 * pa, 100 * pk, 100 * ms, 100 * lo, 100 * hi, "met" if share_ok else "NOT met",
+    print("%-12s %7.1f%% %7.1f%% %7.1f%% %8s %7.1f%% %7.1f%% %8s %9.1f %9.1f %6.2fx %8s" % (
+        n, 100 * pa, 100 * pk, 100 * ms, "n/a" if ss is None else "%.1f%%" % (100 * ss),
+        100 * lo, 100 * hi, "met" if share_ok else "NOT met",
         pms, mms or 0, cost, "met" if share_ok and cost_ok and rank_ok else "NOT met"))
-print("bars: memkit's share in [0.75 x perf, perf + kernel + 3 points]; cost (trace -q over"
+print("bars: memkit's share (trace -q, and --summary-only where it measures) in [0.75 x perf,"
+      " perf + kernel + 3 points]; cost (trace -q over"
       " trace -q --no-times, CPU) <= 1.10x; perf's top 3 callers of the allocator among"
       " memkit's top 5 calling functions by time")
 print()

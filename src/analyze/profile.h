@@ -142,6 +142,15 @@ typedef struct mk_live_table {
     size_t cap, used; /* cap: 0 or a power of two <= 2^32; used <= 3/4 cap */
 } mk_live_table_t;
 
+/* What the kernel let the traced run sample (mk_profile_t.cpu_sampling),
+ * in order: several processes' is the best of theirs. */
+enum {
+    MK_CPU_SAMPLING_NONE,
+    MK_CPU_SAMPLING_REFUSED,
+    MK_CPU_SAMPLING_USER,
+    MK_CPU_SAMPLING_USER_KERNEL
+};
+
 typedef struct mk_profile {
     uint64_t calls[MK_K_COUNT]; /* every counted call, by kind */
     uint64_t bytes[MK_K_COUNT]; /* requested bytes, by kind */
@@ -165,7 +174,20 @@ typedef struct mk_profile {
     double slow_ns;       /* the part of alloc_ns in slow calls (format.h) */
     uint64_t slow_calls;  /* those calls */
     double slow_bound_ns; /* a call at least this long was slow (0: unknown) */
-    double cpu_ns;        /* the process's CPU time, user and system (0: unknown) */
+    double cpu_ns;        /* the program's CPU time, user and system, memkit's own
+                           * work taken off where it was measured (0: unknown) */
+    /* The threads' CPU samples (preload/oncpu.h), where the run took them:
+     * samples in all and inside allocator calls, and memkit's own time,
+     * which cpu_ns leaves out. alloc_ns is the samples' estimate
+     * (alloc_from_samples) when they are enough (MK_ONCPU_ENOUGH) or the
+     * calls were not timed; the stacks' times, from the timed calls, are
+     * then scaled to it. */
+    bool oncpu, alloc_from_samples;
+    unsigned cpu_sampling;  /* MK_CPU_SAMPLING_*: how the run could sample */
+    int cpu_sampling_errno; /* why the kernel refused, where it did */
+    uint64_t oncpu_samples, oncpu_alloc_samples;
+    double tracer_ns;
+    double timed_alloc_ns; /* the timed calls' own sum, before any scaling */
     /* Read calls whose thread was switched out during them (trace/reader.h):
      * those whose time the tracer dropped, and those it took from the thread's
      * CPU clock; switches_unseen: a timed process whose tracer could not see

@@ -173,7 +173,9 @@ void mk_report_answer(mk_report_t *r, mk_answer_t *a)
     if (r->kind != MK_INPUT_TRACE || !p->allocation_calls)
         return;
     a->present = true;
-    a->measured = p->timed && p->timed_calls && p->alloc_ns > 0;
+    a->measured =
+        p->alloc_from_samples || (p->timed && p->timed_calls && p->alloc_ns > 0);
+    a->from_samples = p->alloc_from_samples;
     if (!a->measured)
         a->price_ns = mk_report_cost_ns(r);
     a->ns = a->measured ? p->alloc_ns : (double)p->allocation_calls * a->price_ns;
@@ -941,6 +943,16 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
     d->alloc_ns += s->alloc_ns;
     d->alloc_ns_unattributed += s->alloc_ns_unattributed;
     d->timed_calls += s->timed_calls;
+    d->timed_alloc_ns += s->timed_alloc_ns;
+    d->oncpu |= s->oncpu;
+    if (s->cpu_sampling > d->cpu_sampling) {
+        d->cpu_sampling = s->cpu_sampling;
+        d->cpu_sampling_errno = s->cpu_sampling_errno;
+    }
+    d->alloc_from_samples |= s->alloc_from_samples;
+    d->oncpu_samples += s->oncpu_samples;
+    d->oncpu_alloc_samples += s->oncpu_alloc_samples;
+    d->tracer_ns += s->tracer_ns;
     d->slow_ns += s->slow_ns;
     d->slow_calls += s->slow_calls;
     d->cpu_ns += s->cpu_ns;

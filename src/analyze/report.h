@@ -80,6 +80,7 @@ typedef struct mk_answer_where {
 typedef struct mk_answer {
     bool present;        /* a trace with allocation calls */
     bool measured;       /* ns measured in the run, else priced */
+    bool from_samples;   /* measured by CPU samples, else by timed calls */
     double ns, cpu_ns;   /* the allocator's time; the run's CPU (0: unknown) */
     double price_ns;     /* when priced: one malloc+free's */
     const char *verdict; /* by ns / cpu_ns; NULL without the CPU time */

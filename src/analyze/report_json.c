@@ -234,8 +234,33 @@ static void totals(mk_json *j, mk_report_t *r)
     key_ns(j, "allocator_ns", p->timed, p->alloc_ns);
     key_ns(j, "allocator_ns_unattributed", p->timed, p->alloc_ns_unattributed);
     key_uint(j, "allocator_timed_calls", p->timed_calls);
-    /* The share is of the traced run's CPU time, the tracer's work in it:
-     * what a profiler's share of the untraced run compares with (bench/cost). */
+    /* How it was measured: the threads' CPU samples, or the timed calls. */
+    mk_json_key(j, "allocator_time_from");
+    if (p->alloc_from_samples)
+        mk_json_string(j, "cpu_samples");
+    else if (p->timed && p->timed_calls)
+        mk_json_string(j, "timed_calls");
+    else
+        mk_json_null(j);
+    mk_json_key(j, "cpu_samples");
+    if (p->oncpu)
+        mk_json_uint(j, p->oncpu_samples);
+    else
+        mk_json_null(j);
+    mk_json_key(j, "allocator_samples");
+    if (p->oncpu)
+        mk_json_uint(j, p->oncpu_alloc_samples);
+    else
+        mk_json_null(j);
+    static const char *const sampling[] = {NULL, "refused", "user", "user_and_kernel"};
+    mk_json_key(j, "cpu_sampling");
+    if (p->cpu_sampling && p->cpu_sampling < sizeof sampling / sizeof *sampling)
+        mk_json_string(j, sampling[p->cpu_sampling]);
+    else
+        mk_json_null(j);
+    key_ns(j, "tracer_ns", p->oncpu, p->tracer_ns);
+    /* The share is of the program's CPU time: the traced run's, less
+     * memkit's own work where CPU samples measured it (tracer_ns). */
     key_ns(j, "cpu_ns", p->cpu_ns > 0, p->cpu_ns);
     mk_json_key(j, "allocator_share");
     if (p->timed && p->cpu_ns > 0)

@@ -84,13 +84,20 @@ static void totals(const text_t *t)
     fprintf(out, "Deletes: %" PRIu64 "\n", p->deletes);
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
-    if (p->timed && p->timed_calls) {
-        /* measured: every slow call, and one in MK_COST_STRIDE of the rest */
+    if (p->timed && (p->timed_calls || p->alloc_from_samples)) {
+        /* measured: by the threads' CPU samples, or by every slow call and
+         * one in MK_COST_STRIDE of the rest */
         char ns[32], cpu[32], bound[32];
         fprintf(out, "Allocator time: %s", mk_fmt_ns(p->alloc_ns, ns, sizeof ns));
         if (p->cpu_ns > 0)
             fprintf(out, " of %s CPU (%.1f%%)", mk_fmt_ns(p->cpu_ns, cpu, sizeof cpu),
                     100.0 * p->alloc_ns / p->cpu_ns);
+        if (p->alloc_from_samples)
+            fprintf(out, ", %" PRIu64 " of %" PRIu64 " CPU samples",
+                    p->oncpu_alloc_samples, p->oncpu_samples);
+        if (p->tracer_ns > 0)
+            fprintf(out, "; memkit's own %s not counted",
+                    mk_fmt_ns(p->tracer_ns, cpu, sizeof cpu));
         if (p->slow_calls && p->alloc_ns > 0)
             fprintf(out, "; %.0f%% of it in %" PRIu64 " calls of %s or more",
                     100.0 * p->slow_ns / p->alloc_ns, p->slow_calls,
@@ -112,6 +119,12 @@ static void totals(const text_t *t)
         fprintf(out, "Allocator time: not measured (1 call in %d is timed)\n",
                 MK_COST_STRIDE);
     }
+    if (p->cpu_sampling == MK_CPU_SAMPLING_REFUSED)
+        fprintf(out,
+                "Allocator time note: the kernel refused CPU samples (%s: "
+                "kernel.perf_event_paranoid 2 or less allows them)%s\n",
+                strerror(p->cpu_sampling_errno),
+                p->timed && p->timed_calls ? "; timed calls measure it instead" : "");
     fprintf(out, "Peak live blocks: %s%" PRIu64 "\n", est, p->peak_blocks);
     /* Counted in process, the peak of several threads is sampled (the tracer's
      * summary.h gives the bound); the replay of the events has it exact. */
@@ -596,6 +609,8 @@ static void answer(const text_t *t)
         return;
     fprintf(t->out, "Answer: the allocator %s %s", a.measured ? "took" : "costs about",
             mk_fmt_ns(a.ns, x, sizeof x));
+    if (a.from_samples)
+        fputs(" (sampled)", t->out);
     if (!a.measured)
         fprintf(t->out, " (%s calls at a malloc+free price of %s: not measured)",
                 mk_fmt_count(r->prof.allocation_calls, x, sizeof x),

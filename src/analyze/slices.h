@@ -74,6 +74,16 @@ static inline void mk_slices_halve(mk_slices_t *s)
     }
 }
 
+/* Field f of every slice, times k (the times scaled to another measure). */
+static inline void mk_slices_scale(mk_slices_t *s, int f, double k)
+{
+    if (s->all)
+        for (int i = 0; i < MK_SLICES; i++)
+            s->all[f * MK_SLICES + i] *= k;
+    else
+        s->one_v[f] *= k;
+}
+
 /* d += s, slice by slice. */
 static inline bool mk_slices_add(mk_slices_t *d, const mk_slices_t *s)
 {

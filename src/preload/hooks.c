@@ -71,7 +71,7 @@ static __attribute__((noinline)) MK_HOT_ALIGN void *summary_malloc(size_t n, uin
     mk_summary_count(t, MK_K_MALLOC, n, ra);
     void *p = mk_real.malloc(n);
     mk_summary_live(t, n, (uintptr_t)p);
-    mk_leave(t);
+    mk_leave_unsampled(t);
     return p;
 }
 
@@ -127,14 +127,8 @@ static __attribute__((noinline)) void general_free(void *p, uintptr_t ra)
         /* before the real free: a reuse of p is later in time */
         record_free_end(t, MK_K_FREE, p, 0, MK_NO_SPAN, s);
     }
-    if (MK_LIKELY(!mk_st.cfg.syscalls)) {
-        /* Nothing is recorded after the real free unless --syscalls watches
-         * the break: leave first, so that the call is a tail call. */
-        mk_leave(t);
-        mk_real.free(p);
-        return;
-    }
-    mk_real.free(p);
+    /* Not a tail call: the CPU samples it takes are the allocator's. */
+    MK_ONCPU_CALL(t, mk_real.free(p));
     note_brk(t);
     mk_leave(t);
 }
@@ -151,7 +145,7 @@ static __attribute__((noinline)) MK_HOT_ALIGN void summary_free(void *p, uintptr
         return;
     }
     mk_summary_free(t, MK_K_FREE, (uintptr_t)p);
-    mk_leave(t);
+    mk_leave_unsampled(t);
     mk_real.free(p);
 }
 

@@ -378,6 +378,12 @@ static void leave_cleanup(mk_thread_t **t)
         mk_leave(*t);
 }
 
+static void leave_unsampled_cleanup(mk_thread_t **t)
+{
+    if (*t)
+        mk_leave_unsampled(*t);
+}
+
 /* --sample's new and delete (as malloc and free in hooks.c): an unsampled
  * call is counted and runs the real operator with only the thread's in_hook
  * flag set, so that the malloc or free inside it passes unrecorded. It
@@ -426,7 +432,7 @@ new_summary(cxx_op_t *op, int shape, unsigned kind, new_body_fn general, uintptr
     void *real = cxx_real(op);
     if (mk_nested())
         return cxx_call_new(real, shape, size, al, nt);
-    mk_thread_t *t __attribute__((cleanup(leave_cleanup))) = mk_summary_enter();
+    mk_thread_t *t __attribute__((cleanup(leave_unsampled_cleanup))) = mk_summary_enter();
     if (MK_UNLIKELY(!t))
         return general(ra, size, al, nt);
     void *p = cxx_malloc_or_new(op, real, shape, size, al, nt); /* a throw: uncounted */
@@ -484,7 +490,7 @@ delete_general(cxx_op_t *op, int shape, unsigned kind, uintptr_t ra, void *p, si
     }
     /* before the real delete: a reuse of p is later in time */
     record_free_end(t, kind, p, 0, MK_NO_SPAN, s);
-    cxx_free_or_delete(op, next, shape, p, n, al, nt);
+    MK_ONCPU_CALL(t, cxx_free_or_delete(op, next, shape, p, n, al, nt));
 }
 
 static inline __attribute__((always_inline)) void
@@ -506,7 +512,7 @@ delete_summary(cxx_op_t *op, int shape, unsigned kind, delete_body_fn general,
         cxx_free(p);
     else
         cxx_call_delete(real, shape, p, n, al, nt); /* in the hook: its free passes */
-    mk_leave(t);
+    mk_leave_unsampled(t);
 }
 
 static inline __attribute__((always_inline)) void

@@ -108,9 +108,7 @@ static inline mk_clocks_t read_clocks(void)
         if (MK_UNLIKELY((level) == READ_CLOCKED))                                        \
             c0_ = read_clocks();                                                         \
         mk_switch_arm((t)->switch_word);                                                 \
-        (span).t0 = (begin);                                                             \
-        stmt;                                                                            \
-        (span).t1 = (end);                                                               \
+        MK_ONCPU_CALL(t, (span).t0 = (begin); stmt; (span).t1 = (end));                  \
         (span).read = (level) != READ_NO;                                                \
         SWITCH_CHECK(t, span, level, c0_);                                               \
     } while (0)
@@ -125,7 +123,7 @@ static inline mk_clocks_t read_clocks(void)
             READ_AROUND(t, span, level_, __rdtsc(), __rdtsc(), stmt);                    \
         } else {                                                                         \
             (span) = MK_NO_SPAN;                                                         \
-            stmt;                                                                        \
+            MK_ONCPU_CALL(t, stmt);                                                      \
         }                                                                                \
     } while (0)
 

@@ -8,6 +8,7 @@
 #include "child_env.h"
 #include "glibc_heap.h"
 #include "modules.h"
+#include "oncpu.h"
 #include "output.h"
 #include "sampling.h"
 #include "elf_sym.h"
@@ -81,7 +82,7 @@ static void decide_mode(mk_config_t *c)
 /* The body malloc, free, new and delete run in the mode (mk_path_t). */
 static mk_path_t path_of(const mk_config_t *c)
 {
-    if (c->syscalls)
+    if (c->syscalls || (c->mode == MK_MODE_SUMMARY && c->cpu_samples))
         return MK_PATH_GENERAL;
     return c->mode == MK_MODE_SUMMARY   ? MK_PATH_SUMMARY
            : c->mode == MK_MODE_SAMPLED ? MK_PATH_SAMPLE
@@ -115,6 +116,16 @@ static void read_config(mk_config_t *c)
     c->test_signal = v ? atoi(v) : 0;
     read_sampling(c);
     decide_mode(c);
+    /* MEMKIT_TRACE_TIMES (memkit trace sets it): 0 nothing timed, 2 the
+     * counted summary samples the CPU too. Full tracing samples unless
+     * times are off; --summary-only only when asked, as its own bodies have
+     * no windows to pay for (it runs the general ones: path_of); --sample
+     * never (oncpu.h). */
+    v = getenv("MEMKIT_TRACE_TIMES");
+    bool times = !(v && strcmp(v, "0") == 0);
+    c->cpu_samples =
+        times && (c->mode == MK_MODE_FULL || c->mode == MK_MODE_FULL_SUMMARY ||
+                  (c->mode == MK_MODE_SUMMARY && v && strcmp(v, "2") == 0));
 }
 
 /* ---- the way in for a thread without a state ---- */
@@ -196,6 +207,12 @@ static void write_end(int reason)
     p = mk_put_varint(p, mk_st.switches);
     p = mk_put_varint(p, switched);
     p = mk_put_varint(p, clocked);
+    /* Added later, so optional: the CPU samples by class (oncpu.h). */
+    uint64_t oncpu[MK_ONCPU_END_FIELDS];
+    mk_oncpu_end_fields(oncpu);
+    p = mk_put_varint(p, MK_ONCPU_END_FIELDS);
+    for (int i = 0; i < MK_ONCPU_END_FIELDS; i++)
+        p = mk_put_varint(p, oncpu[i]);
     mk_output_record(NULL, MK_REC_END, raw, (size_t)(p - raw));
 }
 
@@ -374,6 +391,7 @@ void mk_init(void)
     mk_st.t_start = mk_now();
     mk_st.use_tsc = invariant_tsc();
     calibrate_timing();
+    mk_oncpu_init();
     mk_st.tick_start = mk_ticks();
     atomic_store(&mk_st.next_thread, 1);
     atomic_store(&mk_st.stack_gen, 1);

@@ -14,6 +14,7 @@
 #define MEMKIT_PRELOAD_THREAD_H
 
 #include "base.h"
+#include "oncpu.h"
 
 #include "../trace/kv_table.h"
 #include "../trace/writer.h"
@@ -33,6 +34,7 @@ struct mk_thread {
                          * mk_enter and mk_nested */
     uint32_t index;     /* thread number within the process, from 1 */
     MK_ROOM(sample, 64);
+    mk_oncpu_thread_t oncpu; /* the thread's CPU samples (oncpu.h) */
     pid_t tid;
     int *errno_at;                  /* the owner thread's errno */
     volatile uint64_t *switch_word; /* the owner's rseq_cs word (base.h's
@@ -83,9 +85,19 @@ MK_HIDDEN mk_thread_t *mk_enter_slow(void);
 
 /* ---- the way in and out of a hook ---- */
 
-static inline void mk_leave(mk_thread_t *t)
+/* Leaves a hook of a body that never samples the CPU (--summary-only's
+ * own: a run that samples takes the general ones, runtime.c's path_of). */
+static inline void mk_leave_unsampled(mk_thread_t *t)
 {
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);
+}
+
+/* Leaves a hook; what the thread did since its last mark was memkit's
+ * (libunwind's, libc's and the kernel's work for it too). */
+static inline void mk_leave(mk_thread_t *t)
+{
+    mk_oncpu_mark(&t->oncpu, MK_ONCPU_TRACER);
+    mk_leave_unsampled(t);
 }
 
 /* Is the calling thread inside memkit, so that its call must go to the real

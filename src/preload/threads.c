@@ -71,6 +71,7 @@ static void thread_exit(void *arg)
     atomic_store(&t->in_hook, 1); /* seq_cst: a flusher waits for us, or we see it */
     if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
         mk_thread_flush(t);
+    mk_oncpu_thread_end(&t->oncpu); /* its calls from here on are not sampled */
     atomic_store_explicit(&t->exited_tid, t->tid, memory_order_release);
     atomic_store_explicit(&t->in_hook, 0, memory_order_release);
     mk_guard = guarded;
@@ -201,6 +202,7 @@ mk_thread_t *mk_thread_get(void)
     t->errno_at = &errno;
     t->switch_word = switch_word(t);
     mk_stacks_thread_start(t);
+    mk_oncpu_thread_start(&t->oncpu, t->state_id);
     /* The stride of timed calls (format.h), from the run's seed where one
      * is given (MEMKIT_SAMPLE_SEED: a run repeats its choices), else the
      * clock; 0 left: calls are not timed. */
@@ -311,6 +313,7 @@ void mk_threads_after_fork_child(void)
                      0); /* the parent's threads' tids mean nothing here */
         if (t != mk_self)
             atomic_store(&t->dead, true);
+        mk_oncpu_after_fork_child(&t->oncpu, t->state_id, t == mk_self);
     }
     membarrier_ok =
         mk_syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;

@@ -91,6 +91,19 @@ static bool absorb_end(mk_trace_t *tr, mk_cursor_t *c)
         e->switched_clocked = mk_get_varint(c);
         e->switches_seen = e->switches_seen && !c->err;
     }
+    if (!c->err && c->p < c->end) { /* then the CPU samples: a count, the fields */
+        uint64_t *oncpu[] = {&e->oncpu,         &e->oncpu_errno, &e->oncpu_period_ns,
+                             &e->oncpu_threads, &e->oncpu_alloc, &e->oncpu_tracer,
+                             &e->oncpu_program, &e->oncpu_lost};
+        uint64_t n = mk_get_varint(c);
+        for (uint64_t i = 0; i < n && !c->err; i++) {
+            uint64_t v = mk_get_varint(c);
+            if (i < sizeof oncpu / sizeof oncpu[0])
+                *oncpu[i] = v;
+        }
+        if (c->err || n < sizeof oncpu / sizeof oncpu[0] || e->oncpu > 2)
+            e->oncpu = 0; /* damaged: as if not sampled */
+    }
     return !c->err;
 }
 

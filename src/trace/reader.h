@@ -64,6 +64,13 @@ typedef struct mk_trace_end {
      * whose time on the CPU it took (preload/record.h). */
     bool switches_seen;
     uint64_t switched_calls, switched_clocked;
+    /* The threads' CPU samples (preload/oncpu.h; absent in older traces):
+     * oncpu 0 when the run did not sample (oncpu_errno: why the kernel
+     * refused, if it did), 1 user time, 2 user and kernel time; the period
+     * in ns, the threads sampled, and the samples inside allocator calls,
+     * in memkit's own work, elsewhere, and lost. */
+    uint64_t oncpu, oncpu_errno, oncpu_period_ns, oncpu_threads;
+    uint64_t oncpu_alloc, oncpu_tracer, oncpu_program, oncpu_lost;
 } mk_trace_end_t;
 
 typedef struct mk_summary_site {

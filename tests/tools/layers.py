@@ -25,7 +25,7 @@ TRACER_LAYERS = [
     # it where Go's runtime exits
     ("core", True, ["runtime", "threads", "summary", "signals", "go_exit"]),
     ("services", False, ["stacks", "modules", "shadowed", "sampling", "glibc_heap",
-                         "child_env"]),
+                         "child_env", "oncpu"]),
     ("output", False, ["output"]),
     ("leaves", False, ["fds", "raw_frame", "elf_sym", "live_sizes"]),
     ("base", False, ["base"]),

@@ -1131,6 +1131,89 @@ assert unseen["allocator_switched_dropped"] is None, unseen
 assert unseen["allocator_ns"] >= sleeps, unseen
 PY
     ;;
+cpushare)
+    # The allocator's share by the threads' CPU samples (preload/oncpu.h):
+    # a malloc/free loop spends most of its time in glibc's allocator
+    # (perf: 80-88%), an arithmetic loop nearly none, in full tracing and
+    # --summary-only --cpu-samples alike (--summary-only alone takes none); a forked child and threads take their own
+    # samples; where the kernel refuses perf events, the report says so and
+    # full tracing's timed calls measure instead.
+    if ! "$progs/cpushare" compute 1 >/dev/null; then
+        fail "cpushare does not run"
+    fi
+    cpushare_json() { # cpushare_json NAME [TRACE OPTIONS] -- CMD...: report JSON into $work/NAME.json
+        name=$1
+        shift
+        rm -f "$work"/t.*
+        case $name in # refused: memkit trace itself runs under noperf's filter
+        refused*) $noperf "$memkit" trace -o "$work/t" -q "$@" >"$out" 2>&1 ;;
+        *) "$memkit" trace -o "$work/t" -q "$@" >"$out" 2>&1 ;;
+        esac
+        status=$?
+        expect_status 0
+        "$memkit" report --format json "$work"/t.*.mkt >"$work/$name.json" 2>&1 ||
+            fail "report --format json failed ($name)"
+        "$memkit" report "$work"/t.*.mkt >"$work/$name.txt" 2>&1 || fail "report failed ($name)"
+    }
+    cpushare_json alloc -- "$progs/cpushare" alloc 3000000
+    if grep -q '"cpu_sampling": *"refused"' "$work/alloc.json"; then
+        echo "SKIP [$test]: the kernel refuses perf events here (kernel.perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null))"
+        exit 77
+    fi
+    cpushare_json alloc_summary --summary-only --cpu-samples -- "$progs/cpushare" alloc 3000000
+    cpushare_json alloc_counted --summary-only -- "$progs/cpushare" alloc 300000
+    cpushare_json compute -- "$progs/cpushare" compute 3000000
+    cpushare_json compute_summary --summary-only --cpu-samples -- "$progs/cpushare" compute 3000000
+    cpushare_json fork -- "$progs/cpushare" fork 3000000
+    for f in "$work"/t.*.mkt; do # each process of its own: the child allocates
+        "$memkit" report --format json "$f" >"$work/one.json" 2>&1 || fail "report $f failed"
+        if grep -q '"allocation_calls": *3000000,' "$work/one.json"; then
+            mv "$work/one.json" "$work/fork_child.json"
+        else
+            mv "$work/one.json" "$work/fork_parent.json"
+        fi
+    done
+    cpushare_json threads -- "$progs/cpushare" threads 1000000
+    noperf=$progs/noperf
+    cpushare_json refused -- "$progs/cpushare" alloc 300000
+    cpushare_json refused_summary --summary-only --cpu-samples -- "$progs/cpushare" alloc 300000
+    for bad in "" "--sample 64K" "--summary-only --no-times"; do
+        # shellcheck disable=SC2086 # the options' words
+        "$memkit" trace -o "$work/bad" --cpu-samples $bad -- true >"$out" 2>&1
+        [ $? = 2 ] || fail "--cpu-samples $bad: exit status not 2"
+        [ "$(wc -l <"$out")" = 1 ] || fail "--cpu-samples $bad: not one line: $(cat "$out")"
+    done
+    grep -q "^Allocator time note: the kernel refused CPU samples (Permission denied: " \
+        "$work/refused.txt" || fail "no note of the refused samples: $(grep Allocator "$work/refused.txt")"
+    grep -qE "^Allocator time: .* CPU \([0-9.]+%\), [0-9]+ of [0-9]+ CPU samples; memkit's own" \
+        "$work/alloc.txt" || fail "no sampled allocator time: $(grep Allocator "$work/alloc.txt")"
+    python3 - "$work" <<'PY' || fail "CPU samples (above)"
+import json, os, sys
+def totals(name):
+    return json.load(open(os.path.join(sys.argv[1], name + ".json")))["totals"]
+for name in ("alloc", "alloc_summary", "fork_child", "threads"):
+    t = totals(name)
+    assert t["cpu_sampling"] in ("user", "user_and_kernel"), (name, t)
+    assert t["allocator_time_from"] == "cpu_samples", (name, t)
+    assert t["cpu_samples"] >= t["allocator_samples"] >= 20, (name, t)
+    assert abs(t["allocator_ns"] - 1e6 * t["allocator_samples"]) < 1e3, (name, t)  # oncpu.h's period
+    assert t["tracer_ns"] > 0, (name, t)
+    assert t["allocator_share"] > 0.4, (name, t["allocator_share"], t)
+for name in ("compute", "compute_summary", "fork_parent"):
+    t = totals(name)
+    assert t["cpu_samples"] >= 100, (name, t)
+    assert t["allocator_share"] is not None and t["allocator_share"] < 0.1, (name, t)
+for name, way in (("refused", "timed_calls"), ("refused_summary", None)):
+    t = totals(name)
+    assert t["cpu_sampling"] == "refused", (name, t)
+    assert t["cpu_samples"] is None and t["tracer_ns"] is None, (name, t)
+    assert t["allocator_time_from"] == way, (name, t)
+t = totals("alloc_counted")  # --summary-only alone: no samples, no time
+assert t["cpu_sampling"] is None and t["allocator_ns"] is None, t
+print("cpushare: alloc %.2f (summary %.2f), compute %.3f, fork %.2f, threads %.2f" % tuple(
+    totals(n)["allocator_share"] for n in ("alloc", "alloc_summary", "compute", "fork_child", "threads")))
+PY
+    ;;
 costs_slow)
     # A handful of slow calls hold the allocator's time: one_slow()'s four
     # callocs, each clearing 16 MiB of a dirty heap, against many_cheap()'s

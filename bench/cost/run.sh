@@ -151,16 +151,18 @@ for n in names:
     missing = [c for c in pc if c.rsplit(" (", 1)[0] not in mc]
     ranking[n] = (pc, mc, missing)
     lo, hi = 0.75 * pa, pa + pk + 0.03
-    share_ok = lo <= ms <= hi and (ss is None or lo <= ss <= hi)
+    share_ok = lo <= ms <= hi
+    # --summary-only --cpu-samples beside it, no bar of its own: * when outside
+    sum_txt = "n/a" if ss is None else "%.1f%%%s" % (100 * ss, "" if lo <= ss <= hi else "*")
     cost_ok = cost is not None and cost <= 1.10
     rank_ok = not missing
     fails += not (share_ok and cost_ok and rank_ok)
     print("%-12s %7.1f%% %7.1f%% %7.1f%% %8s %7.1f%% %7.1f%% %8s %9.1f %9.1f %6.2fx %8s" % (
-        n, 100 * pa, 100 * pk, 100 * ms, "n/a" if ss is None else "%.1f%%" % (100 * ss),
+        n, 100 * pa, 100 * pk, 100 * ms, sum_txt,
         100 * lo, 100 * hi, "met" if share_ok else "NOT met",
         pms, mms or 0, cost, "met" if share_ok and cost_ok and rank_ok else "NOT met"))
-print("bars: memkit's share (trace -q, and --summary-only where it measures) in [0.75 x perf,"
-      " perf + kernel + 3 points]; cost (trace -q over"
+print("bars: memkit's share (trace -q) in [0.75 x perf, perf + kernel + 3 points] (summary:"
+      " --summary-only --cpu-samples, * outside them, no bar); cost (trace -q over"
       " trace -q --no-times, CPU) <= 1.10x; perf's top 3 callers of the allocator among"
       " memkit's top 5 calling functions by time")
 print()

@@ -1030,12 +1030,12 @@ static void scale_times(mk_profile_t *p, double f)
 }
 
 /* The END's CPU samples (preload/oncpu.h): memkit's own time leaves the
- * CPU time, and the allocator's time is theirs when they are enough:
- * MK_ONCPU_ENOUGH in the allocator beside timed calls (below, the
- * estimate's relative error, 1 / sqrt(n), passes 22%, the timed calls' own
- * bias on fast calls: docs/PERFORMANCE.md), or in all where nothing else
- * measured it (a share of 0 from 3 samples says nothing). */
-#define MK_ONCPU_ENOUGH 20
+ * CPU time, and the allocator's time is theirs where nothing else measured
+ * it, or where MK_ONCPU_ENOUGH of them fell in the allocator beside timed
+ * calls (below, the estimate's relative error, 1 / sqrt(n), passes 22%,
+ * the timed calls' own bias on fast calls: docs/PERFORMANCE.md). A short
+ * process's few samples still count: a tree's sum takes them all, and
+ * mk_profile_time_measured judges the sum. */
 static void take_samples(mk_profile_t *p, const mk_trace_end_t *e)
 {
     uint64_t all = e->oncpu_alloc + e->oncpu_tracer + e->oncpu_program + e->oncpu_lost;
@@ -1056,14 +1056,20 @@ static void take_samples(mk_profile_t *p, const mk_trace_end_t *e)
         p->cpu_ns =
             p->cpu_ns - p->tracer_ns > alloc_ns ? p->cpu_ns - p->tracer_ns : alloc_ns;
     p->timed_alloc_ns = p->alloc_ns;
-    if (p->timed && p->timed_calls ? e->oncpu_alloc < MK_ONCPU_ENOUGH
-                                   : all < MK_ONCPU_ENOUGH)
-        return; /* the timed calls say more, or the samples too little */
+    if (p->timed && p->timed_calls && e->oncpu_alloc < MK_ONCPU_ENOUGH)
+        return; /* the timed calls say more */
     if (p->alloc_ns > 0)
         scale_times(p, alloc_ns / p->alloc_ns);
     p->alloc_ns = alloc_ns;
     p->alloc_from_samples = true;
     p->timed = true;
+}
+
+bool mk_profile_time_measured(const mk_profile_t *p)
+{
+    if (p->alloc_from_samples)
+        return p->oncpu_samples >= MK_ONCPU_ENOUGH;
+    return p->timed;
 }
 
 /* What the END record and the streams' heads say of the run's times. */

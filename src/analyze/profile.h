@@ -151,6 +151,10 @@ enum {
     MK_CPU_SAMPLING_USER_KERNEL
 };
 
+/* CPU samples enough to say a share: in the allocator, to be preferred to
+ * timed calls; in all, to say anything (profile.c's take_samples). */
+#define MK_ONCPU_ENOUGH 20
+
 typedef struct mk_profile {
     uint64_t calls[MK_K_COUNT]; /* every counted call, by kind */
     uint64_t bytes[MK_K_COUNT]; /* requested bytes, by kind */
@@ -269,6 +273,10 @@ bool mk_profile_event(mk_profile_t *p, const mk_event_t *ev);
 
 /* Ends the input: what is live becomes leaked, totals are derived. */
 void mk_profile_finish(mk_profile_t *p);
+/* Has the trace the allocator's time: timed calls, or CPU samples
+ * (MK_ONCPU_ENOUGH of them in all)? A profile of several processes is
+ * judged as their sum. */
+bool mk_profile_time_measured(const mk_profile_t *p);
 
 /* Replays a trace into p (init'ed by the caller). Returns false only when
  * memory ran out; damage in the file is in tr->damage. */

@@ -173,8 +173,8 @@ void mk_report_answer(mk_report_t *r, mk_answer_t *a)
     if (r->kind != MK_INPUT_TRACE || !p->allocation_calls)
         return;
     a->present = true;
-    a->measured =
-        p->alloc_from_samples || (p->timed && p->timed_calls && p->alloc_ns > 0);
+    a->measured = mk_profile_time_measured(p) &&
+                  (p->alloc_from_samples || (p->timed_calls && p->alloc_ns > 0));
     a->from_samples = p->alloc_from_samples;
     if (!a->measured)
         a->price_ns = mk_report_cost_ns(r);

@@ -229,14 +229,16 @@ static void totals(mk_json *j, mk_report_t *r)
         key_uint(
             j, total_counters[i].key,
             *(const uint64_t *)(const void *)((const char *)p + total_counters[i].at));
-    /* The allocator's own time in the traced run, measured per call (null:
-     * the trace has no times: older formats, summary-only, curl logs). */
-    key_ns(j, "allocator_ns", p->timed, p->alloc_ns);
-    key_ns(j, "allocator_ns_unattributed", p->timed, p->alloc_ns_unattributed);
+    /* The allocator's own time in the traced run (null: not measured:
+     * older formats, --no-times, --summary-only without enough CPU
+     * samples, curl logs). */
+    bool timed = mk_profile_time_measured(p);
+    key_ns(j, "allocator_ns", timed, p->alloc_ns);
+    key_ns(j, "allocator_ns_unattributed", timed, p->alloc_ns_unattributed);
     key_uint(j, "allocator_timed_calls", p->timed_calls);
     /* How it was measured: the threads' CPU samples, or the timed calls. */
     mk_json_key(j, "allocator_time_from");
-    if (p->alloc_from_samples)
+    if (p->alloc_from_samples && timed)
         mk_json_string(j, "cpu_samples");
     else if (p->timed && p->timed_calls)
         mk_json_string(j, "timed_calls");
@@ -263,7 +265,7 @@ static void totals(mk_json *j, mk_report_t *r)
      * memkit's own work where CPU samples measured it (tracer_ns). */
     key_ns(j, "cpu_ns", p->cpu_ns > 0, p->cpu_ns);
     mk_json_key(j, "allocator_share");
-    if (p->timed && p->cpu_ns > 0)
+    if (timed && p->cpu_ns > 0)
         mk_json_double(j, p->alloc_ns / p->cpu_ns);
     else
         mk_json_null(j);

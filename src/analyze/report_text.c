@@ -84,7 +84,7 @@ static void totals(const text_t *t)
     fprintf(out, "Deletes: %" PRIu64 "\n", p->deletes);
     fprintf(out, "Aligned allocations: %" PRIu64 "\n", p->aligned);
     fprintf(out, "Allocation calls: %" PRIu64 "\n", p->allocation_calls);
-    if (p->timed && (p->timed_calls || p->alloc_from_samples)) {
+    if (mk_profile_time_measured(p) && (p->alloc_from_samples || p->timed_calls)) {
         /* measured: by the threads' CPU samples, or by every slow call and
          * one in MK_COST_STRIDE of the rest */
         char ns[32], cpu[32], bound[32];
@@ -112,9 +112,13 @@ static void totals(const text_t *t)
             fprintf(out,
                     "Allocator time note: %" PRIu64
                     " calls switched out of the CPU: %" PRIu64
-                    " timed by their thread's CPU clock, %" PRIu64 " not counted\n",
+                    " timed by their thread's CPU clock or CPU samples, %" PRIu64
+                    " not counted\n",
                     p->switched_calls + p->switched_clocked, p->switched_clocked,
                     p->switched_calls);
+    } else if (p->alloc_from_samples) {
+        fprintf(out, "Allocator time: not measured (%" PRIu64 " CPU samples, under %d)\n",
+                p->oncpu_samples, MK_ONCPU_ENOUGH);
     } else if (p->timed) {
         fprintf(out, "Allocator time: not measured (1 call in %d is timed)\n",
                 MK_COST_STRIDE);

@@ -294,13 +294,14 @@ int mk_cmd_check(int argc, char **argv)
         return MK_EXIT_USAGE;
     }
     /* The allocator's time is measured only by full tracing with times. */
-    bool timed = r.prof.timed && (r.prof.cpu_ns > 0 || !limits[L_ALLOCATOR_SHARE].set);
+    bool timed = mk_profile_time_measured(&r.prof) &&
+                 (r.prof.cpu_ns > 0 || !limits[L_ALLOCATOR_SHARE].set);
     if (!timed && (limits[L_ALLOCATOR_TIME].set || limits[L_ALLOCATOR_SHARE].set)) {
         mk_usage_error(
             "check: %s has no %s (traced with --no-times, --summary-only or "
             "--sample, by an older memkit, a curl log, or cut short): it cannot "
             "be checked against --max-allocator-%s",
-            input, r.prof.timed ? "CPU time" : "allocator times",
+            input, mk_profile_time_measured(&r.prof) ? "CPU time" : "allocator times",
             limits[L_ALLOCATOR_SHARE].set ? "share" : "time");
         mk_report_free(&r);
         mk_free_inputs(paths, npaths);

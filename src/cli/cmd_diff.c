@@ -211,7 +211,8 @@ static void diff_text(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         ratio_line(out, t->name, total_of(b, t), bs && t->estimated, total_of(a, t),
                    as && t->estimated);
     }
-    if (b->prof.timed && a->prof.timed) /* measured in both runs */
+    if (mk_profile_time_measured(&b->prof) &&
+        mk_profile_time_measured(&a->prof)) /* measured in both runs */
         time_lines(out, &b->prof, &a->prof);
     if (bs || as)
         fprintf(out, "(~: estimated from a sampled trace; counts by kind are exact)\n");
@@ -269,12 +270,12 @@ static void diff_json(FILE *out, mk_report_t *b, mk_report_t *a, change_t *c, si
         }
         /* as memkit-report's totals: null where the run has no times */
         mk_json_key(&j, "allocator_ns");
-        if (r->prof.timed)
+        if (mk_profile_time_measured(&r->prof))
             mk_json_double(&j, r->prof.alloc_ns);
         else
             mk_json_null(&j);
         mk_json_key(&j, "allocator_share");
-        if (r->prof.timed && r->prof.cpu_ns > 0)
+        if (mk_profile_time_measured(&r->prof) && r->prof.cpu_ns > 0)
             mk_json_double(&j, r->prof.alloc_ns / r->prof.cpu_ns);
         else
             mk_json_null(&j);

@@ -107,10 +107,11 @@ static inline mk_clocks_t read_clocks(void)
         mk_clocks_t c0_ = {0, 0};                                                        \
         if (MK_UNLIKELY((level) == READ_CLOCKED))                                        \
             c0_ = read_clocks();                                                         \
+        uint64_t a0_ = (t)->oncpu.n[MK_ONCPU_ALLOC];                                     \
         mk_switch_arm((t)->switch_word);                                                 \
         MK_ONCPU_CALL(t, (span).t0 = (begin); stmt; (span).t1 = (end));                  \
         (span).read = (level) != READ_NO;                                                \
-        SWITCH_CHECK(t, span, level, c0_);                                               \
+        SWITCH_CHECK(t, span, level, c0_, (t)->oncpu.n[MK_ONCPU_ALLOC] - a0_);           \
     } while (0)
 
 /* Runs stmt, a real call of thread t, between unfenced TSC reads when the
@@ -143,15 +144,22 @@ static inline mk_clocks_t read_clocks(void)
     } while (0)
 
 /* A call the thread was switched out in (base.h's mk_switched): a clocked
- * one keeps the share of its cycles its CPU clock ran for; any other keeps
- * its end as the event's time and has no time of its own (0 cycles: never
- * slow; a timed one weighs 0, one sample of its stride lost against
- * milliseconds off the CPU counted 64 times). */
-#define SWITCH_CHECK(t, span, level, c0)                                                 \
+ * one keeps the share of its cycles its CPU clock ran for; a read one that
+ * CPU samples fell in (oncpu.h) keeps their time, at most its cycles (a
+ * heap's consolidation, 100 ms a call, is switched out on a busy machine
+ * and is the call that matters); any other keeps its end as the event's
+ * time and has no time of its own (0 cycles: never slow; a timed one
+ * weighs 0, one sample of its stride lost against milliseconds off the CPU
+ * counted 64 times). */
+#define SWITCH_CHECK(t, span, level, c0, samples)                                        \
     do {                                                                                 \
         if (MK_UNLIKELY(mk_switched((t)->switch_word))) {                                \
             if ((level) == READ_CLOCKED) {                                               \
                 (span).t0 = (span).t1 - on_cpu_cycles((span).t1 - (span).t0, (c0));      \
+                (t)->w.switched_clocked++;                                               \
+            } else if ((level) != READ_NO && (samples) > 0) {                            \
+                (span).t0 =                                                              \
+                    (span).t1 - sampled_cycles((span).t1 - (span).t0, (samples));        \
                 (t)->w.switched_clocked++;                                               \
             } else {                                                                     \
                 (span).t0 = (span).t1;                                                   \
@@ -159,6 +167,20 @@ static inline mk_clocks_t read_clocks(void)
             }                                                                            \
         }                                                                                \
     } while (0)
+
+/* The cycles of a read call that n CPU samples fell in: their time, at the
+ * TSC's rate since start-up, at most the call's cycles (out of line:
+ * switches are rare). */
+static __attribute__((noinline, unused)) uint64_t sampled_cycles(uint64_t cycles,
+                                                                 uint64_t n)
+{
+    uint64_t ns = mk_now() - mk_st.t_start;
+    uint64_t tsc = (mk_ticks() - mk_st.tick_start) << MK_TICK_SHIFT;
+    if (ns == 0)
+        return 0;
+    double on_cpu = (double)n * MK_ONCPU_PERIOD_NS * (double)tsc / (double)ns;
+    return on_cpu < (double)cycles ? (uint64_t)on_cpu : cycles;
+}
 
 /* The cycles of a clocked call that its thread spent on the CPU: its
  * cycles times the CPU clock's advance over the monotonic clock's, since

@@ -1110,7 +1110,7 @@ switched)
     "$memkit" report --format json "$work"/t.*.mkt >"$work/seen.json" 2>&1 ||
         fail "report --format json failed"
     "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 || fail "report failed"
-    expect_re "^Allocator time note: [0-9]+ calls switched out of the CPU: [0-9]+ timed by their thread's CPU clock, [0-9]+ not counted$"
+    expect_re "^Allocator time note: [0-9]+ calls switched out of the CPU: [0-9]+ timed by their thread's CPU clock or CPU samples, [0-9]+ not counted$"
     rm -f "$work"/t.*.mkt
     GLIBC_TUNABLES=glibc.pthread.rseq=0 LD_PRELOAD=$progs/libslowlib.so trace -q -- "$progs/switched"
     expect_status 0

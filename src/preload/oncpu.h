@@ -35,13 +35,15 @@
 
 #include <linux/perf_event.h>
 
-/* 1 kHz, a quarter of perf record's default: a sample costs the thread
- * 1-2 us in the kernel on bare metal and 13-20 us in a virtual machine,
- * whose timer reprogramming traps (1.3-2% of the CPU at this rate, 5-9% at
- * 4 kHz: docs/PERFORMANCE-LOG.md). A run's share from n samples is within
- * about 1 / sqrt(n) of the truth: 0.1 s of CPU gives 100. */
-#define MK_ONCPU_PERIOD_NS 1000000u
-/* The ring's data pages: 512 samples, 0.5 s of a thread's CPU time without
+/* 500 Hz, an eighth of perf record's default: a sample costs the thread
+ * 1-2 us in the kernel on bare metal; in a virtual machine, whose timer
+ * reprogramming traps, 13-20 us in a small loop and 45-65 us in a traced
+ * clang (its caches refilled after each): 2.5-3% of clang's CPU at this
+ * rate, 5-6% at 1 kHz (docs/PERFORMANCE-LOG.md). A run's share from n
+ * samples is within about 1 / sqrt(n) of the truth: 0.2 s of CPU gives
+ * 100. */
+#define MK_ONCPU_PERIOD_NS 2000000u
+/* The ring's data pages: 512 samples, 1 s of a thread's CPU time without
  * a hook before the kernel drops samples (counted as lost: the program's).
  * 12 KiB a thread, within perf_event_mlock_kb's default 516 for 40 threads. */
 #define MK_ONCPU_DATA_PAGES 2u

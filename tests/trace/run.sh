@@ -1160,7 +1160,7 @@ cpushare)
         echo "SKIP [$test]: the kernel refuses perf events here (kernel.perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null))"
         exit 77
     fi
-    cpushare_json alloc_summary --summary-only --cpu-samples -- "$progs/cpushare" alloc 3000000
+    cpushare_json alloc_summary --summary-only --cpu-samples -- "$progs/cpushare" alloc 10000000
     cpushare_json alloc_counted --summary-only -- "$progs/cpushare" alloc 300000
     cpushare_json compute -- "$progs/cpushare" compute 3000000
     cpushare_json compute_summary --summary-only --cpu-samples -- "$progs/cpushare" compute 3000000
@@ -1189,19 +1189,22 @@ cpushare)
         "$work/alloc.txt" || fail "no sampled allocator time: $(grep Allocator "$work/alloc.txt")"
     python3 - "$work" <<'PY' || fail "CPU samples (above)"
 import json, os, sys
+KEYS = ("allocator_time_from", "cpu_sampling", "cpu_samples", "allocator_samples",
+        "allocator_ns", "tracer_ns", "cpu_ns", "allocator_share")
 def totals(name):
-    return json.load(open(os.path.join(sys.argv[1], name + ".json")))["totals"]
+    t = json.load(open(os.path.join(sys.argv[1], name + ".json")))["totals"]
+    return {k: t[k] for k in KEYS}
 for name in ("alloc", "alloc_summary", "fork_child", "threads"):
     t = totals(name)
     assert t["cpu_sampling"] in ("user", "user_and_kernel"), (name, t)
     assert t["allocator_time_from"] == "cpu_samples", (name, t)
     assert t["cpu_samples"] >= t["allocator_samples"] >= 20, (name, t)
-    assert abs(t["allocator_ns"] - 1e6 * t["allocator_samples"]) < 1e3, (name, t)  # oncpu.h's period
+    assert abs(t["allocator_ns"] - 2e6 * t["allocator_samples"]) < 1e3, (name, t)  # oncpu.h's period
     assert t["tracer_ns"] > 0, (name, t)
     assert t["allocator_share"] > 0.4, (name, t["allocator_share"], t)
 for name in ("compute", "compute_summary", "fork_parent"):
     t = totals(name)
-    assert t["cpu_samples"] >= 100, (name, t)
+    assert t["cpu_samples"] >= 50, (name, t)
     assert t["allocator_share"] is not None and t["allocator_share"] < 0.1, (name, t)
 for name, way in (("refused", "timed_calls"), ("refused_summary", None)):
     t = totals(name)

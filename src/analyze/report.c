@@ -175,7 +175,7 @@ void mk_report_answer(mk_report_t *r, mk_answer_t *a)
     a->present = true;
     a->measured = mk_profile_time_measured(p) &&
                   (p->alloc_from_samples || (p->timed_calls && p->alloc_ns > 0));
-    a->from_samples = p->alloc_from_samples;
+    a->from_samples = a->measured && p->alloc_from_samples;
     if (!a->measured)
         a->price_ns = mk_report_cost_ns(r);
     a->ns = a->measured ? p->alloc_ns : (double)p->allocation_calls * a->price_ns;

@@ -554,8 +554,9 @@ static int parse_opts(int argc, char **argv, trace_opts_t *o, int *first)
     if (rc >= 0)
         return rc;
     if (o->cpu_samples && (o->no_times || o->sample || !o->summary_only))
-        return mk_usage_error("trace: --cpu-samples is --summary-only's (full tracing "
-                              "samples the CPU already; --sample and --no-times do not)");
+        return mk_usage_error(
+            "trace: --cpu-samples is --summary-only's (full tracing and "
+            "--sample sample the CPU already; --no-times does not)");
     if ((o->snapshot_ns || o->snapshot_signal >= 0) && !o->sample)
         return mk_usage_error("trace: snapshots are of a sampled heap: give --sample "
                               "BYTES too");

@@ -140,3 +140,87 @@ bool mk_elf_segment_of(const void *addr, uintptr_t *lo, uintptr_t *hi)
     *hi = seg.hi;
     return true;
 }
+
+typedef struct bracket {
+    const void *const *fns;
+    int n;
+    uintptr_t lo, hi;
+    bool ok;
+} bracket_t;
+
+/* The number of dynamic symbols a GNU hash table covers: past the last
+ * bucket's chain (symbols before symoffset are not hashed, and counted). */
+static uint32_t gnu_count(const uint32_t *gh)
+{
+    uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_words = gh[2];
+    const uint32_t *buckets =
+        (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + bloom_words);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t last = 0;
+    for (uint32_t b = 0; b < nbuckets; b++)
+        if (buckets[b] > last)
+            last = buckets[b];
+    if (last < symoffset)
+        return symoffset;
+    while (!(chain[last - symoffset] & 1))
+        last++;
+    return last + 1;
+}
+
+static int bracket_in_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    bracket_t *b = arg;
+    (void)size;
+    const ElfW(Phdr) *ph = segment_holding(info, (uintptr_t)b->fns[0]);
+    if (!ph)
+        return 0;
+    uintptr_t seg_lo = info->dlpi_addr + ph->p_vaddr, seg_hi = seg_lo + ph->p_memsz;
+    uintptr_t min = UINTPTR_MAX, max = 0;
+    for (int i = 0; i < b->n; i++) {
+        uintptr_t f = (uintptr_t)b->fns[i];
+        if (f - seg_lo >= seg_hi - seg_lo)
+            return 1; /* not one segment's: b->ok stays false */
+        min = f < min ? f : min;
+        max = f > max ? f : max;
+    }
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum && !dyn; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const uint32_t *gh = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_GNU_HASH)
+            gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
+    }
+    if (!gh || !symtab || !gh[0])
+        return 1;
+    b->lo = seg_lo;
+    b->hi = seg_hi;
+    for (uint32_t i = 0, count = gnu_count(gh); i < count; i++) {
+        const ElfW(Sym) *sym = &symtab[i];
+        unsigned type = ELF64_ST_TYPE(sym->st_info);
+        if (sym->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC))
+            continue;
+        uintptr_t at = info->dlpi_addr + sym->st_value, end = at + sym->st_size;
+        if (end <= min && end > b->lo)
+            b->lo = end;
+        else if (at > max && at < b->hi)
+            b->hi = at;
+    }
+    b->ok = true;
+    return 1;
+}
+
+bool mk_elf_bracket(const void *const *fns, int n, uintptr_t *lo, uintptr_t *hi)
+{
+    bracket_t b = {.fns = fns, .n = n};
+    if (n < 1)
+        return false;
+    dl_iterate_phdr(bracket_in_object, &b);
+    *lo = b.lo;
+    *hi = b.hi;
+    return b.ok;
+}

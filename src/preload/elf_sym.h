@@ -34,4 +34,13 @@ enum mk_elf_found mk_elf_symbol_at(const void *addr, const char *name, mk_elf_sy
 /* The bounds of the loaded segment that holds addr: false if none does. */
 bool mk_elf_segment_of(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
+/* The code around n functions of one object (fns[0]'s): from the end of the
+ * highest dynamic function below all of them to the start of the lowest
+ * above, within their segment. A compiler lays one source file's functions
+ * out together, so where the n are one file's exports (glibc's malloc.c)
+ * this holds its static ones too (_int_malloc, malloc_consolidate). False
+ * when the object has no GNU hash table or the functions are not in one
+ * segment. */
+bool mk_elf_bracket(const void *const *fns, int n, uintptr_t *lo, uintptr_t *hi);
+
 #endif /* MEMKIT_PRELOAD_ELF_SYM_H */

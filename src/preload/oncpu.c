@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "oncpu.h"
 
+#include "elf_sym.h"
 #include "thread.h"
 
 #include <errno.h>
@@ -25,10 +26,12 @@ static const uintptr_t no_slot; /* 0: the idle page */
 
 /* The run's choice, made once at start-up (mk_oncpu_init). */
 static struct {
-    unsigned state;    /* 0 off, 1 user time, 2 user and kernel time */
-    int refused;       /* the errno of the event the kernel refused, or 0 */
-    size_t page;       /* the system's page size */
-    atomic_uint rings; /* threads that had a ring */
+    unsigned state;               /* 0 off, 1 user time, 2 user and kernel time */
+    int refused;                  /* the errno of the event the kernel refused, or 0 */
+    size_t page;                  /* the system's page size */
+    atomic_uint rings;            /* threads that had a ring */
+    uint64_t period;              /* ns of a thread's CPU time per sample */
+    uintptr_t alloc_lo, alloc_hi; /* the allocator's code (by address) */
 } oncpu;
 
 static size_t ring_bytes(void)
@@ -45,7 +48,7 @@ static int open_event(bool kernel)
     a.size = sizeof a;
     a.type = PERF_TYPE_SOFTWARE;
     a.config = PERF_COUNT_SW_CPU_CLOCK;
-    a.sample_period = MK_ONCPU_PERIOD_NS;
+    a.sample_period = oncpu.period;
     a.sample_type = PERF_SAMPLE_IP;
     a.exclude_kernel = !kernel;
     a.exclude_hv = 1;
@@ -68,11 +71,49 @@ static void *open_ring(bool kernel)
     return ring == MAP_FAILED ? NULL : ring;
 }
 
+uint64_t mk_oncpu_period_ns(void)
+{
+    return oncpu.period;
+}
+
+/* The allocator's code: the real malloc's object where it is an
+ * allocator's alone (it defines no fopen: jemalloc, tcmalloc, mimalloc),
+ * else the span of the real functions between their neighbours (glibc's
+ * malloc.c; a program's own allocator). */
+static void find_allocator(void)
+{
+    const void *all[] = {(const void *)mk_real.malloc,
+                         (const void *)mk_real.free,
+                         (const void *)mk_real.calloc,
+                         (const void *)mk_real.realloc,
+                         (const void *)mk_real.memalign,
+                         (const void *)mk_real.posix_memalign,
+                         (const void *)mk_real.valloc,
+                         (const void *)mk_real.pvalloc,
+                         (const void *)mk_real.malloc_usable_size};
+    const void *fns[sizeof all / sizeof *all];
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i])
+            fns[n++] = all[i];
+    mk_elf_sym_t s;
+    if (n == 0 || mk_elf_symbol_at(fns[0], "fopen", &s) == MK_ELF_NO_OBJECT)
+        return;
+    bool alone = s.sym == NULL && s.path[0] != 0;
+    uintptr_t lo, hi;
+    if (alone ? mk_elf_segment_of(fns[0], &lo, &hi) : mk_elf_bracket(fns, n, &lo, &hi)) {
+        oncpu.alloc_lo = lo;
+        oncpu.alloc_hi = hi;
+    }
+}
+
 void mk_oncpu_init(void)
 {
     oncpu.page = (size_t)sysconf(_SC_PAGESIZE);
+    oncpu.period = mk_mode_sampled() ? MK_ONCPU_SAMPLED_PERIOD_NS : MK_ONCPU_PERIOD_NS;
     if (!mk_st.cfg.cpu_samples) /* runtime.c decides */
         return;
+    find_allocator();
     size_t bytes = MK_ONCPU_SLOTS * sizeof *slots;
     void *m = mk_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -119,10 +160,13 @@ void mk_oncpu_thread_start(mk_oncpu_thread_t *o, uint32_t state_id)
     atomic_fetch_add_explicit(&oncpu.rings, 1, memory_order_relaxed);
 }
 
-/* A sample's address, as the tracer's or the program's. */
+/* A sample's address, as the tracer's, the allocator's or the program's. */
 static unsigned class_of(uint64_t ip)
 {
-    return mk_in_tracer((const void *)(uintptr_t)ip) ? MK_ONCPU_TRACER : MK_ONCPU_PROGRAM;
+    if (mk_in_tracer((const void *)(uintptr_t)ip))
+        return MK_ONCPU_TRACER;
+    return ip - oncpu.alloc_lo < oncpu.alloc_hi - oncpu.alloc_lo ? MK_ONCPU_ALLOC
+                                                                 : MK_ONCPU_PROGRAM;
 }
 
 void mk_oncpu_take(mk_oncpu_thread_t *o, uint64_t head, unsigned cls)
@@ -203,7 +247,7 @@ void mk_oncpu_end_fields(uint64_t out[MK_ONCPU_END_FIELDS])
     mk_oncpu_totals(n);
     out[0] = oncpu.state;
     out[1] = (uint64_t)oncpu.refused;
-    out[2] = MK_ONCPU_PERIOD_NS;
+    out[2] = oncpu.period;
     out[3] = atomic_load_explicit(&oncpu.rings, memory_order_relaxed);
     for (int c = 0; c < MK_ONCPU_CLASSES; c++)
         out[4 + c] = n[c];

@@ -4,17 +4,23 @@
  * each sample counted by where the thread was (oncpu.c has the rest).
  *
  * A thread with a tracer state has its own cpu-clock event, sampling every
- * MK_ONCPU_PERIOD_NS of its CPU time into a ring it maps. The kernel writes
+ * period of its CPU time (mk_oncpu_period_ns) into a ring it maps. The kernel writes
  * a sample's record and moves the ring's head during the timer interrupt on
  * the thread's own CPU, so when the thread runs again the head already says
  * so. The hooks read the head on both sides of each real allocator call
  * (MK_ONCPU_CALL): records that appeared during the call are the
  * allocator's. Records that appeared elsewhere are classed when the next
  * mark takes them: at a hook's end (mk_leave) as the tracer's, before a
- * real call by their address (the tracer's own code, or the program's).
- * No symbol is needed and any allocator is measured alike (glibc's,
- * jemalloc's, a program's own), its kernel time inside the call too where
- * the kernel lets a process sample it. A sample stands for a period of the
+ * real call by their address (the tracer's own code, the allocator's, or
+ * the program's). Where every call has its marks (full tracing, and
+ * --summary-only --cpu-samples, which runs the general bodies) no symbol is
+ * needed and any allocator is measured alike, its kernel time inside the
+ * call too where the kernel lets a process sample it. --sample's fast
+ * bodies are tail calls with no frame to mark in: there the address alone
+ * says, against the allocator's code (the real malloc's library where it
+ * is an allocator's alone, else the span of glibc's malloc.c between its
+ * neighbours' dynamic symbols: elf_sym.h's mk_elf_bracket), at a tenth of
+ * the rate (production), read at its sampled events. A sample stands for a period of the
  * thread's CPU time: the counts times the period estimate each class's time
  * without bias, perf's method.
  *
@@ -42,8 +48,10 @@
  * rate, 5-6% at 1 kHz (docs/PERFORMANCE-LOG.md). A run's share from n
  * samples is within about 1 / sqrt(n) of the truth: 0.2 s of CPU gives
  * 100. */
-#define MK_ONCPU_PERIOD_NS 2000000u
-/* The ring's data pages: 512 samples, 1 s of a thread's CPU time without
+#define MK_ONCPU_PERIOD_NS         2000000u
+#define MK_ONCPU_SAMPLED_PERIOD_NS 20000000u /* --sample: 50 Hz, rings read seldom */
+/* The ring's data pages: 512 samples, 1 s of a thread's CPU time (10 s under
+ * --sample) without
  * a hook before the kernel drops samples (counted as lost: the program's).
  * 12 KiB a thread, within perf_event_mlock_kb's default 516 for 40 threads. */
 #define MK_ONCPU_DATA_PAGES 2u
@@ -81,6 +89,9 @@ mk_oncpu_page(const mk_oncpu_thread_t *o)
 }
 
 /* ---- oncpu.c ---- */
+
+/* The run's period (MK_ONCPU_PERIOD_NS, or --sample's). */
+MK_HIDDEN uint64_t mk_oncpu_period_ns(void);
 
 /* At start-up: whether this run samples (full tracing and --summary-only,
  * unless times are off), and whether the kernel lets it see kernel time. */

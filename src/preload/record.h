@@ -178,7 +178,7 @@ static __attribute__((noinline, unused)) uint64_t sampled_cycles(uint64_t cycles
     uint64_t tsc = (mk_ticks() - mk_st.tick_start) << MK_TICK_SHIFT;
     if (ns == 0)
         return 0;
-    double on_cpu = (double)n * MK_ONCPU_PERIOD_NS * (double)tsc / (double)ns;
+    double on_cpu = (double)n * (double)mk_oncpu_period_ns() * (double)tsc / (double)ns;
     return on_cpu < (double)cycles ? (uint64_t)on_cpu : cycles;
 }
 

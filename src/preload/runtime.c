@@ -120,12 +120,11 @@ static void read_config(mk_config_t *c)
      * counted summary samples the CPU too. Full tracing samples unless
      * times are off; --summary-only only when asked, as its own bodies have
      * no windows to pay for (it runs the general ones, path_of: 1.27-1.30x
-     * the counted summary on the churn loop); --sample never (oncpu.h). */
+     * the counted summary on the churn loop); --sample by address alone, at
+     * its own rate (oncpu.h). */
     v = getenv("MEMKIT_TRACE_TIMES");
     bool times = !(v && strcmp(v, "0") == 0);
-    c->cpu_samples =
-        times && (c->mode == MK_MODE_FULL || c->mode == MK_MODE_FULL_SUMMARY ||
-                  (c->mode == MK_MODE_SUMMARY && v && strcmp(v, "2") == 0));
+    c->cpu_samples = times && (c->mode != MK_MODE_SUMMARY || (v && strcmp(v, "2") == 0));
 }
 
 /* ---- the way in for a thread without a state ---- */

@@ -3,7 +3,8 @@
  * by name (src/preload/elf_sym.c), against what the dynamic linker and
  * dladdr1 say: libc's functions (and an IFUNC), a function this program
  * exports (-rdynamic), names an object lacks, addresses no object holds,
- * and the bounds of the segment holding an address.
+ * the bounds of the segment holding an address, and the code around libc's
+ * malloc family (mk_elf_bracket: malloc.c's span, no other file's).
  */
 #define _GNU_SOURCE
 #include "../../src/preload/elf_sym.h"
@@ -86,6 +87,43 @@ int main(void)
     uintptr_t lo, hi;
     CHECK_MSG(!mk_elf_segment_of(heap, &lo, &hi), "a heap address has a segment");
     free(heap);
+    /* libc's own malloc family (not a sanitizer's interceptors): one span
+     * that holds them all, and none of libc's other files' functions */
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    CHECK_MSG(libc != NULL, "libc.so.6 is not loaded");
+    if (libc) {
+        const char *family[] = {"malloc",        "free",     "calloc",
+                                "realloc",       "memalign", "malloc_usable_size",
+                                "posix_memalign"};
+        const void *fns[sizeof family / sizeof *family];
+        int n = 0;
+        for (size_t i = 0; i < sizeof family / sizeof *family; i++)
+            if ((fns[n] = dlsym(libc, family[i])))
+                n++;
+        CHECK_MSG(n == (int)(sizeof family / sizeof *family),
+                  "libc lacks its malloc family");
+        CHECK_MSG(mk_elf_bracket(fns, n, &lo, &hi), "no span around libc's malloc");
+        for (int i = 0; i < n; i++)
+            CHECK_MSG((uintptr_t)fns[i] - lo < hi - lo, "%s outside [%#lx, %#lx)",
+                      family[i], (unsigned long)lo, (unsigned long)hi);
+        CHECK_MSG(hi - lo < (1u << 20), "the span is %lu bytes",
+                  (unsigned long)(hi - lo));
+        const char *others[] = {"fopen",          "qsort",         "getenv", "strlen",
+                                "pthread_create", "timer_settime", "mtrace"};
+        for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+            mk_elf_sym_t o;
+            void *f = dlsym(libc, others[i]);
+            if (!f || mk_elf_symbol_at(f, others[i], &o) != MK_ELF_FOUND || !o.sym)
+                continue;
+            uintptr_t at_sym = o.base + o.sym->st_value; /* an IFUNC's resolver too */
+            CHECK_MSG(at_sym - lo >= hi - lo && (uintptr_t)f - lo >= hi - lo,
+                      "%s is inside malloc's span", others[i]);
+        }
+        /* functions of two objects: no span */
+        const void *two[] = {fns[0], (const void *)elf_sym_probe};
+        CHECK_MSG(!mk_elf_bracket(two, 2, &lo, &hi), "a span across two objects");
+        dlclose(libc);
+    }
     CHECK_EQ(elf_sym_probe(1), 4); /* called, so it is not dead code */
     return check_report("symbols by hash agree with the dynamic linker");
 }

@@ -24,9 +24,12 @@ const struct perf_event_mmap_page mk_oncpu_idle;
 static uintptr_t *slots;
 static const uintptr_t no_slot; /* 0: the idle page */
 
-/* The run's choice, made once at start-up (mk_oncpu_init). */
+/* The run's choice: whether it samples at start-up (mk_oncpu_init), and
+ * what the kernel allows at the first ring (decide): a process that never
+ * allocates (a shell's /bin/true) pays nothing. */
+enum { STATE_OFF, STATE_USER, STATE_KERNEL, STATE_UNTRIED, STATE_DECIDING };
 static struct {
-    unsigned state;               /* 0 off, 1 user time, 2 user and kernel time */
+    atomic_uint state;            /* STATE_*: the END's 0 off, 1 user, 2 kernel too */
     int refused;                  /* the errno of the event the kernel refused, or 0 */
     size_t page;                  /* the system's page size */
     atomic_uint rings;            /* threads that had a ring */
@@ -58,9 +61,10 @@ static int open_event(bool kernel)
 /* The ring of a new event of the calling thread, or NULL. The descriptor is
  * closed at once: the mapping holds the event, so the program sees no
  * descriptor of ours, and munmap ends it. */
-static void *open_ring(bool kernel)
+static void *open_ring(bool kernel, int fd)
 {
-    int fd = open_event(kernel);
+    if (fd < 0)
+        fd = open_event(kernel);
     if (fd < 0)
         return NULL;
     void *ring =
@@ -111,8 +115,16 @@ void mk_oncpu_init(void)
 {
     oncpu.page = (size_t)sysconf(_SC_PAGESIZE);
     oncpu.period = mk_mode_sampled() ? MK_ONCPU_SAMPLED_PERIOD_NS : MK_ONCPU_PERIOD_NS;
-    if (!mk_st.cfg.cpu_samples) /* runtime.c decides */
-        return;
+    /* runtime.c decides whether; the first ring, what the kernel allows */
+    atomic_store(&oncpu.state, mk_st.cfg.cpu_samples ? STATE_UNTRIED : STATE_OFF);
+}
+
+/* At the first ring, by the one thread that takes it to decide: the
+ * allocator's code, the slots, and the event the kernel allows; that
+ * event's descriptor, for the deciding thread's own ring (or -1). */
+static int decide(void)
+{
+    int saved = errno;
     find_allocator();
     size_t bytes = MK_ONCPU_SLOTS * sizeof *slots;
     void *m = mk_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -121,35 +133,43 @@ void mk_oncpu_init(void)
         oncpu.refused = errno; /* a kernel before 4.14: no safe place for rings */
         if (m != MAP_FAILED)
             mk_sys_munmap(m, bytes);
-        return;
+        atomic_store(&oncpu.state, STATE_OFF);
+        errno = saved;
+        return -1;
     }
     slots = m;
     /* The kernel's time inside a call (page faults, brk, mmap) is the
      * allocator's too: asked for first, user time alone where the kernel
      * keeps its own from us (perf_event_paranoid 2). */
-    for (unsigned state = 2; state >= 1; state--) {
-        int saved = errno;
-        int fd = open_event(state == 2);
-        if (fd >= 0) {
-            mk_sys_close(fd);
-            errno = saved;
-            oncpu.state = state;
-            oncpu.refused = 0;
-            return;
-        }
-        oncpu.refused = errno;
-        errno = saved;
+    unsigned allowed = STATE_OFF;
+    int fd = -1;
+    for (unsigned state = STATE_KERNEL; state >= STATE_USER && fd < 0; state--) {
+        fd = open_event(state == STATE_KERNEL);
+        allowed = fd >= 0 ? state : STATE_OFF;
+        oncpu.refused = fd >= 0 ? 0 : errno;
     }
+    atomic_store(&oncpu.state, allowed); /* the waiting threads go on */
+    errno = saved;
+    return fd;
 }
 
 void mk_oncpu_thread_start(mk_oncpu_thread_t *o, uint32_t state_id)
 {
     o->slot = &no_slot;
     o->seen = 0;
-    if (!oncpu.state || state_id == 0 || state_id > MK_ONCPU_SLOTS)
+    unsigned state = atomic_load(&oncpu.state);
+    if (state == STATE_OFF || state_id == 0 || state_id > MK_ONCPU_SLOTS)
         return; /* not sampled: counted in the END's threads */
+    int fd = -1;
+    if (state == STATE_UNTRIED &&
+        atomic_compare_exchange_strong(&oncpu.state, &state, STATE_DECIDING))
+        fd = decide();
+    while ((state = atomic_load(&oncpu.state)) >= STATE_UNTRIED)
+        __builtin_ia32_pause(); /* another thread decides: a few system calls */
+    if (state == STATE_OFF)
+        return;
     int saved = errno;
-    void *ring = open_ring(oncpu.state == 2);
+    void *ring = open_ring(state == STATE_KERNEL, fd);
     errno = saved;
     if (!ring)
         return;
@@ -220,7 +240,10 @@ void mk_oncpu_thread_end(mk_oncpu_thread_t *o)
 
 void mk_oncpu_after_fork_child(mk_oncpu_thread_t *o, uint32_t state_id, bool mine)
 {
-    /* The parent's rings are not in this process, and the slots read 0. */
+    /* The parent's rings are not in this process, and the slots read 0; a
+     * thread of the parent that was deciding is not here to finish. */
+    unsigned deciding = STATE_DECIDING;
+    atomic_compare_exchange_strong(&oncpu.state, &deciding, STATE_UNTRIED);
     o->slot = &no_slot;
     o->seen = 0;
     memset(o->n, 0, sizeof o->n);
@@ -245,7 +268,8 @@ void mk_oncpu_end_fields(uint64_t out[MK_ONCPU_END_FIELDS])
 {
     uint64_t n[MK_ONCPU_CLASSES];
     mk_oncpu_totals(n);
-    out[0] = oncpu.state;
+    unsigned state = atomic_load(&oncpu.state);
+    out[0] = state >= STATE_UNTRIED ? STATE_OFF : state;
     out[1] = (uint64_t)oncpu.refused;
     out[2] = oncpu.period;
     out[3] = atomic_load_explicit(&oncpu.rings, memory_order_relaxed);

@@ -1097,8 +1097,9 @@ costs)
 switched)
     # libslowlib.so's malloc sleeps 2 ms in each of 50 calls: 100 ms off the
     # CPU inside the allocator. The tracer sees each of those calls switched
-    # out (preload/base.h) and drops its time: the allocator's time stays
-    # far below the sleeps. Without rseq (glibc.pthread.rseq=0) it cannot
+    # out (preload/base.h) and drops its time, or keeps a CPU sample's where
+    # one fell in it (record.h): the allocator's time stays far below the
+    # sleeps. Without rseq (glibc.pthread.rseq=0) it cannot
     # see them, keeps the sleeps in, and says so.
     if [ -n "${MEMKIT_SANITIZED:-}" ]; then
         echo "SKIP [$test]: a sanitizer build of memkit cannot run with another allocator preloaded"
@@ -1122,8 +1123,10 @@ switched)
 import json, sys
 seen, unseen = (json.load(open(f))["totals"] for f in sys.argv[1:])
 sleeps = 50 * 2e6
-assert seen["allocator_switched_dropped"] >= 50, seen  # 100 KiB: read, not clocked
-assert seen["allocator_switched_calls"] >= seen["allocator_switched_dropped"], seen
+# 100 KiB: read, not clocked; a call a CPU sample fell in keeps the sample's time
+assert seen["allocator_switched_calls"] >= 50, seen
+assert seen["allocator_switched_dropped"] >= (
+    seen["allocator_switched_calls"] - (seen["allocator_samples"] or 0)), seen
 assert seen["allocator_ns"] < 0.25 * sleeps, seen
 assert seen["allocator_share"] < 1, seen
 assert unseen["allocator_switched_calls"] is None, unseen

@@ -1048,14 +1048,12 @@ static void take_samples(mk_profile_t *p, const mk_trace_end_t *e)
         return;
     double period = (double)e->oncpu_period_ns;
     double alloc_ns = (double)e->oncpu_alloc * period;
-    p->oncpu = true;
     p->oncpu_samples = all;
     p->oncpu_alloc_samples = e->oncpu_alloc;
     p->tracer_ns = (double)e->oncpu_tracer * period;
     if (p->cpu_ns > 0) /* a sample's period and the clock's ticks differ a little */
         p->cpu_ns =
             p->cpu_ns - p->tracer_ns > alloc_ns ? p->cpu_ns - p->tracer_ns : alloc_ns;
-    p->timed_alloc_ns = p->alloc_ns;
     if (p->timed && p->timed_calls && e->oncpu_alloc < MK_ONCPU_ENOUGH)
         return; /* the timed calls say more */
     if (p->alloc_ns > 0)
@@ -1083,10 +1081,10 @@ static void take_end(mk_profile_t *p, const mk_trace_t *tr)
         p->switched_clocked = tr->end.switched_clocked;
         p->switches_unseen = !tr->end.switches_seen;
     }
-    p->timed_alloc_ns = p->alloc_ns;
     if (tr && tr->end.present)
         take_samples(p, &tr->end);
-    p->site_times = p->timed && !p->from_summary && (p->timed_calls || !p->oncpu);
+    p->site_times =
+        p->timed && !p->from_summary && (p->timed_calls || p->oncpu_samples == 0);
 }
 
 void mk_profile_finish(mk_profile_t *p)

@@ -180,18 +180,17 @@ typedef struct mk_profile {
     double slow_bound_ns; /* a call at least this long was slow (0: unknown) */
     double cpu_ns;        /* the program's CPU time, user and system, memkit's own
                            * work taken off where it was measured (0: unknown) */
-    /* The threads' CPU samples (preload/oncpu.h), where the run took them:
-     * samples in all and inside allocator calls, and memkit's own time,
-     * which cpu_ns leaves out. alloc_ns is the samples' estimate
+    /* The threads' CPU samples (preload/oncpu.h), where the run took them
+     * (oncpu_samples > 0): samples in all and inside allocator calls, and
+     * memkit's own time, which cpu_ns leaves out. alloc_ns is the samples' estimate
      * (alloc_from_samples) when they are enough (MK_ONCPU_ENOUGH) or the
      * calls were not timed; the stacks' times, from the timed calls, are
      * then scaled to it. */
-    bool oncpu, alloc_from_samples;
+    bool alloc_from_samples;
     unsigned cpu_sampling;  /* MK_CPU_SAMPLING_*: how the run could sample */
     int cpu_sampling_errno; /* why the kernel refused, where it did */
     uint64_t oncpu_samples, oncpu_alloc_samples;
     double tracer_ns;
-    double timed_alloc_ns; /* the timed calls' own sum, before any scaling */
     /* Read calls whose thread was switched out during them (trace/reader.h):
      * those whose time the tracer dropped, and those it took from the thread's
      * CPU clock; switches_unseen: a timed process whose tracer could not see

@@ -943,8 +943,6 @@ static bool merge_profile(mk_report_t *m, mk_report_t *one)
     d->alloc_ns += s->alloc_ns;
     d->alloc_ns_unattributed += s->alloc_ns_unattributed;
     d->timed_calls += s->timed_calls;
-    d->timed_alloc_ns += s->timed_alloc_ns;
-    d->oncpu |= s->oncpu;
     if (s->cpu_sampling > d->cpu_sampling) {
         d->cpu_sampling = s->cpu_sampling;
         d->cpu_sampling_errno = s->cpu_sampling_errno;

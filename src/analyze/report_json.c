@@ -245,12 +245,12 @@ static void totals(mk_json *j, mk_report_t *r)
     else
         mk_json_null(j);
     mk_json_key(j, "cpu_samples");
-    if (p->oncpu)
+    if (p->oncpu_samples)
         mk_json_uint(j, p->oncpu_samples);
     else
         mk_json_null(j);
     mk_json_key(j, "allocator_samples");
-    if (p->oncpu)
+    if (p->oncpu_samples)
         mk_json_uint(j, p->oncpu_alloc_samples);
     else
         mk_json_null(j);
@@ -260,7 +260,7 @@ static void totals(mk_json *j, mk_report_t *r)
         mk_json_string(j, sampling[p->cpu_sampling]);
     else
         mk_json_null(j);
-    key_ns(j, "tracer_ns", p->oncpu, p->tracer_ns);
+    key_ns(j, "tracer_ns", p->oncpu_samples > 0, p->tracer_ns);
     /* The share is of the program's CPU time: the traced run's, less
      * memkit's own work where CPU samples measured it (tracer_ns). */
     key_ns(j, "cpu_ns", p->cpu_ns > 0, p->cpu_ns);

@@ -92,6 +92,7 @@ typedef enum mk_path {
 typedef struct mk_config {
     mk_mode_t mode;
     bool syscalls;              /* record mmap/munmap/mremap/brk/sbrk too: any mode */
+    bool times;                 /* measure the allocator's time (not --no-times) */
     bool cpu_samples;           /* sample each thread's CPU clock (oncpu.h) */
     int depth;                  /* frames kept per stack; 1 = caller only (--no-stacks) */
     uint64_t sample_mean;       /* MK_MODE_SAMPLED: mean bytes between samples */

@@ -36,24 +36,45 @@ static uint32_t gnu_hash(const char *name)
     return h;
 }
 
+/* The object's dynamic section, NULL if it has none. */
+static const ElfW(Dyn) * dynamic_of(const struct dl_phdr_info *info)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    return NULL;
+}
+
+/* The object's GNU hash table, dynamic symbols and their names (each NULL
+ * if absent). */
+static void dyn_tables(const struct dl_phdr_info *info, const ElfW(Dyn) * dyn,
+                       const uint32_t **gh, const ElfW(Sym) * *symtab,
+                       const char **strtab)
+{
+    *gh = NULL;
+    *symtab = NULL;
+    *strtab = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_GNU_HASH)
+            *gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_SYMTAB)
+            *symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
+        else if (dyn->d_tag == DT_STRTAB)
+            *strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
+    }
+}
+
 /* `name` in the object's hash table; NULL if absent, and *no_hash set when
  * the object has no such table. */
 static const ElfW(Sym) * gnu_lookup(const struct dl_phdr_info *info,
                                     const ElfW(Dyn) * dyn, const char *name,
                                     bool *no_hash)
 {
-    const uint32_t *gh = NULL;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
+    const uint32_t *gh;
+    const ElfW(Sym) * symtab;
+    const char *strtab;
 
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-        if (dyn->d_tag == DT_GNU_HASH)
-            gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_SYMTAB)
-            symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_STRTAB)
-            strtab = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
-    }
+    dyn_tables(info, dyn, &gh, &symtab, &strtab);
     if (!gh || !symtab || !strtab) {
         *no_hash = true;
         return NULL;
@@ -92,14 +113,11 @@ static const ElfW(Phdr) * segment_holding(const struct dl_phdr_info *info, uintp
 static int in_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
     lookup_t *l = arg;
-    const ElfW(Dyn) *dyn = NULL;
 
     (void)size;
     if (!segment_holding(info, (uintptr_t)l->addr))
         return 0; /* on to the next object */
-    for (int i = 0; i < info->dlpi_phnum && !dyn; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const ElfW(Dyn) *dyn = dynamic_of(info);
     bool no_hash = !dyn;
     l->out->path = info->dlpi_name ? info->dlpi_name : "";
     l->out->base = info->dlpi_addr;
@@ -183,18 +201,10 @@ static int bracket_in_object(struct dl_phdr_info *info, size_t size, void *arg)
         min = f < min ? f : min;
         max = f > max ? f : max;
     }
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum && !dyn; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    const uint32_t *gh = NULL;
-    const ElfW(Sym) *symtab = NULL;
-    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-        if (dyn->d_tag == DT_GNU_HASH)
-            gh = (const uint32_t *)dyn_ptr(info, dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_SYMTAB)
-            symtab = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
-    }
+    const uint32_t *gh;
+    const ElfW(Sym) * symtab;
+    const char *strtab;
+    dyn_tables(info, dynamic_of(info), &gh, &symtab, &strtab);
     if (!gh || !symtab || !gh[0])
         return 1;
     b->lo = seg_lo;

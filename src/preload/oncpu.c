@@ -253,7 +253,8 @@ void mk_oncpu_after_fork_child(mk_oncpu_thread_t *o, uint32_t state_id, bool min
     }
 }
 
-void mk_oncpu_totals(uint64_t n[MK_ONCPU_CLASSES])
+/* The samples of every state, by class; the caller's own up to now. */
+static void totals(uint64_t n[MK_ONCPU_CLASSES])
 {
     memset(n, 0, MK_ONCPU_CLASSES * sizeof *n);
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
@@ -267,7 +268,7 @@ void mk_oncpu_totals(uint64_t n[MK_ONCPU_CLASSES])
 void mk_oncpu_end_fields(uint64_t out[MK_ONCPU_END_FIELDS])
 {
     uint64_t n[MK_ONCPU_CLASSES];
-    mk_oncpu_totals(n);
+    totals(n);
     unsigned state = atomic_load(&oncpu.state);
     out[0] = state >= STATE_UNTRIED ? STATE_OFF : state;
     out[1] = (uint64_t)oncpu.refused;

@@ -62,7 +62,7 @@ enum mk_oncpu_class {
     MK_ONCPU_PROGRAM, /* anywhere else */
     MK_ONCPU_LOST,    /* dropped by the kernel while the ring was full */
     MK_ONCPU_CLASSES,
-    MK_ONCPU_BY_ADDRESS = MK_ONCPU_CLASSES /* a mark's class: tracer or program, by IP */
+    MK_ONCPU_BY_ADDRESS = MK_ONCPU_CLASSES /* a mark's class: the sample's address says */
 };
 
 /* A thread's ring: a field of the thread state itself (thread.h), not a
@@ -93,8 +93,8 @@ mk_oncpu_page(const mk_oncpu_thread_t *o)
 /* The run's period (MK_ONCPU_PERIOD_NS, or --sample's). */
 MK_HIDDEN uint64_t mk_oncpu_period_ns(void);
 
-/* At start-up: whether this run samples (full tracing and --summary-only,
- * unless times are off), and whether the kernel lets it see kernel time. */
+/* At start-up: the period, and whether this run samples (runtime.c's
+ * cpu_samples); what the kernel allows is asked at the first ring. */
 MK_HIDDEN void mk_oncpu_init(void);
 /* The calling thread took state o, the state_id-th: its ring, when the
  * run samples. */
@@ -114,8 +114,6 @@ MK_HIDDEN void mk_oncpu_take(mk_oncpu_thread_t *o, uint64_t head, unsigned cls);
  * by class). */
 #define MK_ONCPU_END_FIELDS (4 + MK_ONCPU_CLASSES)
 MK_HIDDEN void mk_oncpu_end_fields(uint64_t out[MK_ONCPU_END_FIELDS]);
-/* The samples of every state, by class (the summary at exit). */
-MK_HIDDEN void mk_oncpu_totals(uint64_t n[MK_ONCPU_CLASSES]);
 
 /* ---- the marks ---- */
 

@@ -123,8 +123,9 @@ static void read_config(mk_config_t *c)
      * the counted summary on the churn loop); --sample by address alone, at
      * its own rate (oncpu.h). */
     v = getenv("MEMKIT_TRACE_TIMES");
-    bool times = !(v && strcmp(v, "0") == 0);
-    c->cpu_samples = times && (c->mode != MK_MODE_SUMMARY || (v && strcmp(v, "2") == 0));
+    c->times = !(v && strcmp(v, "0") == 0);
+    c->cpu_samples =
+        c->times && (c->mode != MK_MODE_SUMMARY || (v && strcmp(v, "2") == 0));
 }
 
 /* ---- the way in for a thread without a state ---- */
@@ -351,8 +352,7 @@ static void resolve_real(void)
  * fenced span reads (tsc.h), which readers take off every timed call. */
 static void calibrate_timing(void)
 {
-    const char *v = getenv("MEMKIT_TRACE_TIMES");
-    mk_st.timing = mk_st.use_tsc && mk_mode_full() && !(v && strcmp(v, "0") == 0);
+    mk_st.timing = mk_st.use_tsc && mk_mode_full() && mk_st.cfg.times;
     if (!mk_st.timing)
         return;
     uint64_t median = mk_tsc_empty();

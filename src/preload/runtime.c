@@ -149,7 +149,7 @@ mk_thread_t *mk_enter_slow(void)
         mk_guard = 0;
         return NULL;
     }
-    atomic_store(&t->in_hook, 1); /* seq_cst, as in mk_enter's protocol */
+    atomic_store(&t->in_hook, 1); /* taken already; seq_cst, as in mk_enter's protocol */
     mk_guard = 0;                 /* the flag says "nested" from here on (mk_nested) */
     if (atomic_load(&mk_st.phase) != MK_PHASE_ON) {
         mk_leave(t);

@@ -94,8 +94,9 @@ bool mk_summary_thread_added(mk_thread_t *t)
     mk_thread_t *head = (mk_thread_t *)atomic_load(&mk_st.threads);
     if (atomic_load(&mk_summary_multi) || (head == t && !t->next))
         return false;
-    atomic_store(&mk_summary_multi, 1);
-    return true;
+    /* One waiter: two new states, each taken (in_hook set) while it is
+     * made, would wait for each other. */
+    return !atomic_exchange(&mk_summary_multi, 1);
 }
 
 /* Adds a call to a site's totals: the slow path, for a site other than the

@@ -60,8 +60,8 @@ struct mk_thread {
 
 /* ---- threads.c ---- */
 
-/* The calling thread's state, new or reused; NULL (said once) when none can
- * be mapped. */
+/* The calling thread's state, new or reused, taken (in_hook set, so that a
+ * flusher waits for it); NULL (said once) when none can be mapped. */
 MK_HIDDEN mk_thread_t *mk_thread_get(void);
 /* Writes t's record (if it holds events) and starts the next. */
 MK_HIDDEN void mk_thread_flush(mk_thread_t *t);

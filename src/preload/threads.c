@@ -87,26 +87,42 @@ static bool thread_gone(pid_t tid)
     return gone;
 }
 
-/* A state for reuse: one whose thread ended (its last events, recorded after
- * its key destructor, are flushed first), or one marked dead (a forked
- * child's other threads), or NULL. */
+/* Takes t as its owner would in a hook, so that a flusher (which reads
+ * in_hook after storing the phase and a barrier) either waits for the taker
+ * or had already begun with t, and then the taker sees the phase and lets
+ * go. Without it an exit's flush met a state half made (its streams' ends
+ * still 0: a record of 2^64-byte streams, zstd looping for ever) or one being
+ * taken over. */
+static bool take_state(mk_thread_t *t)
+{
+    int out = 0;
+    if (!atomic_compare_exchange_strong(&t->in_hook, &out, 1))
+        return false; /* another taker's, or its owner is in a hook */
+    if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
+        return true;
+    atomic_store(&t->in_hook, 0);
+    return false;
+}
+
+/* A state for reuse, taken (in_hook set): one whose thread ended (its last
+ * events, recorded after its key destructor, are flushed first), or one
+ * marked dead (a forked child's other threads), or NULL. */
 static mk_thread_t *claim_state(void)
 {
     for (mk_thread_t *t = (mk_thread_t *)atomic_load(&mk_st.threads); t; t = t->next) {
-        bool dead = true;
-        if (atomic_load_explicit(&t->dead, memory_order_relaxed) &&
-            atomic_compare_exchange_strong(&t->dead, &dead, false))
-            return t;
+        bool dead = atomic_load_explicit(&t->dead, memory_order_relaxed);
         pid_t tid = atomic_load_explicit(&t->exited_tid, memory_order_acquire);
-        if (tid && thread_gone(tid) &&
-            atomic_compare_exchange_strong(&t->exited_tid, &tid, 0)) {
-            /* As its owner in a hook: the exit path's flush waits for us,
-             * or we see its phase (mk_enter's protocol). */
-            atomic_store(&t->in_hook, 1);
-            if (atomic_load(&mk_st.phase) == MK_PHASE_ON)
+        if (!dead && !(tid && thread_gone(tid)))
+            continue;
+        if (!take_state(t))
+            continue;
+        if (dead ? atomic_compare_exchange_strong(&t->dead, &dead, false)
+                 : atomic_compare_exchange_strong(&t->exited_tid, &tid, 0)) {
+            if (!dead)
                 mk_thread_flush(t);
             return t;
         }
+        atomic_store(&t->in_hook, 0); /* another taker's since */
     }
     return NULL;
 }
@@ -192,6 +208,9 @@ mk_thread_t *mk_thread_get(void)
         }
         static atomic_uint states;
         t->state_id = atomic_fetch_add(&states, 1) + 1;
+        /* Taken before it is listed (take_state says why); the list's
+         * exchange publishes the flag with it. */
+        atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
         uintptr_t head = atomic_load(&mk_st.threads);
         do
             t->next = (mk_thread_t *)head;

@@ -24,6 +24,7 @@
 #include "format.h"
 #include "reuse.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -447,6 +448,8 @@ static inline void mk_writer_end(mk_writer_t *w, uint32_t index, uint64_t tid,
     p = mk_put_u64(p, w->anchor_tick);
     p = mk_put_varint(p, MK_S_COUNT);
     for (int i = 0; i < MK_S_COUNT; i++) {
+        assert(w->s[i] >= w->base[i] &&
+               (size_t)(w->s[i] - w->base[i]) <= mk_writer_stream_cap(i));
         len[1 + i] = (size_t)(w->s[i] - w->base[i]);
         part[1 + i] = w->base[i];
         p = mk_put_varint(p, len[1 + i]);

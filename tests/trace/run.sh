@@ -868,6 +868,30 @@ go)
     report_whole "go"
     expect_re "^Frees: 200[0-9][0-9]$"
     ;;
+exitrace)
+    # The exit's flush meets threads making and taking over states
+    # (exitrace.c): each run ends, and its trace reads whole. A hung run is
+    # killed (memkit trace waits for its program, which a hang in the shield
+    # keeps from its signals), and the test stops there.
+    for mode in "" --summary-only "--sample 512K"; do
+        for delay in 0 30 60 90 120 150 180 210 240 270 300 330 360 390 420 450; do
+            rm -f "$work"/t.*
+            timeout -s KILL 10 "$memkit" trace -q -o "$work/t" $mode -- "$progs/exitrace" $delay \
+                >"$out" 2>&1
+            status=$?
+            if [ $status = 137 ]; then # memkit trace killed, the program left
+                pkill -KILL -f "^$progs/exitrace" 2>/dev/null
+                fail "exitrace ($mode, $delay us) hung at exit"
+                break 2
+            fi
+            expect_status 0
+            "$memkit" report "$work"/t.*.mkt >"$out" 2>&1 ||
+                fail "exitrace ($mode, $delay us): report failed"
+            grep -q "damaged\|no end record" "$out" &&
+                fail "exitrace ($mode, $delay us): $(grep -m1 "damaged\|no end record" "$out")"
+        done
+    done
+    ;;
 latefail)
     # A process that outlives memkit trace and then cannot write its trace:
     # it says so itself, and leaves no run marker in /dev/shm behind.

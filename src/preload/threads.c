@@ -169,7 +169,10 @@ static volatile uint64_t *switch_word(mk_thread_t *t)
 /* Does the kernel clear the word here? A sleep switches the thread out;
  * without rseq, or with a kernel that keeps the word, calls switched out
  * keep their time (the END record says which). 60 us at start-up, most of
- * it the sleep's timer slack. */
+ * it the sleep's timer slack. A sleep whose timer has fired before the
+ * thread could block returns without a switch (a preempted virtual CPU):
+ * a kernel that clears the word is tried 4 times before it is taken to
+ * keep it. */
 static void detect_switches(void)
 {
     volatile uint64_t *w = mk_st.timing ? rseq_word() : NULL;
@@ -178,10 +181,12 @@ static void detect_switches(void)
     switch_cs = (struct rseq_cs){.start_ip = (uintptr_t)&switch_abort.after,
                                  .abort_ip = (uintptr_t)&switch_abort.after};
     mk_switch_cs_at = (uintptr_t)&switch_cs;
-    mk_switch_arm(w);
-    struct timespec nap = {0, 1000};
-    nanosleep(&nap, NULL);
-    mk_st.switches = mk_switched(w);
+    for (int tries = 0; tries < 4 && !mk_st.switches; tries++) {
+        mk_switch_arm(w);
+        struct timespec nap = {0, 1000 << (3 * tries)};
+        nanosleep(&nap, NULL);
+        mk_st.switches = mk_switched(w);
+    }
 }
 
 mk_thread_t *mk_thread_get(void)

@@ -901,8 +901,11 @@ latefail)
     { "$memkit" trace -o "$work/t" -- "$progs/latefail"; echo "status=$?"; } 2>&1 | cat >"$out"
     grep -q "^status=0$" "$out" || fail "memkit trace did not exit 0"
     ls /dev/shm/memkit-*.said 2>/dev/null | sort >"$work/after"
-    new=$(comm -13 "$work/before" "$work/after")
-    [ -z "$new" ] || fail "a marker was left behind: $new"
+    # a marker whose memkit trace still runs is another test's (make test -j)
+    for m in $(comm -13 "$work/before" "$work/after"); do
+        pid=${m#/dev/shm/memkit-}
+        kill -0 "${pid%%-*}" 2>/dev/null || fail "a marker was left behind: $m"
+    done
     grep -q "the program runs on untraced" "$out" || fail "the late failure was not said"
     ;;
 sigmask)

@@ -184,7 +184,11 @@ def main():
     if os.path.exists(build):
         shutil.rmtree(build)
     copy_tree(source, src)
-    if run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+    # Ninja where it is (ninja-build, tools/packages.txt): its incremental
+    # build of a mutant takes about a second less than make's, whose walk of
+    # every target's rules alone takes 1.2 s (93 mutants: 1.5 minutes)
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    if run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"] + generator,
            os.path.join(logs, "configure.log")) or \
        run(["cmake", "--build", build, "-j", str(a.jobs)], os.path.join(logs, "build.log")):
         die("the unmutated copy does not build: %s" % logs)
